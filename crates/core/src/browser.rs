@@ -1,0 +1,209 @@
+//! The browser side of the loop: the [`BrowserTab`] trait and its options.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::action::{Modifiers, MouseButton};
+use crate::coords::{ImageScale, Point, Rect, Size};
+use crate::error::Result;
+use crate::image::{Image, ImageFormat};
+use crate::outcome::ActionOutcome;
+
+/// How to take a screenshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ScreenshotOptions {
+    /// Encoding.
+    pub format: ImageFormat,
+    /// JPEG quality 1–100 (ignored for PNG).
+    pub quality: u8,
+    /// Downscale so the longer edge is at most this many pixels.
+    pub max_edge: Option<u32>,
+    /// Draw a dot where the pointer last was.
+    pub cursor_overlay: bool,
+    /// Capture only this region (viewport CSS pixels), at device resolution.
+    pub region: Option<Rect>,
+}
+
+impl Default for ScreenshotOptions {
+    fn default() -> Self {
+        Self {
+            format: ImageFormat::Jpeg,
+            quality: 80,
+            max_edge: None,
+            cursor_overlay: false,
+            region: None,
+        }
+    }
+}
+
+/// A screenshot and how its pixels map onto the viewport.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Screenshot {
+    /// The encoded image.
+    pub image: Image,
+    /// The viewport it shows, CSS pixels.
+    pub viewport: Size,
+    /// Image pixels per CSS pixel (after any downscaling).
+    pub scale: ImageScale,
+}
+
+impl Screenshot {
+    /// Maps a point in this image's pixels to viewport CSS pixels.
+    pub fn to_viewport(&self, x: f64, y: f64) -> Point {
+        self.scale.image_to_css(x, y, self.viewport)
+    }
+}
+
+/// How to click.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClickOptions {
+    /// Button.
+    pub button: MouseButton,
+    /// 1, 2 or 3.
+    pub click_count: u8,
+    /// Modifiers held.
+    pub modifiers: Modifiers,
+}
+
+impl Default for ClickOptions {
+    fn default() -> Self {
+        Self {
+            button: MouseButton::Left,
+            click_count: 1,
+            modifiers: Modifiers::NONE,
+        }
+    }
+}
+
+/// How to wait for the page to be ready after an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SettleOptions {
+    /// Give up waiting after this long (the page is used as it is).
+    #[serde(with = "duration_ms")]
+    pub max_wait: Duration,
+    /// The network counts as quiet after this long without requests.
+    #[serde(with = "duration_ms")]
+    pub network_quiet: Duration,
+    /// Whether a navigation is expected (goto, back): wait for it to commit
+    /// and load.
+    pub expect_navigation: bool,
+}
+
+impl Default for SettleOptions {
+    fn default() -> Self {
+        Self {
+            max_wait: Duration::from_secs(5),
+            network_quiet: Duration::from_millis(100),
+            expect_navigation: false,
+        }
+    }
+}
+
+/// What settling observed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SettleReport {
+    /// How long it waited.
+    pub waited_ms: u64,
+    /// Whether it gave up at `max_wait`.
+    pub timed_out: bool,
+    /// Whether a navigation happened while waiting.
+    pub navigated: bool,
+}
+
+/// A browser tab the loop can see and act on.
+///
+/// Object-safe (`#[async_trait]`), stored as `Arc<dyn BrowserTab>`; methods
+/// take `&self` (implementations use interior mutability), so a tab can be
+/// shared by a loop and its child loops, one call at a time.
+///
+/// # Contract
+/// - **Coordinates** are viewport CSS pixels at any device pixel ratio.
+/// - **Never lie, never throw for page problems**: a click on nothing, an
+///   unknown key, a failed navigation or an off-viewport point is
+///   `Ok(ActionOutcome { ok: false, .. })` with a message for the model; a
+///   click that changed nothing says so in its receipt. `Err` is reserved for
+///   fatal conditions, above all
+///   [`LumenError::BrowserDisconnected`](crate::LumenError::BrowserDisconnected),
+///   which must arrive promptly (every call has a deadline), never as a hang.
+/// - **Settling** is separate: action methods return once the input is
+///   delivered; [`settle`](Self::settle) waits for the page to be ready.
+/// - **Cancellation**: dropping a returned future abandons the call; the tab
+///   stays usable.
+#[async_trait::async_trait]
+pub trait BrowserTab: Send + Sync {
+    /// Takes a screenshot.
+    async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot>;
+    /// The viewport size in CSS pixels, as the page reports it.
+    async fn viewport(&self) -> Result<Size>;
+    /// Sets the viewport (CSS pixels) and device pixel ratio.
+    async fn set_viewport(&self, size: Size, device_scale_factor: f64) -> Result<()>;
+    /// The current URL.
+    async fn url(&self) -> Result<String>;
+    /// The current title.
+    async fn title(&self) -> Result<String>;
+    /// Where the pointer last was, if it was moved.
+    fn cursor(&self) -> Option<Point>;
+
+    /// Clicks at a point.
+    async fn click(&self, at: Point, options: ClickOptions) -> Result<ActionOutcome>;
+    /// Moves the pointer to a point.
+    async fn hover(&self, at: Point) -> Result<ActionOutcome>;
+    /// Drags from `from` through `path` to `to` with the left button.
+    async fn drag(&self, from: Point, to: Point, path: &[Point]) -> Result<ActionOutcome>;
+    /// Presses a button (at a point, or where the pointer is).
+    async fn mouse_down(&self, at: Option<Point>, button: MouseButton) -> Result<ActionOutcome>;
+    /// Releases a button (at a point, or where the pointer is).
+    async fn mouse_up(&self, at: Option<Point>, button: MouseButton) -> Result<ActionOutcome>;
+    /// Scrolls with the wheel at a point by a CSS-pixel delta.
+    async fn scroll(
+        &self,
+        at: Point,
+        delta_x: f64,
+        delta_y: f64,
+        modifiers: Modifiers,
+    ) -> Result<ActionOutcome>;
+    /// Types text into the focused element.
+    async fn type_text(&self, text: &str) -> Result<ActionOutcome>;
+    /// Presses a key chord (names normalised by the implementation).
+    async fn key_press(&self, keys: &[String]) -> Result<ActionOutcome>;
+    /// Holds a key chord for `duration`.
+    async fn hold_key(&self, keys: &[String], duration: Duration) -> Result<ActionOutcome>;
+    /// Navigates to a URL and waits for it to load (bounded).
+    async fn goto(&self, url: &str) -> Result<ActionOutcome>;
+    /// Goes back in history.
+    async fn back(&self) -> Result<ActionOutcome>;
+    /// Goes forward in history.
+    async fn forward(&self) -> Result<ActionOutcome>;
+    /// Reloads the page.
+    async fn reload(&self) -> Result<ActionOutcome>;
+
+    /// Waits until the page is ready (navigation committed, network quiet,
+    /// layout stable), bounded by `options.max_wait`.
+    async fn settle(&self, options: &SettleOptions) -> Result<SettleReport>;
+    /// Evaluates a JavaScript expression in the main frame and returns its
+    /// JSON value (promises are awaited). A thrown exception is
+    /// [`LumenError::Script`](crate::LumenError::Script).
+    async fn evaluate(&self, expression: &str) -> Result<serde_json::Value>;
+    /// Closes the tab (and the browser, when the tab owns it).
+    async fn close(&self) -> Result<()>;
+}
+
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis().min(u64::MAX as u128) as u64)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}

@@ -1,0 +1,186 @@
+//! The model side of the loop: what an adapter is given each step and what it
+//! gives back.
+
+use std::ops::{Add, AddAssign};
+use std::pin::Pin;
+
+use futures_core::Stream;
+use serde::{Deserialize, Serialize};
+
+use crate::TaskState;
+use crate::action::ActionCall;
+use crate::browser::Screenshot;
+use crate::error::Result;
+use crate::history::{AssistantTurn, WireRecord};
+
+/// Tokens used by one or more model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    /// Input tokens billed at the normal rate (excluding cache reads/writes).
+    pub input_tokens: u64,
+    /// Output tokens (including reasoning).
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl TokenUsage {
+    /// All input tokens, cached or not.
+    pub fn total_input(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+impl Add for TokenUsage {
+    type Output = TokenUsage;
+    fn add(self, o: TokenUsage) -> TokenUsage {
+        TokenUsage {
+            input_tokens: self.input_tokens + o.input_tokens,
+            output_tokens: self.output_tokens + o.output_tokens,
+            cache_read_tokens: self.cache_read_tokens + o.cache_read_tokens,
+            cache_write_tokens: self.cache_write_tokens + o.cache_write_tokens,
+        }
+    }
+}
+
+impl AddAssign for TokenUsage {
+    fn add_assign(&mut self, o: TokenUsage) {
+        *self = *self + o;
+    }
+}
+
+/// What the loop hands an adapter for one step. Borrowed: adapters build
+/// their request from it and keep nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct StepContext<'a> {
+    /// Step index, from 0.
+    pub step: u32,
+    /// The step budget.
+    pub max_steps: u32,
+    /// The task as the user gave it.
+    pub instruction: &'a str,
+    /// The system prompt the loop assembled (task, tips, nudges, state, URL,
+    /// budget). Adapters add only provider mechanics (tool descriptions).
+    pub system_prompt: &'a str,
+    /// The current screenshot, which is also the newest screenshot record in
+    /// `wire` (adapters must not send it twice).
+    pub screenshot: &'a Screenshot,
+    /// The wire history, already compressed by the loop.
+    pub wire: &'a [WireRecord],
+    /// The current task state.
+    pub state: Option<&'a TaskState>,
+    /// The current URL.
+    pub url: &'a str,
+    /// Sampling temperature override (the confidence gate varies it).
+    pub temperature: Option<f32>,
+}
+
+/// A whole model answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelResponse {
+    /// The turn to record in wire history (actions, ids, thinking, native
+    /// replay data).
+    pub turn: AssistantTurn,
+    /// Tokens used.
+    pub usage: TokenUsage,
+    /// The provider's stop reason, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+impl ModelResponse {
+    /// The decoded actions, in order.
+    pub fn calls(&self) -> &[ActionCall] {
+        &self.turn.calls
+    }
+}
+
+/// An item of a streaming model answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ModelEvent {
+    /// A tool call whose arguments are complete: execute it now.
+    Action(ActionCall),
+    /// A piece of reasoning text, for live display.
+    ThinkingDelta(String),
+    /// A piece of plain text, for live display.
+    TextDelta(String),
+    /// The answer is complete. Always the last item of a successful stream;
+    /// `calls` repeats every action yielded before, in order.
+    Completed(ModelResponse),
+}
+
+/// A stream of [`ModelEvent`]s. Dropping it aborts the request.
+pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent>> + Send>>;
+
+/// Static facts about a model, for viewport alignment and compaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    /// The model id as the provider knows it (`claude-sonnet-4-6`).
+    pub model_id: String,
+    /// The provider (`anthropic`, `openai`, `google`, `compatible`).
+    pub provider: String,
+    /// Image patch size the viewport should be a multiple of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch_size: Option<u32>,
+    /// Longest image edge the model takes without downscaling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_image_dimension: Option<u32>,
+    /// Whether the model can return reasoning.
+    pub supports_thinking: bool,
+    /// Whether the provider's own computer-use tool is used.
+    pub native_computer_use: bool,
+    /// Context window, tokens.
+    pub context_window_tokens: u64,
+}
+
+/// A model provider, as the loop sees it: a codec between wire history and
+/// the provider's protocol, not a controller (it never decides when to call,
+/// retry at the loop level, or compact).
+///
+/// Object-safe (`#[async_trait]`), stored as `Arc<dyn ModelAdapter>`.
+///
+/// # Contract
+/// - **Coordinates**: every emitted action is in viewport CSS pixels,
+///   converted once here using `ctx.screenshot`'s viewport and scale.
+/// - **Ordering**: [`stream`](Self::stream) yields [`ModelEvent::Action`]s in
+///   the order the provider emitted the tool calls, each as soon as its
+///   arguments are complete, and ends with exactly one
+///   [`ModelEvent::Completed`]. A stream that ends without it is broken and the
+///   loop treats it as an error.
+/// - **Malformed calls** become [`Action::Invalid`](crate::Action::Invalid),
+///   never an error or a panic. A text-only answer becomes `terminate` with
+///   the text.
+/// - **Errors**: `Err` from `stream` (before any event) or an `Err` item means
+///   a provider failure ([`LumenError::ModelApi`](crate::LumenError::ModelApi)
+///   and friends); transient failures before the first byte are retried
+///   inside the adapter.
+/// - **Cancellation**: dropping the future or the stream aborts the HTTP
+///   request; adapters hold no state between calls.
+#[async_trait::async_trait]
+pub trait ModelAdapter: Send + Sync {
+    /// Static facts about the model.
+    fn info(&self) -> &ModelInfo;
+
+    /// Starts a streaming call for this step.
+    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream>;
+
+    /// A single-shot call (planner, verifier, confidence-gate samples).
+    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse>;
+
+    /// Estimates the input tokens the request for `ctx` would cost, by the
+    /// provider's own image and text rules. Cheap: no I/O.
+    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64;
+
+    /// Writes a concise summary of `wire` (tier-2 compaction), usually on a
+    /// cheaper model. The state is passed for context; it is kept outside
+    /// the summary by the loop.
+    async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String>;
+}

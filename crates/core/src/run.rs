@@ -1,0 +1,220 @@
+//! Run results and the live event stream.
+
+use serde::{Deserialize, Serialize};
+
+use crate::TaskState;
+use crate::action::ActionCall;
+use crate::browser::Screenshot;
+use crate::error::ErrorInfo;
+use crate::history::SemanticStep;
+use crate::model::TokenUsage;
+use crate::outcome::ActionExecution;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunStatus {
+    /// The model terminated with success (and the verifier, if any, agreed).
+    Success,
+    /// The model terminated with failure, or a fatal error ended the run.
+    Failure,
+    /// The step budget ran out.
+    MaxSteps,
+    /// The run was cancelled.
+    Cancelled,
+}
+
+/// The result of a run (or of a child loop).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    /// How it ended.
+    pub status: RunStatus,
+    /// The answer or failure reason the model gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Steps taken.
+    pub steps: u32,
+    /// Full semantic history.
+    #[serde(default)]
+    pub history: Vec<SemanticStep>,
+    /// The final task state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<TaskState>,
+    /// Tokens used by every model call of the run.
+    #[serde(default)]
+    pub usage: TokenUsage,
+    /// The fatal error that ended the run, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+}
+
+/// The loop's result; the same type as [`RunResult`].
+pub type LoopResult = RunResult;
+
+/// Something that happened during a run, in order. The event log written as
+/// JSON lines is the source for traces, replays, reports and the server's
+/// live streams, so every variant carries what a consumer needs without the
+/// rest of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+#[non_exhaustive]
+pub enum StreamEvent {
+    /// The run began.
+    RunStarted {
+        /// The task.
+        instruction: String,
+        /// The model id.
+        model: String,
+        /// The step budget.
+        max_steps: u32,
+    },
+    /// A step began.
+    StepStarted {
+        /// Step index.
+        step: u32,
+        /// URL at its start.
+        url: String,
+    },
+    /// The screenshot of a step (the first thing a slow consumer loses).
+    Screenshot {
+        /// Step index.
+        step: u32,
+        /// The screenshot.
+        screenshot: Screenshot,
+    },
+    /// Reasoning text from the model.
+    Thinking {
+        /// Step index.
+        step: u32,
+        /// The text.
+        text: String,
+    },
+    /// The model asked for an action (about to run).
+    Action {
+        /// Step index.
+        step: u32,
+        /// The call.
+        call: ActionCall,
+    },
+    /// An action ran.
+    ActionResult {
+        /// Step index.
+        step: u32,
+        /// The call.
+        call: ActionCall,
+        /// What happened.
+        execution: ActionExecution,
+    },
+    /// A hook or policy blocked an action.
+    ActionBlocked {
+        /// Step index.
+        step: u32,
+        /// The call.
+        call: ActionCall,
+        /// Why.
+        reason: String,
+    },
+    /// The model replaced the task state.
+    StateWritten {
+        /// Step index.
+        step: u32,
+        /// The new state.
+        state: TaskState,
+    },
+    /// A nudge was raised for the next step (repeat or stall detected).
+    Nudge {
+        /// Step index.
+        step: u32,
+        /// Severity (5, 8, 12).
+        level: u32,
+        /// The text shown to the model.
+        message: String,
+    },
+    /// Tier-2 compaction ran.
+    Compaction {
+        /// Step index.
+        step: u32,
+        /// Estimated context tokens before.
+        tokens_before: u64,
+        /// Estimated context tokens after.
+        tokens_after: u64,
+    },
+    /// The verifier rejected a terminate.
+    TerminationRejected {
+        /// Step index.
+        step: u32,
+        /// The verifier's reason (fed back to the model).
+        reason: String,
+    },
+    /// A step finished.
+    StepCompleted {
+        /// Step index.
+        step: u32,
+        /// Tokens the step used.
+        usage: TokenUsage,
+        /// Step wall time.
+        duration_ms: u64,
+        /// Of which waiting for the model.
+        model_ms: u64,
+    },
+    /// A fatal error (the run ends with `Done` right after).
+    Error {
+        /// What went wrong.
+        error: ErrorInfo,
+    },
+    /// The run ended.
+    Done {
+        /// How.
+        status: RunStatus,
+        /// The answer or failure reason.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        /// Steps taken.
+        steps: u32,
+        /// Total tokens.
+        usage: TokenUsage,
+        /// Final state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<TaskState>,
+    },
+}
+
+impl StreamEvent {
+    /// The step the event belongs to, if any.
+    pub fn step(&self) -> Option<u32> {
+        match self {
+            StreamEvent::StepStarted { step, .. }
+            | StreamEvent::Screenshot { step, .. }
+            | StreamEvent::Thinking { step, .. }
+            | StreamEvent::Action { step, .. }
+            | StreamEvent::ActionResult { step, .. }
+            | StreamEvent::ActionBlocked { step, .. }
+            | StreamEvent::StateWritten { step, .. }
+            | StreamEvent::Nudge { step, .. }
+            | StreamEvent::Compaction { step, .. }
+            | StreamEvent::TerminationRejected { step, .. }
+            | StreamEvent::StepCompleted { step, .. } => Some(*step),
+            StreamEvent::RunStarted { .. }
+            | StreamEvent::Error { .. }
+            | StreamEvent::Done { .. } => None,
+        }
+    }
+}
+
+/// A [`StreamEvent`] as logged: numbered and timestamped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedEvent {
+    /// Position in the run's log, from 0, without gaps.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp_ms: u64,
+    /// The event.
+    #[serde(flatten)]
+    pub event: StreamEvent,
+}
