@@ -1,0 +1,54 @@
+//! Test support for Lumen: a static server for the fixture sites and a
+//! Chromium locator. Never published.
+//!
+//! This crate is only ever a dev-dependency. It may depend on `tokio`, `axum`
+//! and `tracing` (and later on `lumen-core`, `lumen-browser` and
+//! `lumen-models`, for a fake browser and the mock provider server), but no
+//! production crate may name it under `[dependencies]`.
+//!
+//! # Main items
+//!
+//! - [`FixtureServer`] serves `fixtures/sites/` (or any folder) on
+//!   `127.0.0.1` and `localhost` at an ephemeral port, with injected latency
+//!   and status codes and a log of every request, and stops when dropped.
+//! - [`locate_chromium`] and [`locate_headless_shell`] find a browser binary,
+//!   and [`ChromiumNotFound`] says how to install one when there is none.
+//!
+//! The library code returns errors instead of unwrapping, like every other
+//! crate in the workspace; only its tests unwrap.
+//!
+//! # Example
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use lumen_test_support::{FixtureServer, StatusCode};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let server = FixtureServer::start().await?;
+//! let page = server.url("forms/login.html");
+//! assert_eq!(page, format!("http://127.0.0.1:{}/forms/login.html", server.port()));
+//!
+//! // Every page under /api/ now answers 503, and /slow/ waits half a second.
+//! server.fail("/api/", StatusCode::SERVICE_UNAVAILABLE);
+//! server.set_delay("/slow/", Duration::from_millis(500));
+//!
+//! // ... drive a browser at `page`, then assert on what it fetched:
+//! assert!(server.requests().iter().all(|r| r.method == "GET"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Crate features
+//!
+//! None.
+
+#![deny(missing_docs)]
+
+mod chromium;
+mod fixture_server;
+
+pub use axum::http::StatusCode;
+pub use chromium::{ChromiumNotFound, locate_chromium, locate_headless_shell};
+pub use fixture_server::{FixtureServer, MAX_QUERY_DELAY, RequestRecord, fixtures_root};

@@ -1,0 +1,4 @@
+//! Integration suites, one module per area.
+
+mod fixture_server;
+mod http;
