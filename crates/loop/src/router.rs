@@ -1,0 +1,547 @@
+//! The ActionRouter: the one place where actions (already in viewport CSS
+//! pixels) reach the browser.
+//!
+//! It dispatches each [`Action`] to the matching [`BrowserTab`] method, waits
+//! for the page to settle, fills `<secret:NAME>` placeholders at type time,
+//! and answers control actions (terminate, delegate, screenshot, fold,
+//! cursor position, invalid calls) without touching the browser. Page-level
+//! failures come back as `ok: false` executions; only fatal browser errors
+//! are `Err`. `writeState` is not handled here: the loop owns the state store
+//! and answers it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lumen_core::{
+    Action, ActionCall, ActionExecution, BrowserTab, ClickOptions, ControlRequest, Point, Result,
+    SettleOptions, Size,
+};
+
+/// Fixed post-action delays, for callers who want the original's timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouterTiming {
+    /// After clicks, double clicks, drags and hovers.
+    pub after_click: Duration,
+    /// After typing.
+    pub after_type: Duration,
+    /// After scrolling.
+    pub after_scroll: Duration,
+    /// After navigation (goto, back, forward).
+    pub after_navigation: Duration,
+}
+
+impl Default for RouterTiming {
+    fn default() -> Self {
+        Self {
+            after_click: Duration::from_millis(200),
+            after_type: Duration::from_millis(500),
+            after_scroll: Duration::from_millis(300),
+            after_navigation: Duration::from_millis(1000),
+        }
+    }
+}
+
+/// How the router waits after an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleMode {
+    /// Ask the tab to wait until the page is actually ready (the default).
+    Adaptive(SettleOptions),
+    /// Sleep fixed delays.
+    Fixed(RouterTiming),
+}
+
+impl Default for SettleMode {
+    fn default() -> Self {
+        SettleMode::Adaptive(SettleOptions::default())
+    }
+}
+
+/// The longest `wait` the model may ask for in one action.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// Resolves a secret's name to its value; `None` for an unknown name.
+pub type SecretLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Dispatches actions to a tab.
+#[derive(Clone, Default)]
+pub struct ActionRouter {
+    settle: SettleMode,
+    secrets: Option<SecretLookup>,
+}
+
+impl fmt::Debug for ActionRouter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActionRouter")
+            .field("settle", &self.settle)
+            .field("secrets", &self.secrets.is_some())
+            .finish()
+    }
+}
+
+impl ActionRouter {
+    /// A router with adaptive settling and no secrets.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets how to wait after actions.
+    pub fn with_settle(mut self, settle: SettleMode) -> Self {
+        self.settle = settle;
+        self
+    }
+
+    /// Sets the secret lookup used to fill `<secret:NAME>` in typed text.
+    pub fn with_secrets(mut self, lookup: SecretLookup) -> Self {
+        self.secrets = Some(lookup);
+        self
+    }
+
+    /// Executes one call. `viewport` is the step's viewport (for page-sized
+    /// scrolls).
+    pub async fn execute(
+        &self,
+        call: &ActionCall,
+        tab: &dyn BrowserTab,
+        viewport: Size,
+    ) -> Result<ActionExecution> {
+        let started = Instant::now();
+        let mut exec = self.dispatch(&call.action, tab, viewport).await?;
+        if exec.ok && exec.control.is_none() && call.action.touches_browser() {
+            self.settle_after(&call.action, tab).await?;
+        }
+        exec.duration_ms = started.elapsed().as_millis() as u64;
+        Ok(exec)
+    }
+
+    async fn dispatch(
+        &self,
+        action: &Action,
+        tab: &dyn BrowserTab,
+        viewport: Size,
+    ) -> Result<ActionExecution> {
+        let click = |button, click_count, modifiers| ClickOptions {
+            button,
+            click_count,
+            modifiers,
+        };
+        let outcome = match action {
+            Action::Click {
+                x,
+                y,
+                button,
+                modifiers,
+            } => {
+                tab.click(Point::new(*x, *y), click(*button, 1, *modifiers))
+                    .await?
+            }
+            Action::DoubleClick { x, y, modifiers } => {
+                tab.click(Point::new(*x, *y), click(Default::default(), 2, *modifiers))
+                    .await?
+            }
+            Action::TripleClick { x, y, modifiers } => {
+                tab.click(Point::new(*x, *y), click(Default::default(), 3, *modifiers))
+                    .await?
+            }
+            Action::Drag {
+                start_x,
+                start_y,
+                end_x,
+                end_y,
+                path,
+            } => {
+                tab.drag(
+                    Point::new(*start_x, *start_y),
+                    Point::new(*end_x, *end_y),
+                    path,
+                )
+                .await?
+            }
+            Action::Hover { x, y } => tab.hover(Point::new(*x, *y)).await?,
+            Action::MouseDown { x, y, button } => tab.mouse_down(point(*x, *y), *button).await?,
+            Action::MouseUp { x, y, button } => tab.mouse_up(point(*x, *y), *button).await?,
+            Action::Scroll {
+                x, y, modifiers, ..
+            } => {
+                let (dx, dy) = action.scroll_delta(viewport).unwrap_or((0.0, 0.0));
+                tab.scroll(Point::new(*x, *y), dx, dy, *modifiers).await?
+            }
+            Action::Type { text } => match self.fill_secrets(text) {
+                Ok(filled) => tab.type_text(&filled).await?,
+                Err(name) => {
+                    return Ok(ActionExecution::failed(format!(
+                        "unknown secret `{name}`: only registered secret names can be used as <secret:NAME>"
+                    )));
+                }
+            },
+            Action::KeyPress { keys } => tab.key_press(keys).await?,
+            Action::HoldKey { keys, duration_ms } => {
+                tab.hold_key(keys, Duration::from_millis(*duration_ms).min(MAX_WAIT))
+                    .await?
+            }
+            Action::Wait { ms } => {
+                tokio::time::sleep(Duration::from_millis(*ms).min(MAX_WAIT)).await;
+                return Ok(ActionExecution::ok());
+            }
+            Action::Goto { url } => tab.goto(url).await?,
+            Action::Back => tab.back().await?,
+            Action::Forward => tab.forward().await?,
+            Action::Screenshot | Action::Zoom { .. } => {
+                return Ok(ActionExecution::control(ControlRequest::Screenshot));
+            }
+            Action::CursorPosition => {
+                let mut exec = ActionExecution::ok();
+                exec.hints.push(match tab.cursor() {
+                    Some(p) => format!("the pointer is at ({}, {})", p.x, p.y),
+                    None => "the pointer has not been moved yet".into(),
+                });
+                return Ok(exec);
+            }
+            Action::Terminate { status, result } => {
+                return Ok(ActionExecution::control(ControlRequest::Terminate {
+                    status: *status,
+                    result: result.clone(),
+                }));
+            }
+            Action::Delegate {
+                instruction,
+                max_steps,
+            } => {
+                return Ok(ActionExecution::control(ControlRequest::Delegate {
+                    instruction: instruction.clone(),
+                    max_steps: *max_steps,
+                }));
+            }
+            Action::Fold { summary } => {
+                return Ok(ActionExecution::control(ControlRequest::Fold {
+                    summary: summary.clone(),
+                }));
+            }
+            Action::Invalid { error, .. } => return Ok(ActionExecution::failed(error.clone())),
+            Action::WriteState { .. } => {
+                return Ok(ActionExecution::failed(
+                    "writeState is answered by the loop, not the router",
+                ));
+            }
+            other => {
+                return Ok(ActionExecution::failed(format!(
+                    "action `{}` is not supported by this router",
+                    other.kind()
+                )));
+            }
+        };
+        Ok(outcome.into())
+    }
+
+    async fn settle_after(&self, action: &Action, tab: &dyn BrowserTab) -> Result<()> {
+        let navigation = matches!(action, Action::Goto { .. } | Action::Back | Action::Forward);
+        match self.settle {
+            SettleMode::Adaptive(mut opts) => {
+                opts.expect_navigation = navigation;
+                tab.settle(&opts).await?;
+            }
+            SettleMode::Fixed(t) => {
+                let delay = match action {
+                    _ if navigation => t.after_navigation,
+                    Action::Type { .. } | Action::KeyPress { .. } | Action::HoldKey { .. } => {
+                        t.after_type
+                    }
+                    Action::Scroll { .. } => t.after_scroll,
+                    _ => t.after_click,
+                };
+                tokio::time::sleep(delay).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces every `<secret:NAME>` with its value; `Err(name)` for the
+    /// first unknown name. Text without placeholders is returned as is.
+    fn fill_secrets(&self, text: &str) -> std::result::Result<String, String> {
+        const OPEN: &str = "<secret:";
+        if !text.contains(OPEN) {
+            return Ok(text.to_string());
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find(OPEN) {
+            let after = &rest[start + OPEN.len()..];
+            let Some(end) = after.find('>') else { break };
+            let name = &after[..end];
+            let value = self
+                .secrets
+                .as_ref()
+                .and_then(|lookup| lookup(name))
+                .ok_or_else(|| name.to_string())?;
+            out.push_str(&rest[..start]);
+            out.push_str(&value);
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+fn point(x: Option<i32>, y: Option<i32>) -> Option<Point> {
+    Some(Point::new(x?, y?))
+}
+
+#[cfg(test)]
+mod tests {
+    use lumen_core::{Modifiers, MouseButton, Rect, ScrollDirection, ScrollUnit, TerminateStatus};
+
+    use super::*;
+    use crate::fake::FakeTab;
+
+    const VP: Size = Size::new(1280, 800);
+
+    async fn run(router: &ActionRouter, tab: &FakeTab, action: Action) -> ActionExecution {
+        router
+            .execute(&ActionCall::new("c", action), tab, VP)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn pointer_and_keyboard_actions_reach_the_tab_then_settle() {
+        let tab = FakeTab::new("http://x/");
+        let r = ActionRouter::new();
+        let ctrl = Modifiers {
+            ctrl: true,
+            ..Modifiers::NONE
+        };
+        for a in [
+            Action::Click {
+                x: 1,
+                y: 2,
+                button: MouseButton::Right,
+                modifiers: ctrl,
+            },
+            Action::DoubleClick {
+                x: 3,
+                y: 4,
+                modifiers: Modifiers::NONE,
+            },
+            Action::TripleClick {
+                x: 5,
+                y: 6,
+                modifiers: Modifiers::NONE,
+            },
+            Action::Drag {
+                start_x: 0,
+                start_y: 0,
+                end_x: 9,
+                end_y: 9,
+                path: vec![Point::new(4, 4)],
+            },
+            Action::Hover { x: 7, y: 8 },
+            Action::MouseDown {
+                x: None,
+                y: None,
+                button: MouseButton::Left,
+            },
+            Action::MouseUp {
+                x: Some(1),
+                y: Some(1),
+                button: MouseButton::Left,
+            },
+            Action::Scroll {
+                x: 10,
+                y: 20,
+                direction: ScrollDirection::Up,
+                amount: 1.0,
+                unit: ScrollUnit::Pages,
+                modifiers: Modifiers::NONE,
+            },
+            Action::Type { text: "hi".into() },
+            Action::KeyPress {
+                keys: vec!["ctrl".into(), "a".into()],
+            },
+            Action::Goto {
+                url: "http://y/".into(),
+            },
+            Action::Back,
+        ] {
+            assert!(run(&r, &tab, a).await.ok);
+        }
+        assert_eq!(
+            tab.calls(),
+            vec![
+                "click 1,2 Right x1 mods=2",
+                "settle nav=false",
+                "click 3,4 Left x2 mods=0",
+                "settle nav=false",
+                "click 5,6 Left x3 mods=0",
+                "settle nav=false",
+                "drag 0,0->9,9 via 1",
+                "settle nav=false",
+                "hover 7,8",
+                "settle nav=false",
+                "down None Left",
+                "settle nav=false",
+                "up Some(Point { x: 1, y: 1 }) Left",
+                "settle nav=false",
+                "scroll 10,20 by 0,-700 mods=0",
+                "settle nav=false",
+                "type hi",
+                "settle nav=false",
+                "key ctrl+a",
+                "settle nav=false",
+                "goto http://y/",
+                "settle nav=true",
+                "back",
+                "settle nav=true",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn control_actions_never_touch_the_browser() {
+        let tab = FakeTab::new("http://x/");
+        let r = ActionRouter::new();
+        let t = run(
+            &r,
+            &tab,
+            Action::Terminate {
+                status: TerminateStatus::Success,
+                result: "42".into(),
+            },
+        )
+        .await;
+        assert!(t.is_terminate());
+        let d = run(
+            &r,
+            &tab,
+            Action::Delegate {
+                instruction: "sub".into(),
+                max_steps: Some(3),
+            },
+        )
+        .await;
+        assert_eq!(
+            d.control,
+            Some(ControlRequest::Delegate {
+                instruction: "sub".into(),
+                max_steps: Some(3)
+            })
+        );
+        let s = run(&r, &tab, Action::Screenshot).await;
+        assert_eq!(s.control, Some(ControlRequest::Screenshot));
+        let z = run(
+            &r,
+            &tab,
+            Action::Zoom {
+                region: Rect {
+                    x0: 0,
+                    y0: 0,
+                    x1: 10,
+                    y1: 10,
+                },
+            },
+        )
+        .await;
+        assert_eq!(z.control, Some(ControlRequest::Screenshot));
+        let f = run(
+            &r,
+            &tab,
+            Action::Fold {
+                summary: "done".into(),
+            },
+        )
+        .await;
+        assert_eq!(
+            f.control,
+            Some(ControlRequest::Fold {
+                summary: "done".into()
+            })
+        );
+        let c = run(&r, &tab, Action::CursorPosition).await;
+        assert_eq!(c.hints, vec!["the pointer has not been moved yet"]);
+        let i = run(
+            &r,
+            &tab,
+            Action::Invalid {
+                name: "fly".into(),
+                input: serde_json::Value::Null,
+                error: "unknown action `fly`".into(),
+            },
+        )
+        .await;
+        assert_eq!(
+            (i.ok, i.error.as_deref()),
+            (false, Some("unknown action `fly`"))
+        );
+        assert!(tab.calls().is_empty(), "{:?}", tab.calls());
+    }
+
+    #[tokio::test]
+    async fn failed_actions_are_data_and_skip_settling() {
+        let tab = FakeTab::new("http://x/");
+        *tab.fail_next.lock().unwrap() = Some("unknown key `Hyper`".into());
+        let e = run(
+            &ActionRouter::new(),
+            &tab,
+            Action::KeyPress {
+                keys: vec!["Hyper".into()],
+            },
+        )
+        .await;
+        assert_eq!(
+            (e.ok, e.error.as_deref()),
+            (false, Some("unknown key `Hyper`"))
+        );
+        assert_eq!(tab.calls(), vec!["key Hyper"]);
+    }
+
+    #[tokio::test]
+    async fn secrets_are_filled_at_type_time_and_unknown_names_fail() {
+        let tab = FakeTab::new("http://x/");
+        let lookup: SecretLookup =
+            Arc::new(|name: &str| (name == "password").then(|| "hunter2".to_string()));
+        let r = ActionRouter::new().with_secrets(lookup);
+        assert!(
+            run(
+                &r,
+                &tab,
+                Action::Type {
+                    text: "pw: <secret:password>!".into()
+                }
+            )
+            .await
+            .ok
+        );
+        let bad = run(
+            &r,
+            &tab,
+            Action::Type {
+                text: "<secret:pin>".into(),
+            },
+        )
+        .await;
+        assert!(!bad.ok && bad.error.unwrap().contains("`pin`"));
+        // No lookup configured: placeholders cannot be filled either.
+        let none = run(
+            &ActionRouter::new(),
+            &tab,
+            Action::Type {
+                text: "<secret:password>".into(),
+            },
+        )
+        .await;
+        assert!(!none.ok);
+        assert_eq!(tab.calls(), vec!["type pw: hunter2!", "settle nav=false"]);
+    }
+
+    #[tokio::test]
+    async fn fixed_timing_sleeps_instead_of_settling() {
+        let tab = FakeTab::new("http://x/");
+        let timing = RouterTiming {
+            after_click: Duration::from_millis(20),
+            ..RouterTiming::default()
+        };
+        let r = ActionRouter::new().with_settle(SettleMode::Fixed(timing));
+        let e = run(&r, &tab, Action::Hover { x: 1, y: 1 }).await;
+        assert!(e.duration_ms >= 20);
+        assert_eq!(tab.calls(), vec!["hover 1,1"]);
+    }
+}
