@@ -13,6 +13,7 @@
 //! - [`monitor`]: the event bus, console and no-op monitors, and a bounded
 //!   live event stream.
 //! - [`control::RunControl`]: cancel, pause/resume, stop and guidance.
+//! - [`prompt`]: the per-step system prompt, most stable parts first.
 //!
 //! May depend on: `lumen-core`, `lumen-memory`, `lumen-safety`, `tokio`.
 //! Never on `lumen-browser` or `lumen-models`: the loop drives any
@@ -27,6 +28,7 @@ pub mod checkpoint;
 pub mod control;
 pub mod gate;
 pub mod monitor;
+pub mod prompt;
 pub mod repeat;
 pub mod router;
 
