@@ -1,7 +1,58 @@
 //! Lumen's memory: wire and semantic history with compression, the
 //! `StateStore`, `SiteKB`, `WorkflowMemory` and `ActionCache`.
 //!
-//! May depend on: `lumen-core` and pure data crates. Never on `lumen-browser`
-//! or `lumen-models`: memory works on core types, whatever the backend.
+//! - [`HistoryManager`]: the provider-facing wire history (tier-1 screenshot
+//!   compression on insertion, tier-2 summary compaction on the estimated
+//!   size of the next request, fold records) and the never-mutated semantic
+//!   history.
+//! - [`SerializedHistory`]: a versioned, atomically written snapshot a run
+//!   resumes from.
+//! - [`StateStore`]: the latest task state, size-capped, outside compaction.
+//! - [`SiteKB`]: site tips matched on host and path, with a default
+//!   knowledge base for the WebVoyager sites.
+//! - [`WorkflowMemory`]: step plans learnt from successful runs, persisted
+//!   to JSON and matched on the instruction.
+//! - [`ActionCache`]: an on-disk cache of actions keyed by URL, instruction
+//!   and step, guarded by a perceptual hash of the screenshot.
 //!
-//! Status: the implementation lands with the memory/safety issue.
+//! May depend on: `lumen-core` and pure data crates (`image` to decode
+//! screenshots, `url`). Never on `lumen-browser` or `lumen-models`: memory
+//! works on core types, whatever the backend, and reaches a model only
+//! through [`lumen_core::ModelAdapter`].
+//!
+//! Files are plain JSON written atomically; every read failure is a
+//! [`lumen_core::LumenError::InvalidData`] and never a panic.
+//!
+//! # Example
+//! ```
+//! use lumen_core::{Image, ImageFormat, WireRecord};
+//! use lumen_memory::{HistoryConfig, HistoryManager};
+//!
+//! let mut history = HistoryManager::new(HistoryConfig { keep_recent: 1, ..Default::default() });
+//! let shot = Image::new(ImageFormat::Png, 1, 1, vec![0u8; 4]);
+//! history.push_screenshot(0, shot.clone(), None);
+//! history.push_screenshot(1, shot, None);
+//! let images = history
+//!     .wire()
+//!     .iter()
+//!     .filter(|r| matches!(r, WireRecord::Screenshot(s) if s.image.is_some()))
+//!     .count();
+//! assert_eq!(images, 1);
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod cache;
+mod fsutil;
+pub mod history;
+pub mod serialize;
+pub mod site_kb;
+pub mod state;
+pub mod workflow;
+
+pub use cache::{ActionCache, CacheKey, CacheLookup};
+pub use history::{Compaction, FoldRecord, HistoryConfig, HistoryManager, screenshot_marker};
+pub use serialize::SerializedHistory;
+pub use site_kb::{SiteKB, SiteRule};
+pub use state::{StateError, StateStore};
+pub use workflow::{Workflow, WorkflowMemory};

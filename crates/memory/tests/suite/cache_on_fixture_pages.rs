@@ -1,0 +1,86 @@
+//! The action cache on real screenshots: fixture pages served by the
+//! fixture server and captured by headless Chromium (its own `--screenshot`
+//! mode; the browser crate is not needed to take a picture).
+
+use std::path::Path;
+
+use lumen_core::{Action, Image, ImageFormat, Modifiers, MouseButton};
+use lumen_memory::{ActionCache, CacheKey, CacheLookup, cache};
+use lumen_test_support::{FixtureServer, locate_chromium};
+
+/// Captures `url` at 800x600 in a fresh headless Chromium and returns the
+/// PNG.
+async fn capture(url: &str, dir: &Path, name: &str) -> Image {
+    let chromium = locate_chromium().unwrap_or_else(|e| panic!("{e}"));
+    let out = dir.join(format!("{name}.png"));
+    let profile = tempfile::tempdir().unwrap();
+    let status = tokio::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=800,600",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", out.display()))
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success(), "chromium exited with {status}");
+    let bytes = std::fs::read(&out).unwrap();
+    let decoded = image::load_from_memory(&bytes).unwrap();
+    Image::new(ImageFormat::Png, decoded.width(), decoded.height(), bytes)
+}
+
+#[tokio::test]
+async fn cached_click_hits_on_the_same_fixture_page_and_is_invalidated_on_another() {
+    let server = FixtureServer::start().await.unwrap();
+    let shots = tempfile::tempdir().unwrap();
+    let form = capture(&server.url("form.html"), shots.path(), "form-1").await;
+    let form_again = capture(&server.url("form.html"), shots.path(), "form-2").await;
+    let counter = capture(&server.url("counter.html"), shots.path(), "counter").await;
+    assert_eq!((form.width, form.height), (800, 600));
+
+    let same = cache::similarity(
+        cache::dhash(&form).unwrap(),
+        cache::dhash(&form_again).unwrap(),
+    );
+    let other = cache::similarity(
+        cache::dhash(&form).unwrap(),
+        cache::dhash(&counter).unwrap(),
+    );
+    assert!(same >= cache::DEFAULT_SIMILARITY, "same page: {same}");
+    assert!(other < cache::DEFAULT_SIMILARITY, "different page: {other}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ActionCache::open(dir.path()).unwrap();
+    // Click the Name field of form.html.
+    let click = Action::Click {
+        x: 200,
+        y: 131,
+        button: MouseButton::Left,
+        modifiers: Modifiers::NONE,
+    };
+    // The URL is the same in both lookups on purpose: what changed is the
+    // page shown, as when a site ships a new layout under the same address.
+    let key = CacheKey::new(&server.url("form.html"), "Fill in the form", 1);
+    assert!(cache.store(&key, &click, Some(&form)).unwrap());
+    match cache.lookup(&key, Some(&form_again)).unwrap() {
+        CacheLookup::Hit { action, .. } => assert_eq!(action, click),
+        other => panic!("expected a hit on the same page, got {other:?}"),
+    }
+    assert!(matches!(
+        cache.lookup(&key, Some(&counter)).unwrap(),
+        CacheLookup::Invalidated { .. }
+    ));
+    assert_eq!(cache.lookup(&key, Some(&form)).unwrap(), CacheLookup::Miss);
+}

@@ -1,0 +1,3 @@
+//! The integration suite.
+
+mod cache_on_fixture_pages;
