@@ -1,7 +1,61 @@
 //! Lumen's safety layers: `PreActionHook` → `SessionPolicy` → execution →
 //! `ActionVerifier`, completion `Verifier`s, and secrets.
 //!
-//! May depend on: `lumen-core` and pure data crates. Never on `lumen-browser`
-//! or `lumen-models`: policy is decided on core types alone.
+//! - [`ActionGuard`]: runs the user's [`PreActionHook`]s in order (the first
+//!   deny wins), then the [`SessionPolicy`]; a block becomes an `ok: false`
+//!   execution whose reason the model reads.
+//! - [`SessionPolicy`]: allowed and blocked domains (`*.example.com`),
+//!   allowed action types and URL schemes (only `http`/`https` unless more
+//!   are allowed). It judges before an action and, from the
+//!   [`EffectReceipt`](lumen_core::EffectReceipt), after it: a click,
+//!   redirect or popup that reaches a forbidden page is a [`Violation`] with
+//!   the [`Remedy`] the loop must carry out (go back, close the tab). It is
+//!   immutable once built, so page content cannot change it.
+//! - Completion [`Verifier`]s: [`UrlMatchesGate`], [`CustomGate`] and
+//!   [`ModelVerifier`] (any [`ModelAdapter`], robust YES/NO parsing, hard
+//!   pass after `max_attempts` rejections).
+//! - [`ActionVerifier`]: post-action heuristics on the receipt (a click on
+//!   nothing, typing into nothing, a goto that ended elsewhere).
+//! - [`Secrets`]: `<secret:NAME>` placeholders for the model, substitution
+//!   at type time, and redaction for everything that is stored or logged.
 //!
-//! Status: the implementation lands with the memory/safety issue.
+//! May depend on: `lumen-core` and pure data crates (`regex`, `url`). Never
+//! on `lumen-browser` or `lumen-models`: policy is decided on core types
+//! alone, and models are reached only through [`ModelAdapter`].
+//!
+//! [`PreActionHook`]: lumen_core::PreActionHook
+//! [`Verifier`]: lumen_core::Verifier
+//! [`ModelAdapter`]: lumen_core::ModelAdapter
+//!
+//! # Example
+//! ```
+//! use lumen_core::Action;
+//! use lumen_safety::{PolicyConfig, PolicyRule, SessionPolicy};
+//!
+//! let policy = SessionPolicy::new(&PolicyConfig {
+//!     allowed_domains: vec!["*.example.com".into()],
+//!     ..PolicyConfig::default()
+//! })?;
+//! let goto = Action::Goto { url: "file:///etc/passwd".into() };
+//! let decision = policy.check_action(&goto, "https://www.example.com/");
+//! assert_eq!(decision.denial().map(|d| d.rule), Some(PolicyRule::SchemeNotAllowed));
+//! # Ok::<(), lumen_core::LumenError>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod action_check;
+pub mod guard;
+pub mod pattern;
+pub mod policy;
+pub mod secrets;
+pub mod verify;
+
+pub use action_check::{ActionCheck, ActionVerifier};
+pub use guard::{ActionGuard, BlockedBy, GuardDecision, ProviderSafetyChecks};
+pub use pattern::DomainPattern;
+pub use policy::{
+    Denial, PolicyConfig, PolicyDecision, PolicyRule, Remedy, SessionPolicy, Violation,
+};
+pub use secrets::{SecretError, Secrets};
+pub use verify::{CustomGate, ModelVerifier, UrlMatchesGate, Verdict, parse_verdict, verdict_of};

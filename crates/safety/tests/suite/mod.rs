@@ -1,0 +1,3 @@
+//! The integration suite.
+
+mod secret_artefacts;
