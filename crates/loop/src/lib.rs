@@ -1,6 +1,9 @@
 //! The perception loop: screenshot → model → action(s) → screenshot.
 //!
-//! This crate holds the machinery around the loop, each piece usable alone:
+//! [`perception::PerceptionLoop`] runs the steps: screenshot, model stream,
+//! each action through guard → router → after-effect policy → verifier as it
+//! arrives, then the assistant turn and its tool results recorded in order.
+//! Around it, each piece usable alone:
 //! - [`router::ActionRouter`]: the one place where actions reach the browser,
 //!   with adaptive settling (or fixed [`router::RouterTiming`]) and secrets
 //!   filled at type time.
@@ -14,13 +17,15 @@
 //!   live event stream.
 //! - [`control::RunControl`]: cancel, pause/resume, stop and guidance.
 //! - [`prompt`]: the per-step system prompt, most stable parts first.
+//! - [`planner::plan`]: an optional planning pass before the loop.
 //!
 //! May depend on: `lumen-core`, `lumen-memory`, `lumen-safety`, `tokio`.
 //! Never on `lumen-browser` or `lumen-models`: the loop drives any
 //! `BrowserTab` with any `ModelAdapter`, which is what makes both swappable.
 //!
-//! Status: the `PerceptionLoop` that ties these together lands with the rest
-//! of the loop issue.
+//! Status: site tips, workflow suggestions, the action cache, the action
+//! verifier and the planner are wired in by the facade work that follows;
+//! the loop itself runs today against any tab and adapter.
 
 #![deny(missing_docs)]
 
@@ -28,6 +33,8 @@ pub mod checkpoint;
 pub mod control;
 pub mod gate;
 pub mod monitor;
+pub mod perception;
+pub mod planner;
 pub mod prompt;
 pub mod repeat;
 pub mod router;

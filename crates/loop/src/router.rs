@@ -17,6 +17,7 @@ use lumen_core::{
     Action, ActionCall, ActionExecution, BrowserTab, ClickOptions, ControlRequest, Point, Result,
     SettleOptions, Size,
 };
+use lumen_safety::Secrets;
 
 /// Fixed post-action delays, for callers who want the original's timing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,21 +61,18 @@ impl Default for SettleMode {
 /// The longest `wait` the model may ask for in one action.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
-/// Resolves a secret's name to its value; `None` for an unknown name.
-pub type SecretLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
 /// Dispatches actions to a tab.
 #[derive(Clone, Default)]
 pub struct ActionRouter {
     settle: SettleMode,
-    secrets: Option<SecretLookup>,
+    secrets: Arc<Secrets>,
 }
 
 impl fmt::Debug for ActionRouter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ActionRouter")
             .field("settle", &self.settle)
-            .field("secrets", &self.secrets.is_some())
+            .field("secrets", &self.secrets)
             .finish()
     }
 }
@@ -91,9 +89,9 @@ impl ActionRouter {
         self
     }
 
-    /// Sets the secret lookup used to fill `<secret:NAME>` in typed text.
-    pub fn with_secrets(mut self, lookup: SecretLookup) -> Self {
-        self.secrets = Some(lookup);
+    /// Sets the secrets used to fill `<secret:NAME>` in typed text.
+    pub fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
+        self.secrets = secrets;
         self
     }
 
@@ -166,13 +164,10 @@ impl ActionRouter {
                 let (dx, dy) = action.scroll_delta(viewport).unwrap_or((0.0, 0.0));
                 tab.scroll(Point::new(*x, *y), dx, dy, *modifiers).await?
             }
-            Action::Type { text } => match self.fill_secrets(text) {
+            // The filled text is typed and dropped, never stored.
+            Action::Type { text } => match self.secrets.substitute(text) {
                 Ok(filled) => tab.type_text(&filled).await?,
-                Err(name) => {
-                    return Ok(ActionExecution::failed(format!(
-                        "unknown secret `{name}`: only registered secret names can be used as <secret:NAME>"
-                    )));
-                }
+                Err(e) => return Ok(ActionExecution::failed(e.to_string())),
             },
             Action::KeyPress { keys } => tab.key_press(keys).await?,
             Action::HoldKey { keys, duration_ms } => {
@@ -253,32 +248,6 @@ impl ActionRouter {
             }
         }
         Ok(())
-    }
-
-    /// Replaces every `<secret:NAME>` with its value; `Err(name)` for the
-    /// first unknown name. Text without placeholders is returned as is.
-    fn fill_secrets(&self, text: &str) -> std::result::Result<String, String> {
-        const OPEN: &str = "<secret:";
-        if !text.contains(OPEN) {
-            return Ok(text.to_string());
-        }
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(start) = rest.find(OPEN) {
-            let after = &rest[start + OPEN.len()..];
-            let Some(end) = after.find('>') else { break };
-            let name = &after[..end];
-            let value = self
-                .secrets
-                .as_ref()
-                .and_then(|lookup| lookup(name))
-                .ok_or_else(|| name.to_string())?;
-            out.push_str(&rest[..start]);
-            out.push_str(&value);
-            rest = &after[end + 1..];
-        }
-        out.push_str(rest);
-        Ok(out)
     }
 }
 
@@ -496,9 +465,10 @@ mod tests {
     #[tokio::test]
     async fn secrets_are_filled_at_type_time_and_unknown_names_fail() {
         let tab = FakeTab::new("http://x/");
-        let lookup: SecretLookup =
-            Arc::new(|name: &str| (name == "password").then(|| "hunter2".to_string()));
-        let r = ActionRouter::new().with_secrets(lookup);
+        let secrets = lumen_safety::Secrets::new()
+            .with("password", "hunter2")
+            .unwrap();
+        let r = ActionRouter::new().with_secrets(Arc::new(secrets));
         assert!(
             run(
                 &r,
@@ -518,7 +488,7 @@ mod tests {
             },
         )
         .await;
-        assert!(!bad.ok && bad.error.unwrap().contains("`pin`"));
+        assert!(!bad.ok && bad.error.unwrap().contains("no secret named `pin`"));
         // No lookup configured: placeholders cannot be filled either.
         let none = run(
             &ActionRouter::new(),

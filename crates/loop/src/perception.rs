@@ -1,0 +1,933 @@
+//! [`PerceptionLoop`]: the loop itself. One place calls the model, one place
+//! (the [`ActionRouter`]) executes actions, one place (the
+//! [`HistoryManager`]) records history.
+//!
+//! Each step, in order:
+//! 1. wait while paused; stop on cancel/stop; take queued guidance;
+//! 2. URL stall detection, and a backtrack to a checkpoint on a nudge of
+//!    level 8 or more;
+//! 3. screenshot → wire history (tier-1 compression happens on insertion);
+//! 4. the system prompt and [`StepContext`]; proactive tier-2 compaction when
+//!    the *current* request estimate crosses the threshold;
+//! 5. the model: one streaming call, or the [`ConfidenceGate`] on hard steps;
+//!    each action runs **as it arrives**: guard (hooks, then policy) →
+//!    router → after-effect policy → action verifier → buffered outcome;
+//!    terminate goes to the verifier (a rejection is fed back and the rest of
+//!    the turn is not executed); repeat detection; delegate runs a child
+//!    loop on the same tab with the same adapter, guard, verifier and bus;
+//! 6. the assistant turn is recorded, then the buffered outcomes as tool
+//!    results in call order; the semantic step; form state; a checkpoint.
+//!
+//! Errors are context: an action failure is an `ok: false` tool result.
+//! Only a lost browser, an unrecoverable model error or cancellation end a
+//! run early.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use lumen_core::{
+    Action, ActionCall, ActionExecution, ActionRecord, BrowserTab, ControlRequest, ErrorInfo,
+    HookContext, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelResponse, Result,
+    RunResult, RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext, StreamEvent,
+    TaskState, TerminateStatus, ToolResult, Verifier, VerifyInput,
+};
+use lumen_memory::{HistoryConfig, HistoryManager, SiteKB, StateStore, WorkflowMemory};
+use lumen_safety::{ActionGuard, ActionVerifier, Violation};
+
+use crate::checkpoint::CheckpointManager;
+use crate::control::RunControl;
+use crate::gate::ConfidenceGate;
+use crate::monitor::{EventBus, now_ms};
+use crate::prompt::{PromptParts, build_system_prompt};
+use crate::repeat::RepeatDetector;
+use crate::router::ActionRouter;
+
+/// Settings of a loop.
+#[derive(Debug, Clone)]
+pub struct LoopConfig {
+    /// Step budget.
+    pub max_steps: u32,
+    /// How screenshots are taken.
+    pub screenshot: ScreenshotOptions,
+    /// Compression settings.
+    pub history: HistoryConfig,
+    /// Sample several candidates on hard steps.
+    pub confidence_gate: Option<ConfidenceGate>,
+    /// Save a checkpoint every N steps (0: never; backtracking needs it).
+    pub checkpoint_interval: u32,
+    /// Default step budget of a delegated child loop.
+    pub child_max_steps: u32,
+    /// Extra system instructions from the caller.
+    pub user_prompt: Option<String>,
+    /// A plan from the planner pass, shown every step.
+    pub plan: Option<String>,
+    /// Check each action's effect receipt (click hit something, typing
+    /// went into an editable field, goto reached its host).
+    pub action_verifier: bool,
+}
+
+impl Default for LoopConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: 30,
+            screenshot: ScreenshotOptions::default(),
+            history: HistoryConfig::default(),
+            confidence_gate: None,
+            checkpoint_interval: 0,
+            child_max_steps: 15,
+            user_prompt: None,
+            plan: None,
+            action_verifier: true,
+        }
+    }
+}
+
+/// The perception loop. Cheap to clone: a child loop is a clone with a fresh
+/// history.
+#[derive(Clone)]
+pub struct PerceptionLoop {
+    tab: Arc<dyn BrowserTab>,
+    adapter: Arc<dyn ModelAdapter>,
+    router: ActionRouter,
+    guard: ActionGuard,
+    verifier: Option<Arc<dyn Verifier>>,
+    bus: EventBus,
+    control: RunControl,
+    config: LoopConfig,
+    site_kb: Option<Arc<SiteKB>>,
+    workflows: Option<Arc<std::sync::Mutex<WorkflowMemory>>>,
+}
+
+impl std::fmt::Debug for PerceptionLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PerceptionLoop")
+            .field("model", &self.adapter.info().model_id)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Mutable state of one run, separate from the loop's shared parts.
+#[derive(Debug)]
+pub struct RunState {
+    /// Wire and semantic history.
+    pub history: HistoryManager,
+    /// The task state.
+    pub state: StateStore,
+    repeat: RepeatDetector,
+    checkpoints: CheckpointManager,
+    rejections: u32,
+    last_failed: bool,
+    form_state: Option<String>,
+}
+
+impl RunState {
+    /// A fresh run.
+    pub fn new(config: &LoopConfig) -> Self {
+        Self::resume(
+            HistoryManager::new(config.history),
+            StateStore::new(),
+            config,
+        )
+    }
+
+    /// A run continuing from a restored history and state.
+    pub fn resume(history: HistoryManager, state: StateStore, config: &LoopConfig) -> Self {
+        Self {
+            history,
+            state,
+            repeat: RepeatDetector::new(),
+            checkpoints: CheckpointManager::new(config.checkpoint_interval),
+            rejections: 0,
+            last_failed: false,
+            form_state: None,
+        }
+    }
+}
+
+/// What one action did, buffered until the assistant turn is recorded.
+struct Done {
+    record: ActionRecord,
+    terminated: Option<(TerminateStatus, String)>,
+}
+
+impl PerceptionLoop {
+    /// A loop over `tab` with `adapter`.
+    pub fn new(
+        tab: Arc<dyn BrowserTab>,
+        adapter: Arc<dyn ModelAdapter>,
+        config: LoopConfig,
+    ) -> Self {
+        Self {
+            tab,
+            adapter,
+            router: ActionRouter::new(),
+            guard: ActionGuard::default(),
+            verifier: None,
+            bus: EventBus::new(),
+            control: RunControl::new(),
+            config,
+            site_kb: None,
+            workflows: None,
+        }
+    }
+
+    /// Sets the site knowledge base whose tips are shown for matching URLs.
+    pub fn with_site_kb(mut self, kb: Arc<SiteKB>) -> Self {
+        self.site_kb = Some(kb);
+        self
+    }
+
+    /// Sets the workflow memory: a matching workflow is suggested on the
+    /// first step, and a successful run is learnt from (and saved).
+    pub fn with_workflows(mut self, workflows: Arc<std::sync::Mutex<WorkflowMemory>>) -> Self {
+        self.workflows = Some(workflows);
+        self
+    }
+
+    /// Sets the router (settle mode, secrets).
+    pub fn with_router(mut self, router: ActionRouter) -> Self {
+        self.router = router;
+        self
+    }
+
+    /// Sets the hooks and policy.
+    pub fn with_guard(mut self, guard: ActionGuard) -> Self {
+        self.guard = guard;
+        self
+    }
+
+    /// Sets the completion verifier.
+    pub fn with_verifier(mut self, verifier: Arc<dyn Verifier>) -> Self {
+        self.verifier = Some(verifier);
+        self
+    }
+
+    /// Sets the event bus (monitors, live stream).
+    pub fn with_bus(mut self, bus: EventBus) -> Self {
+        self.bus = bus;
+        self
+    }
+
+    /// Sets the control handle.
+    pub fn with_control(mut self, control: RunControl) -> Self {
+        self.control = control;
+        self
+    }
+
+    /// Replaces the settings (e.g. to add a plan between runs).
+    pub fn with_config(mut self, config: LoopConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The control handle (cancel, pause, guidance).
+    pub fn control(&self) -> &RunControl {
+        &self.control
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &LoopConfig {
+        &self.config
+    }
+
+    /// Runs `instruction` until it terminates, runs out of steps, is
+    /// cancelled or fails fatally. Steps continue from
+    /// `run.history.step_count()`, so a resumed run loses and repeats none.
+    pub async fn run(&self, instruction: &str, run: &mut RunState) -> RunResult {
+        self.bus
+            .emit(StreamEvent::RunStarted {
+                instruction: instruction.to_string(),
+                model: self.adapter.info().model_id.clone(),
+                max_steps: self.config.max_steps,
+            })
+            .await;
+        let outcome = self.steps(instruction, run).await;
+        let (status, result, error) = match outcome {
+            Ok(Some((TerminateStatus::Success, r))) => (RunStatus::Success, Some(r), None),
+            Ok(Some((TerminateStatus::Failure, r))) => (RunStatus::Failure, Some(r), None),
+            Ok(None) if self.control.is_cancelled() || self.control.is_stopped() => {
+                (RunStatus::Cancelled, self.control.cancel_reason(), None)
+            }
+            Ok(None) => (RunStatus::MaxSteps, None, None),
+            Err(e @ LumenError::Cancelled { .. }) => {
+                (RunStatus::Cancelled, self.control.cancel_reason(), Some(e))
+            }
+            Err(e) => (RunStatus::Failure, None, Some(e)),
+        };
+        if status == RunStatus::Success
+            && let Some(w) = &self.workflows
+            && let Ok(mut w) = w.lock()
+            && let Err(e) = w.record_success(instruction, run.history.semantic())
+        {
+            tracing::warn!("the workflow memory could not be saved: {e}");
+        }
+        let error = error.map(|e| ErrorInfo::from(&e));
+        if let Some(e) = &error {
+            self.bus.emit(StreamEvent::Error { error: e.clone() }).await;
+        }
+        let result = RunResult {
+            status,
+            result,
+            steps: run.history.step_count(),
+            history: run.history.semantic().to_vec(),
+            state: run.state.get().cloned(),
+            usage: run.history.usage(),
+            error,
+        };
+        self.bus
+            .emit(StreamEvent::Done {
+                status: result.status,
+                result: result.result.clone(),
+                steps: result.steps,
+                usage: result.usage,
+                state: result.state.clone(),
+            })
+            .await;
+        result
+    }
+
+    /// Races `fut` against cancellation.
+    async fn guarded<T>(&self, fut: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        tokio::select! {
+            biased;
+            reason = self.control.cancelled() => Err(LumenError::Cancelled { reason }),
+            r = fut => r,
+        }
+    }
+
+    async fn steps(
+        &self,
+        instruction: &str,
+        run: &mut RunState,
+    ) -> Result<Option<(TerminateStatus, String)>> {
+        while run.history.step_count() < self.config.max_steps {
+            self.control.wait_while_paused().await;
+            if self.control.is_cancelled() || self.control.is_stopped() {
+                return Ok(None);
+            }
+            if let Some(done) = self.step(instruction, run).await? {
+                return Ok(Some(done));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn step(
+        &self,
+        instruction: &str,
+        run: &mut RunState,
+    ) -> Result<Option<(TerminateStatus, String)>> {
+        let step = run.history.step_count();
+        let started = Instant::now();
+        let started_at_ms = now_ms();
+        let guidance = self.control.take_guidance();
+
+        let mut url = self.guarded(self.tab.url()).await?;
+        if let Some(n) = run.repeat.record_url(&url) {
+            self.bus
+                .emit(StreamEvent::Nudge {
+                    step,
+                    level: n.level,
+                    message: n.message,
+                })
+                .await;
+        }
+        let stuck = run.repeat.pending().is_some_and(|n| n.level >= 8);
+        if stuck
+            && let Some(cp) = run.checkpoints.take_backtrack_target()
+            && self
+                .guarded(CheckpointManager::restore(&cp, self.tab.as_ref()))
+                .await?
+        {
+            // A state that no longer fits the cap cannot be restored; keep the current one.
+            let _ = run.state.restore(cp.state.clone());
+            run.repeat.reset();
+            run.form_state = Some(format!(
+                "You were stuck, so the browser was taken back to {} (checkpoint of step {}). Try a different approach from here.",
+                cp.url,
+                cp.step + 1
+            ));
+            url = self.guarded(self.tab.url()).await?;
+        }
+        self.bus
+            .emit(StreamEvent::StepStarted {
+                step,
+                url: url.clone(),
+            })
+            .await;
+
+        let shot = self
+            .guarded(self.tab.screenshot(&self.config.screenshot))
+            .await?;
+        self.bus
+            .emit(StreamEvent::Screenshot {
+                step,
+                screenshot: shot.clone(),
+            })
+            .await;
+        run.history
+            .push_screenshot(step, shot.image.clone(), Some(url.clone()));
+
+        let folds: Vec<String> = run
+            .history
+            .folds()
+            .iter()
+            .map(|f| f.summary.clone())
+            .collect();
+        let nudge = run.repeat.pending().map(|n| n.message.clone());
+        let site_tips: Vec<String> = self
+            .site_kb
+            .as_ref()
+            .map(|kb| kb.tips_for(&url).into_iter().map(str::to_string).collect())
+            .unwrap_or_default();
+        // A workflow is a suggestion for how to start: shown on the first step.
+        let workflow: Option<(String, Vec<String>)> = (step == 0)
+            .then_some(self.workflows.as_ref())
+            .flatten()
+            .and_then(|w| w.lock().ok())
+            .and_then(|w| {
+                w.best_match(instruction, Some(&url))
+                    .map(|(w, _)| (w.name.clone(), w.steps.clone()))
+            });
+        let prompt = build_system_prompt(&PromptParts {
+            instruction,
+            user_prompt: self.config.user_prompt.as_deref(),
+            plan: self.config.plan.as_deref(),
+            folds: &folds,
+            site_tips: &site_tips,
+            workflow: workflow.as_ref().map(|(n, s)| (n.as_str(), s.as_slice())),
+            nudge: nudge.as_deref(),
+            guidance: &guidance,
+            form_state: run.form_state.take().as_deref(),
+            state: run.state.get(),
+            url: &url,
+            step,
+            max_steps: self.config.max_steps,
+        });
+        let state_snapshot: Option<TaskState> = run.state.get().cloned();
+        let base = StepContext {
+            step,
+            max_steps: self.config.max_steps,
+            instruction,
+            system_prompt: &prompt,
+            screenshot: &shot,
+            wire: &[],
+            state: state_snapshot.as_ref(),
+            url: &url,
+            temperature: None,
+        };
+        match run
+            .history
+            .compact_if_needed(self.adapter.as_ref(), base)
+            .await
+        {
+            Ok(Some(c)) => {
+                self.bus
+                    .emit(StreamEvent::Compaction {
+                        step,
+                        tokens_before: c.tokens_before,
+                        tokens_after: c.tokens_after,
+                    })
+                    .await;
+            }
+            Ok(None) => {}
+            // A failed summary keeps the history as it was; the step goes on.
+            Err(e) if !is_fatal_model_error(&e) => tracing::warn!("compaction skipped: {e}"),
+            Err(e) => return Err(e),
+        }
+
+        let model_started = Instant::now();
+        let mut done: Vec<Done> = Vec::new();
+        let mut terminated: Option<(TerminateStatus, String)> = None;
+        let hard = ConfidenceGate::is_hard(run.repeat.pending().is_some(), run.last_failed);
+        let response = match (&self.config.confidence_gate, hard) {
+            (Some(gate), true) => {
+                let choice = {
+                    let ctx = StepContext {
+                        wire: run.history.wire(),
+                        ..base
+                    };
+                    self.guarded(gate.choose(self.adapter.as_ref(), &ctx))
+                        .await?
+                };
+                let mut response = choice.response;
+                response.usage = choice.usage;
+                for call in response.turn.calls.clone() {
+                    self.handle(
+                        call,
+                        step,
+                        instruction,
+                        &url,
+                        &shot,
+                        run,
+                        &mut done,
+                        &mut terminated,
+                    )
+                    .await?;
+                }
+                response
+            }
+            _ => {
+                // The request is built from the history before any action
+                // runs; the stream owns nothing of it.
+                let mut stream = {
+                    let ctx = StepContext {
+                        wire: run.history.wire(),
+                        ..base
+                    };
+                    self.guarded(self.adapter.stream(&ctx)).await?
+                };
+                let mut completed: Option<ModelResponse> = None;
+                loop {
+                    let next = self.guarded(async { Ok(stream.next().await) }).await?;
+                    match next {
+                        None => break,
+                        Some(Err(e)) => return Err(e),
+                        Some(Ok(ModelEvent::Action(call))) => {
+                            self.handle(
+                                call,
+                                step,
+                                instruction,
+                                &url,
+                                &shot,
+                                run,
+                                &mut done,
+                                &mut terminated,
+                            )
+                            .await?;
+                        }
+                        Some(Ok(ModelEvent::Completed(r))) => completed = Some(r),
+                        Some(Ok(_)) => {}
+                    }
+                }
+                completed.ok_or_else(|| LumenError::ModelApi {
+                    provider: self.adapter.info().provider.clone(),
+                    status: None,
+                    kind: ModelErrorKind::Stream,
+                    retryable: false,
+                    message: "the stream ended without a completed response".into(),
+                    body: None,
+                    retry_after: None,
+                })?
+            }
+        };
+        let model_ms = model_started.elapsed().as_millis() as u64;
+
+        // Any call of the turn that did not run (a stream that yielded fewer
+        // events than its turn lists) still gets an answer, so the provider's
+        // protocol stays valid.
+        for call in &response.turn.calls {
+            if !done.iter().any(|d| d.record.call.id == call.id) {
+                done.push(Done {
+                    record: ActionRecord {
+                        call: call.clone(),
+                        execution: ActionExecution::failed("not executed: the turn ended first"),
+                        blocked: None,
+                    },
+                    terminated: None,
+                });
+            }
+        }
+        for text in response
+            .turn
+            .thinking
+            .iter()
+            .map(|t| t.text.clone())
+            .filter(|t| !t.is_empty())
+        {
+            self.bus.emit(StreamEvent::Thinking { step, text }).await;
+        }
+        run.history.push_assistant(response.turn.clone());
+        for d in &done {
+            run.history.push_tool_result(tool_result(&d.record));
+        }
+        run.last_failed = done.last().is_some_and(|d| !d.record.execution.ok);
+        let form_actions = done.iter().any(|d| {
+            matches!(
+                d.record.call.action,
+                Action::Click { .. } | Action::Type { .. } | Action::KeyPress { .. }
+            )
+        });
+        if terminated.is_none() {
+            terminated = done.iter().find_map(|d| d.terminated.clone());
+        }
+        let duration_ms = started.elapsed().as_millis() as u64;
+        run.history.record_step(SemanticStep {
+            step,
+            url: url.clone(),
+            screenshot: Some(shot.image.clone()),
+            thinking: response.turn.thinking.clone(),
+            text: response.turn.text.clone(),
+            actions: done.into_iter().map(|d| d.record).collect(),
+            usage: response.usage,
+            started_at_ms,
+            duration_ms,
+            model_ms,
+        });
+        self.bus
+            .emit(StreamEvent::StepCompleted {
+                step,
+                usage: response.usage,
+                duration_ms,
+                model_ms,
+            })
+            .await;
+
+        if terminated.is_none() {
+            if form_actions {
+                run.form_state = self.form_state().await;
+            }
+            // A checkpoint that cannot be read is skipped; only a lost
+            // browser is fatal.
+            if run.checkpoints.due(step)
+                && let Err(e @ LumenError::BrowserDisconnected { .. }) = run
+                    .checkpoints
+                    .save(step, self.tab.as_ref(), run.state.get())
+                    .await
+            {
+                return Err(e);
+            }
+        }
+        Ok(terminated)
+    }
+
+    /// Runs one action through the safety layers, the router and the
+    /// verifiers, and buffers what happened.
+    #[allow(clippy::too_many_arguments)]
+    async fn handle(
+        &self,
+        call: ActionCall,
+        step: u32,
+        instruction: &str,
+        url: &str,
+        shot: &Screenshot,
+        run: &mut RunState,
+        done: &mut Vec<Done>,
+        terminated: &mut Option<(TerminateStatus, String)>,
+    ) -> Result<()> {
+        self.bus
+            .emit(StreamEvent::Action {
+                step,
+                call: call.clone(),
+            })
+            .await;
+        // Once a terminate was accepted, the rest of the turn is drained:
+        // recorded and answered, never executed.
+        if terminated.is_some() {
+            let execution = ActionExecution::failed("not executed: the task was already completed");
+            done.push(Done {
+                record: ActionRecord {
+                    call,
+                    execution,
+                    blocked: None,
+                },
+                terminated: None,
+            });
+            return Ok(());
+        }
+        let hook_ctx = HookContext {
+            step,
+            url,
+            instruction,
+        };
+        let decision = self.guard.check(&call, &hook_ctx).await;
+        if let Some(execution) = decision.to_execution() {
+            let reason = match &decision {
+                lumen_safety::GuardDecision::Block { reason, .. } => reason.clone(),
+                lumen_safety::GuardDecision::Allow => String::new(),
+            };
+            self.bus
+                .emit(StreamEvent::ActionBlocked {
+                    step,
+                    call: call.clone(),
+                    reason: reason.clone(),
+                })
+                .await;
+            run.repeat.record(&call.action);
+            done.push(Done {
+                record: ActionRecord {
+                    call,
+                    execution,
+                    blocked: Some(reason),
+                },
+                terminated: None,
+            });
+            return Ok(());
+        }
+
+        let mut execution = match &call.action {
+            Action::WriteState { data } => match run.state.write(data.clone()) {
+                Ok(()) => {
+                    self.bus
+                        .emit(StreamEvent::StateWritten {
+                            step,
+                            state: data.clone(),
+                        })
+                        .await;
+                    ActionExecution::ok()
+                }
+                Err(e) => ActionExecution::failed(e.to_string()),
+            },
+            _ => {
+                self.guarded(self.router.execute(&call, self.tab.as_ref(), shot.viewport))
+                    .await?
+            }
+        };
+
+        if self.config.action_verifier && call.action.touches_browser() {
+            ActionVerifier::new().apply(&call.action, &mut execution);
+        }
+
+        // The policy also holds after the action: undo what landed somewhere
+        // forbidden and tell the model.
+        if let Some(effect) = execution.effect.as_deref() {
+            let violations = self.guard.policy().check_effect(effect);
+            if !violations.is_empty() {
+                for v in &violations {
+                    match v.remedy {
+                        lumen_safety::Remedy::NavigateBack => {
+                            self.guarded(self.tab.back()).await?;
+                        }
+                        lumen_safety::Remedy::CloseTab { .. } => {
+                            // The tab followed the popup; going back to the
+                            // opener is the browser crate's `back` on a
+                            // fresh tab (no history): leave it to the tab.
+                            self.guarded(self.tab.back()).await?;
+                        }
+                    }
+                }
+                Violation::apply_all(&violations, &mut execution);
+                let reason = execution.error.clone().unwrap_or_default();
+                self.bus
+                    .emit(StreamEvent::ActionBlocked {
+                        step,
+                        call: call.clone(),
+                        reason,
+                    })
+                    .await;
+            }
+        }
+
+        let mut accepted = None;
+        match execution.control.clone() {
+            Some(ControlRequest::Terminate { status, result }) => {
+                match self
+                    .verify(instruction, url, shot, status, &result, run)
+                    .await?
+                {
+                    None => accepted = Some((status, result)),
+                    Some(reason) => {
+                        run.rejections += 1;
+                        self.bus
+                            .emit(StreamEvent::TerminationRejected {
+                                step,
+                                reason: reason.clone(),
+                            })
+                            .await;
+                        execution.ok = false;
+                        execution.error = Some(format!("terminate rejected: {reason}"));
+                    }
+                }
+            }
+            Some(ControlRequest::Fold { summary }) => {
+                if let Err(e) = run.history.fold(step, &summary) {
+                    execution = ActionExecution::failed(e.to_string());
+                }
+            }
+            Some(ControlRequest::Delegate {
+                instruction: sub,
+                max_steps,
+            }) => {
+                execution = self.delegate(&sub, max_steps).await?;
+            }
+            _ => {}
+        }
+
+        self.bus
+            .emit(StreamEvent::ActionResult {
+                step,
+                call: call.clone(),
+                execution: execution.clone(),
+            })
+            .await;
+        if let Some(n) = run.repeat.record(&call.action) {
+            self.bus
+                .emit(StreamEvent::Nudge {
+                    step,
+                    level: n.level,
+                    message: n.message,
+                })
+                .await;
+        }
+        if accepted.is_some() {
+            *terminated = accepted.clone();
+        }
+        done.push(Done {
+            record: ActionRecord {
+                call,
+                execution,
+                blocked: None,
+            },
+            terminated: accepted,
+        });
+        Ok(())
+    }
+
+    /// Asks the verifier about a terminate; `None` when it passes (or there
+    /// is no verifier), `Some(reason)` when rejected. A verifier error counts
+    /// as a rejection carrying the error, so a flaky verifier cannot end a
+    /// run.
+    async fn verify(
+        &self,
+        instruction: &str,
+        url: &str,
+        before: &Screenshot,
+        status: TerminateStatus,
+        result: &str,
+        run: &RunState,
+    ) -> Result<Option<String>> {
+        let Some(verifier) = &self.verifier else {
+            return Ok(None);
+        };
+        // Judge the page as it is now, not as it was at the start of the step.
+        let now = match self
+            .guarded(self.tab.screenshot(&self.config.screenshot))
+            .await
+        {
+            Ok(s) => s,
+            Err(e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. })) => {
+                return Err(e);
+            }
+            Err(_) => before.clone(),
+        };
+        let url_now = self
+            .guarded(self.tab.url())
+            .await
+            .unwrap_or_else(|_| url.to_string());
+        let input = VerifyInput {
+            instruction,
+            screenshot: &now,
+            url: &url_now,
+            status,
+            result,
+            state: run.state.get(),
+            attempt: run.rejections,
+        };
+        match self.guarded(verifier.verify(&input)).await {
+            Ok(v) if v.passed => Ok(None),
+            Ok(v) => {
+                Ok(Some(v.reason.unwrap_or_else(|| {
+                    "the task does not look complete yet".into()
+                })))
+            }
+            Err(e @ LumenError::Cancelled { .. }) => Err(e),
+            Err(e) => Ok(Some(format!(
+                "the verifier could not confirm completion ({e})"
+            ))),
+        }
+    }
+
+    /// Runs a child loop on the same tab; its result is the tool result.
+    async fn delegate(&self, instruction: &str, max_steps: Option<u32>) -> Result<ActionExecution> {
+        let mut config = self.config.clone();
+        config.max_steps = max_steps
+            .unwrap_or(self.config.child_max_steps)
+            .min(self.config.max_steps);
+        config.plan = None;
+        let child = PerceptionLoop {
+            config,
+            ..self.clone()
+        };
+        let mut child_run = RunState::new(&child.config);
+        let result = Box::pin(child.run(instruction, &mut child_run)).await;
+        if let Some(e) = result
+            .error
+            .as_ref()
+            .filter(|e| e.code == lumen_core::ErrorCode::BrowserDisconnected)
+        {
+            return Err(LumenError::disconnected(e.message.clone()));
+        }
+        if self.control.is_cancelled() {
+            return Err(LumenError::Cancelled {
+                reason: self.control.cancel_reason().unwrap_or_default(),
+            });
+        }
+        let answer = result.result.unwrap_or_default();
+        Ok(match result.status {
+            RunStatus::Success => {
+                let mut e = ActionExecution::ok();
+                e.hints.push(format!(
+                    "sub-task done in {} step(s): {answer}",
+                    result.steps
+                ));
+                e
+            }
+            other => ActionExecution::failed(format!(
+                "sub-task ended with status {other:?} after {} step(s): {answer}",
+                result.steps
+            )),
+        })
+    }
+
+    /// Visible form values, for the next prompt after form actions.
+    async fn form_state(&self) -> Option<String> {
+        const JS: &str = r#"(() => {
+  const out = { filled: [], empty: [] };
+  for (const el of document.querySelectorAll('input, select, textarea')) {
+    if (el.type === 'hidden' || el.type === 'password' || el.offsetParent === null) continue;
+    const label = (el.labels && el.labels[0] && el.labels[0].innerText) || el.name || el.id || el.placeholder || el.type;
+    const value = el.type === 'checkbox' || el.type === 'radio' ? (el.checked ? 'checked' : '') : el.value;
+    (value ? out.filled : out.empty).push(value ? `${label.trim()}=${String(value).slice(0, 60)}` : label.trim());
+    if (out.filled.length + out.empty.length >= 30) break;
+  }
+  return out;
+})()"#;
+        let v = self.tab.evaluate(JS).await.ok()?;
+        let list = |k: &str| {
+            v.get(k)
+                .and_then(|a| a.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                })
+                .unwrap_or_default()
+        };
+        let (filled, empty) = (list("filled"), list("empty"));
+        (!filled.is_empty() || !empty.is_empty())
+            .then(|| format!("FILLED: {filled}\nEMPTY: {empty}"))
+    }
+}
+
+fn tool_result(r: &ActionRecord) -> ToolResult {
+    ToolResult {
+        call_id: r.call.id.clone(),
+        action: r.call.action.kind().to_string(),
+        ok: r.execution.ok,
+        error: r.execution.error.clone(),
+        hints: r.execution.hints.clone(),
+        acknowledged_safety_checks: if r.execution.ok && r.blocked.is_none() {
+            r.call
+                .safety_checks
+                .iter()
+                .filter_map(|c| serde_json::to_value(c).ok())
+                .collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+fn is_fatal_model_error(e: &LumenError) -> bool {
+    matches!(
+        e,
+        LumenError::Cancelled { .. } | LumenError::BrowserDisconnected { .. }
+    )
+}
+
+#[cfg(test)]
+#[path = "perception_tests.rs"]
+mod tests;

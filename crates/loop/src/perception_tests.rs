@@ -1,0 +1,484 @@
+//! Loop tests with an in-memory tab and a scripted adapter: ordering,
+//! verifier rejection, blocks, nudges, the confidence gate, backtracking,
+//! child loops, cancellation and pause. End-to-end runs with real Chromium
+//! and the mock provider belong to the facade, which may use both backends.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream;
+use lumen_core::{
+    Action, ActionCall, AssistantTurn, ModelAdapter, ModelEvent, ModelInfo, ModelResponse,
+    ModelStream, Modifiers, MouseButton, RecordedEvent, Result, RunStatus, StepContext,
+    StreamEvent, TaskState, TerminateStatus, TokenUsage, WireRecord,
+};
+use lumen_safety::{ActionGuard, PolicyConfig, SessionPolicy, UrlMatchesGate};
+
+use super::*;
+use crate::fake::FakeTab;
+use crate::monitor::{EventBus, event_stream};
+
+/// What the adapter was sent: step, wire length, system prompt, temperature.
+type Seen = (u32, usize, String, Option<f32>);
+
+/// Answers each call with the next scripted turn; records what it was sent.
+struct Scripted {
+    turns: Mutex<VecDeque<Vec<Action>>>,
+    seen: Mutex<Vec<Seen>>,
+    /// Delay before each event of a stream (for cancellation tests).
+    delay: Option<Duration>,
+    info: ModelInfo,
+}
+
+impl Scripted {
+    fn new(turns: Vec<Vec<Action>>) -> Arc<Self> {
+        Self::with_delay(turns, None)
+    }
+
+    fn with_delay(turns: Vec<Vec<Action>>, delay: Option<Duration>) -> Arc<Self> {
+        Arc::new(Self {
+            turns: Mutex::new(turns.into()),
+            seen: Mutex::default(),
+            delay,
+            info: ModelInfo {
+                model_id: "scripted".into(),
+                provider: "test".into(),
+                patch_size: None,
+                max_image_dimension: None,
+                supports_thinking: false,
+                native_computer_use: false,
+                context_window_tokens: 100_000,
+            },
+        })
+    }
+
+    fn next_response(&self, ctx: &StepContext<'_>) -> ModelResponse {
+        self.seen.lock().unwrap().push((
+            ctx.step,
+            ctx.wire.len(),
+            ctx.system_prompt.to_string(),
+            ctx.temperature,
+        ));
+        let actions = self.turns.lock().unwrap().pop_front().unwrap_or_else(|| {
+            vec![Action::Terminate {
+                status: TerminateStatus::Failure,
+                result: "script ended".into(),
+            }]
+        });
+        let n = self.seen.lock().unwrap().len();
+        let calls = actions
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| ActionCall::new(format!("call_{n}_{i}"), a))
+            .collect();
+        ModelResponse {
+            turn: AssistantTurn {
+                calls,
+                ..AssistantTurn::default()
+            },
+            usage: TokenUsage {
+                input_tokens: 100,
+                output_tokens: 10,
+                ..TokenUsage::default()
+            },
+            stop_reason: Some("tool_use".into()),
+        }
+    }
+}
+
+#[async_trait]
+impl ModelAdapter for Scripted {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
+        let r = self.next_response(ctx);
+        let mut events: Vec<Result<ModelEvent>> = r
+            .turn
+            .calls
+            .iter()
+            .cloned()
+            .map(|c| Ok(ModelEvent::Action(c)))
+            .collect();
+        events.push(Ok(ModelEvent::Completed(r)));
+        let delay = self.delay;
+        Ok(Box::pin(stream::iter(events).then(move |e| async move {
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
+            }
+            e
+        })))
+    }
+    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
+        Ok(self.next_response(ctx))
+    }
+    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
+        ctx.wire.len() as u64 * 10
+    }
+    async fn summarize(&self, _: &[WireRecord], _: Option<&TaskState>) -> Result<String> {
+        Ok("summary".into())
+    }
+}
+
+fn click(x: i32, y: i32) -> Action {
+    Action::Click {
+        x,
+        y,
+        button: MouseButton::Left,
+        modifiers: Modifiers::NONE,
+    }
+}
+
+fn done(result: &str) -> Action {
+    Action::Terminate {
+        status: TerminateStatus::Success,
+        result: result.into(),
+    }
+}
+
+fn setup(turns: Vec<Vec<Action>>, max_steps: u32) -> (Arc<FakeTab>, Arc<Scripted>, PerceptionLoop) {
+    let tab = Arc::new(FakeTab::new("http://127.0.0.1/start"));
+    let adapter = Scripted::new(turns);
+    let config = LoopConfig {
+        max_steps,
+        ..LoopConfig::default()
+    };
+    let l = PerceptionLoop::new(tab.clone(), adapter.clone(), config);
+    (tab, adapter, l)
+}
+
+async fn run(l: &PerceptionLoop, instruction: &str) -> (RunResult, RunState) {
+    let mut state = RunState::new(l.config());
+    let r = l.run(instruction, &mut state).await;
+    (r, state)
+}
+
+#[tokio::test]
+async fn tool_results_follow_their_turn_in_call_order() {
+    let (tab, _, l) = setup(
+        vec![
+            vec![click(10, 10), Action::Type { text: "hi".into() }],
+            vec![done("42")],
+        ],
+        5,
+    );
+    let (r, state) = run(&l, "type hi").await;
+    assert_eq!(
+        (r.status, r.result.as_deref(), r.steps),
+        (RunStatus::Success, Some("42"), 2)
+    );
+    let roles: Vec<String> = state
+        .history
+        .wire()
+        .iter()
+        .map(|w| match w {
+            WireRecord::Screenshot(s) => format!("shot{}", s.step),
+            WireRecord::Assistant(t) => format!("asst{}", t.calls.len()),
+            WireRecord::ToolResult(t) => format!("result:{}", t.call_id),
+            _ => "other".into(),
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        vec![
+            "shot0",
+            "asst2",
+            "result:call_1_0",
+            "result:call_1_1",
+            "shot1",
+            "asst1",
+            "result:call_2_0"
+        ]
+    );
+    assert!(tab.calls().starts_with(&[
+        "click 10,10 Left x1 mods=0".to_string(),
+        "settle nav=false".to_string()
+    ]));
+    // The accepted terminate is in the semantic history.
+    let last = r.history.last().unwrap();
+    assert!(matches!(
+        last.actions[0].call.action,
+        Action::Terminate { .. }
+    ));
+    assert_eq!(r.usage.input_tokens, 200);
+}
+
+#[tokio::test]
+async fn a_rejected_terminate_is_fed_back_and_the_run_goes_on() {
+    let (_, adapter, l) = setup(vec![vec![done("too early")], vec![done("right")]], 5);
+    let gate = Arc::new(UrlMatchesGate::new("/never-matches$").unwrap());
+    let l = l.with_verifier(gate);
+    let (tx, rx) = event_stream(256);
+    let l = l.with_bus(EventBus::new().with_stream(tx));
+    let (r, state) = run(&l, "x").await;
+    // Both terminates are rejected; the run ends at max steps, not with a lie.
+    assert_eq!(r.status, RunStatus::MaxSteps);
+    let rejected = state.history.wire().iter().any(|w| {
+        matches!(w, WireRecord::ToolResult(t) if !t.ok && t.error.as_deref().unwrap_or("").starts_with("terminate rejected"))
+    });
+    assert!(rejected);
+    drop(l);
+    let events: Vec<RecordedEvent> = rx.collect().await;
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.event, StreamEvent::TerminationRejected { .. }))
+    );
+    assert_eq!(adapter.seen.lock().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn a_blocked_action_is_reported_to_the_model_and_never_runs() {
+    let (tab, _, l) = setup(
+        vec![
+            vec![Action::Goto {
+                url: "https://evil.example/".into(),
+            }],
+            vec![done("ok")],
+        ],
+        5,
+    );
+    let policy = SessionPolicy::new(&PolicyConfig {
+        blocked_domains: vec!["*.evil.example".into(), "evil.example".into()],
+        ..PolicyConfig::default()
+    })
+    .unwrap();
+    let l = l.with_guard(ActionGuard::new(policy));
+    let (r, state) = run(&l, "x").await;
+    assert_eq!(r.status, RunStatus::Success);
+    assert!(
+        !tab.calls().iter().any(|c| c.starts_with("goto")),
+        "{:?}",
+        tab.calls()
+    );
+    let rec = &r.history[0].actions[0];
+    assert!(rec.blocked.is_some() && !rec.execution.ok);
+    assert!(
+        state
+            .history
+            .wire()
+            .iter()
+            .any(|w| matches!(w, WireRecord::ToolResult(t) if !t.ok))
+    );
+}
+
+#[tokio::test]
+async fn repeated_clicks_raise_a_nudge_in_the_next_prompt() {
+    let turns: Vec<Vec<Action>> = (0..6).map(|_| vec![click(100, 100)]).collect();
+    let (_, adapter, l) = setup(turns, 6);
+    let (r, _) = run(&l, "x").await;
+    assert_eq!(r.status, RunStatus::MaxSteps);
+    let seen = adapter.seen.lock().unwrap();
+    assert!(
+        !seen[4].2.contains("ATTENTION"),
+        "no nudge before the 5th repeat"
+    );
+    assert!(
+        seen[5]
+            .2
+            .contains("ATTENTION:\nYou have repeated the same `click`"),
+        "{}",
+        seen[5].2
+    );
+}
+
+#[tokio::test]
+async fn the_confidence_gate_samples_on_hard_steps_and_records_the_chosen_turn() {
+    // Step 0 fails (fake tab fails the first click), so step 1 is hard.
+    let (tab, adapter, l) = setup(
+        vec![
+            vec![click(1, 1)],
+            vec![click(500, 500)],
+            vec![click(100, 100)],
+            vec![click(110, 110)],
+            vec![done("x")],
+        ],
+        3,
+    );
+    *tab.fail_next.lock().unwrap() = Some("missed".into());
+    let mut config = l.config().clone();
+    config.confidence_gate = Some(ConfidenceGate::new(3));
+    let l = PerceptionLoop::new(tab.clone(), adapter.clone(), config);
+    let (r, _) = run(&l, "x").await;
+    let temps: Vec<Option<f32>> = adapter.seen.lock().unwrap().iter().map(|s| s.3).collect();
+    assert_eq!(temps[..4], [None, Some(0.0), Some(0.5), Some(1.0)]);
+    // The majority (100,100 and 110,110 share a bucket) wins; its own id is kept.
+    let chosen = &r.history[1].actions[0].call;
+    assert_eq!(chosen.action, click(100, 100));
+    assert_eq!(chosen.id, "call_3_0");
+    assert_eq!(
+        r.history[1].usage.input_tokens, 300,
+        "usage of all candidates"
+    );
+}
+
+#[tokio::test]
+async fn a_deep_nudge_backtracks_to_a_checkpoint() {
+    let mut turns: Vec<Vec<Action>> = vec![vec![Action::Goto {
+        url: "http://127.0.0.1/a".into(),
+    }]];
+    turns.push(vec![Action::Goto {
+        url: "http://127.0.0.1/b".into(),
+    }]);
+    turns.extend((0..8).map(|_| vec![click(300, 300)]));
+    let (tab, _, l) = setup(turns, 11);
+    let mut config = l.config().clone();
+    config.checkpoint_interval = 1;
+    let l = PerceptionLoop::new(tab.clone(), l.adapter.clone(), config);
+    let (_, _) = run(&l, "x").await;
+    // After the 8th identical click the loop goes back to an earlier page.
+    let gotos: Vec<String> = tab
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("goto"))
+        .collect();
+    assert!(gotos.len() >= 3, "{gotos:?}");
+}
+
+#[tokio::test]
+async fn delegate_runs_a_child_loop_whose_result_returns_as_the_tool_result() {
+    let (_, adapter, l) = setup(
+        vec![
+            vec![Action::Delegate {
+                instruction: "collect prices".into(),
+                max_steps: Some(3),
+            }],
+            vec![done("£3, £4")],
+            vec![done("cheapest £3")],
+        ],
+        5,
+    );
+    let (r, _) = run(&l, "find the cheapest").await;
+    assert_eq!(
+        (r.status, r.result.as_deref()),
+        (RunStatus::Success, Some("cheapest £3"))
+    );
+    let delegated = &r.history[0].actions[0].execution;
+    assert!(delegated.ok);
+    assert!(
+        delegated.hints[0].contains("£3, £4"),
+        "{:?}",
+        delegated.hints
+    );
+    let prompts = adapter.seen.lock().unwrap();
+    assert!(
+        prompts[1].2.contains("TASK:\ncollect prices"),
+        "the child runs its own task"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_mid_stream_ends_the_run_promptly() {
+    let tab = Arc::new(FakeTab::new("http://127.0.0.1/"));
+    let adapter = Arc::new(Scripted {
+        delay: Some(Duration::from_secs(30)),
+        ..Arc::try_unwrap(Scripted::new(vec![vec![click(1, 1)]]))
+            .ok()
+            .unwrap()
+    });
+    let l = PerceptionLoop::new(tab, adapter, LoopConfig::default());
+    let control = l.control().clone();
+    let task = tokio::spawn(async move {
+        let mut state = RunState::new(l.config());
+        l.run("x", &mut state).await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    control.cancel("user_explicit_cancel");
+    let r = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("prompt cancel")
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Cancelled);
+    assert_eq!(r.result.as_deref(), Some("user_explicit_cancel"));
+}
+
+#[tokio::test]
+async fn pause_holds_the_loop_between_steps_and_guidance_reaches_the_prompt() {
+    let (_, adapter, l) = setup(vec![vec![click(1, 1)], vec![done("ok")]], 5);
+    let control = l.control().clone();
+    control.pause();
+    control.inject_guidance("use the search box");
+    let task = tokio::spawn(async move {
+        let mut state = RunState::new(l.config());
+        l.run("x", &mut state).await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        adapter.seen.lock().unwrap().is_empty(),
+        "paused before the first step"
+    );
+    control.resume();
+    let r = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Success);
+    let seen = adapter.seen.lock().unwrap();
+    assert!(seen[0].2.contains("- use the search box"));
+    assert!(
+        !seen[1].2.contains("use the search box"),
+        "guidance is delivered once"
+    );
+}
+
+#[tokio::test]
+async fn write_state_is_kept_and_shown_every_step() {
+    let mut data = TaskState::new();
+    data.insert("found".into(), serde_json::json!(3));
+    let (_, adapter, l) = setup(vec![vec![Action::WriteState { data }], vec![done("3")]], 5);
+    let (r, _) = run(&l, "x").await;
+    assert_eq!(r.state.unwrap()["found"], 3);
+    assert!(
+        adapter.seen.lock().unwrap()[1]
+            .2
+            .contains("STATE:\n{\"found\":3}")
+    );
+}
+
+#[tokio::test]
+async fn site_tips_match_the_url_and_successful_runs_teach_a_workflow() {
+    let kb = lumen_memory::SiteKB::new([lumen_memory::SiteRule {
+        domain: "127.0.0.1".into(),
+        rules: vec!["The search box is at the top".into()],
+    }])
+    .unwrap();
+    let workflows = Arc::new(std::sync::Mutex::new(
+        lumen_memory::WorkflowMemory::in_memory(),
+    ));
+    let turns = vec![
+        vec![Action::Type {
+            text: "sharp objects".into(),
+        }],
+        vec![done("£3")],
+    ];
+    let (_, adapter, l) = setup(turns, 5);
+    let l = l
+        .with_site_kb(Arc::new(kb))
+        .with_workflows(workflows.clone());
+    let (r, _) = run(&l, "find the price of sharp objects").await;
+    assert_eq!(r.status, RunStatus::Success);
+    assert!(
+        adapter.seen.lock().unwrap()[0]
+            .2
+            .contains("TIPS FOR THIS SITE:\n- The search box is at the top")
+    );
+    assert_eq!(
+        workflows.lock().unwrap().workflows().len(),
+        1,
+        "the successful run was learnt"
+    );
+
+    // The next similar task sees the workflow on its first step.
+    let (_, adapter, l) = setup(vec![vec![done("£3")]], 5);
+    let l = l.with_workflows(workflows);
+    run(&l, "find the price of sharp objects").await;
+    assert!(
+        adapter.seen.lock().unwrap()[0]
+            .2
+            .contains("A WORKFLOW THAT WORKED BEFORE"),
+        "{}",
+        adapter.seen.lock().unwrap()[0].2
+    );
+}
