@@ -1,10 +1,283 @@
 //! Model adapters for Lumen (Anthropic, OpenAI, Google and any
-//! OpenAI-compatible server) and the `ActionDecoder` that turns each
+//! OpenAI-compatible server) and the [`ActionDecoder`] that turns each
 //! provider's tool calls into [`lumen_core::Action`]s in viewport pixels.
+//!
+//! An adapter is a stateless codec (see [`lumen_core::ModelAdapter`]): it
+//! turns the loop's wire history into one provider request and the
+//! provider's answer into [`ModelEvent`]s, yielding
+//! each action as soon as its arguments are complete. Coordinates are
+//! converted once, in the [`decoder`].
+//!
+//! - [`create_adapter`] picks an adapter from a model string
+//!   (`anthropic/…`, `openai/…`, `google/…`, anything else → an
+//!   OpenAI-compatible server at a base URL) and reads keys and base URLs
+//!   from [`AdapterOptions`] or the usual environment variables.
+//! - [`anthropic::AnthropicAdapter`]: Messages API with the computer tool.
+//! - [`openai::OpenAiAdapter`]: Responses API with `computer_use_preview`
+//!   or `computer`.
+//! - [`google::GoogleAdapter`]: Gemini with the `computerUse` tool.
+//! - [`compatible::CompatibleAdapter`]: Chat Completions with Lumen's
+//!   action set as function tools.
+//! - [`decode_recording`] replays a recorded SSE stream through a parser
+//!   (tests and `cargo xtask decode-stream`).
+//!
+//! HTTP (retries with backoff and jitter, Retry-After, typed errors, idle
+//! timeout) lives in [`http`]. Keys are [`ApiKey`]s, which never print.
 //!
 //! May depend on: `lumen-core`, `reqwest`, `eventsource-stream`, `tokio`.
 //! Must never be named by `lumen-loop`, `lumen-memory` or `lumen-safety`: the
 //! loop sees models only through the `ModelAdapter` trait.
 //!
-//! Status: the adapters land with the models issue; this crate is a
-//! placeholder so the workspace graph and its rules exist from the start.
+//! # Example
+//! ```no_run
+//! use lumen_models::{AdapterOptions, create_adapter};
+//!
+//! // Reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL when set).
+//! let adapter = create_adapter("anthropic/claude-sonnet-4-6", AdapterOptions::default())?;
+//! assert_eq!(adapter.info().provider, "anthropic");
+//! # Ok::<(), lumen_core::LumenError>(())
+//! ```
+//!
+//! # Crate features
+//!
+//! None.
+
+#![deny(missing_docs)]
+
+pub mod anthropic;
+pub mod compatible;
+pub mod decoder;
+pub mod google;
+pub mod http;
+pub mod openai;
+mod prompt;
+pub mod stream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use lumen_core::{LumenError, ModelAdapter, ModelEvent, Result, Screenshot};
+
+pub use decoder::{ActionDecoder, CoordinateSpace, base_call_id, call_ids};
+pub use http::{ApiKey, RetryPolicy, SseEvent, reframe_recording};
+
+/// Options for building an adapter. Everything is optional: keys and base
+/// URLs fall back to the environment, the rest to sensible defaults.
+#[derive(Debug, Clone)]
+pub struct AdapterOptions {
+    /// The API key; else the provider's environment variable.
+    pub api_key: Option<ApiKey>,
+    /// The API base URL (`https://api.anthropic.com`); else the provider's
+    /// environment variable, else the provider's public endpoint.
+    pub base_url: Option<String>,
+    /// Retries before the first byte of an answer.
+    pub retry: RetryPolicy,
+    /// How long a stream may stay silent before it fails.
+    pub idle_timeout: Duration,
+    /// TCP/TLS connect timeout.
+    pub connect_timeout: Duration,
+    /// Output token limit per call (thinking comes on top).
+    pub max_tokens: u32,
+    /// Reasoning budget in tokens: Anthropic `budget_tokens`, Gemini
+    /// `thinkingBudget`, OpenAI reasoning effort (≤2048 low, ≤8192 medium,
+    /// else high). `None` leaves the provider's default.
+    pub thinking_budget: Option<u32>,
+    /// The model `summarize` uses (a cheap one); default per provider.
+    pub summary_model: Option<String>,
+    /// Coordinate space of the compatible adapter's tools.
+    pub coordinate_space: CoordinateSpace,
+    /// OpenAI: send only the new items with `previous_response_id` instead
+    /// of the full history (the provider keeps the conversation).
+    pub openai_chain_responses: bool,
+    /// OpenAI: use the current `computer` tool (an `actions` batch per call)
+    /// instead of `computer_use_preview`. Default: `computer` for models
+    /// other than `computer-use-preview*`.
+    pub openai_batched_computer_tool: Option<bool>,
+}
+
+impl Default for AdapterOptions {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            base_url: None,
+            retry: RetryPolicy::default(),
+            idle_timeout: Duration::from_secs(90),
+            connect_timeout: Duration::from_secs(15),
+            max_tokens: 4096,
+            thinking_budget: None,
+            summary_model: None,
+            coordinate_space: CoordinateSpace::default(),
+            openai_chain_responses: false,
+            openai_batched_computer_tool: None,
+        }
+    }
+}
+
+/// The wire protocols Lumen speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI Responses API.
+    OpenAi,
+    /// Google Gemini `streamGenerateContent`.
+    Google,
+    /// OpenAI-compatible Chat Completions.
+    Compatible,
+}
+
+impl Provider {
+    /// The provider's name (`anthropic`, `openai`, `google`, `compatible`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Provider::Anthropic => "anthropic",
+            Provider::OpenAi => "openai",
+            Provider::Google => "google",
+            Provider::Compatible => "compatible",
+        }
+    }
+}
+
+impl std::str::FromStr for Provider {
+    type Err = LumenError;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "anthropic" => Provider::Anthropic,
+            "openai" => Provider::OpenAi,
+            "google" | "gemini" => Provider::Google,
+            "compatible" => Provider::Compatible,
+            other => {
+                return Err(LumenError::config(
+                    "provider",
+                    format!(
+                        "unknown provider `{other}`: use anthropic, openai, google or compatible"
+                    ),
+                ));
+            }
+        })
+    }
+}
+
+/// Builds the adapter a model string names, reading missing keys and base
+/// URLs from the process environment.
+///
+/// `anthropic/<model>` (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
+/// `openai/<model>` (OPENAI_API_KEY, OPENAI_BASE_URL), `google/<model>`
+/// (GEMINI_API_KEY or GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL). Any other
+/// string (optionally prefixed `compatible/`) is a model on an
+/// OpenAI-compatible server, which needs a base URL (options or
+/// OPENAI_BASE_URL; the key, OPENAI_API_KEY, is optional). A missing key or
+/// base URL is a [`LumenError::Config`] naming what to set.
+pub fn create_adapter(model: &str, options: AdapterOptions) -> Result<Arc<dyn ModelAdapter>> {
+    create_adapter_with_env(model, options, |name| std::env::var(name).ok())
+}
+
+/// [`create_adapter`] with an explicit environment (tests, embedding).
+pub fn create_adapter_with_env(
+    model: &str,
+    mut options: AdapterOptions,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelAdapter>> {
+    let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let need_key = |options: &mut AdapterOptions, vars: &[&str], provider: &str| -> Result<()> {
+        if options.api_key.is_none() {
+            options.api_key = vars.iter().find_map(|v| env(v)).map(ApiKey::new);
+        }
+        if options.api_key.is_none() {
+            return Err(LumenError::config(
+                format!("{provider} api key"),
+                format!(
+                    "no API key: set {} or pass AdapterOptions::api_key",
+                    vars.join(" or ")
+                ),
+            ));
+        }
+        Ok(())
+    };
+    if let Some(id) = model.strip_prefix("anthropic/") {
+        need_key(&mut options, &["ANTHROPIC_API_KEY"], "anthropic")?;
+        if options.base_url.is_none() {
+            options.base_url = env("ANTHROPIC_BASE_URL");
+        }
+        return Ok(Arc::new(anthropic::AnthropicAdapter::new(id, options)?));
+    }
+    if let Some(id) = model.strip_prefix("openai/") {
+        need_key(&mut options, &["OPENAI_API_KEY"], "openai")?;
+        if options.base_url.is_none() {
+            options.base_url = env("OPENAI_BASE_URL");
+        }
+        return Ok(Arc::new(openai::OpenAiAdapter::new(id, options)?));
+    }
+    if let Some(id) = model.strip_prefix("google/") {
+        need_key(
+            &mut options,
+            &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            "google",
+        )?;
+        if options.base_url.is_none() {
+            options.base_url = env("GOOGLE_GEMINI_BASE_URL");
+        }
+        return Ok(Arc::new(google::GoogleAdapter::new(id, options)?));
+    }
+    // Anything else: a model on an OpenAI-compatible server.
+    let id = model.strip_prefix("compatible/").unwrap_or(model);
+    if options.base_url.is_none() {
+        options.base_url = env("OPENAI_BASE_URL");
+    }
+    if options.api_key.is_none() {
+        options.api_key = env("OPENAI_API_KEY").map(ApiKey::new);
+    }
+    Ok(Arc::new(compatible::CompatibleAdapter::new(id, options)?))
+}
+
+/// A temperature as JSON, without f32 noise (0.2, not 0.20000000298…).
+pub(crate) fn temperature_json(t: f32) -> serde_json::Value {
+    t.to_string()
+        .parse::<f64>()
+        .map(serde_json::Value::from)
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Joins a base URL and a path without doubling or dropping the slash.
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+/// Replays a recorded stream through `provider`'s parser, as if it had come
+/// over HTTP, decoding coordinates against `screenshot`.
+///
+/// `chunks` are the raw bytes in arrival order (split them anyhow: the
+/// result must not depend on it). Returns every event, in order; the last
+/// item is `Completed` or the error the stream ended with.
+pub async fn decode_recording(
+    provider: Provider,
+    screenshot: &Screenshot,
+    chunks: Vec<Vec<u8>>,
+) -> Result<Vec<Result<ModelEvent>>> {
+    let name = provider.name();
+    let bytes = futures::stream::iter(chunks.into_iter().map(Ok::<_, http::ApiFailure>));
+    let events = http::sse_events(name, bytes);
+    let decoder = ActionDecoder::new(screenshot);
+    let model_stream = match provider {
+        Provider::Anthropic => stream::drive(events, anthropic::StreamParser::new(decoder)),
+        Provider::OpenAi => stream::drive(events, openai::StreamParser::new(decoder)),
+        Provider::Google => stream::drive(events, google::StreamParser::new(decoder)),
+        Provider::Compatible => stream::drive(events, compatible::StreamParser::new(decoder)),
+    };
+    Ok(model_stream.collect().await)
+}
+
+/// [`decode_recording`] on the calling thread (no runtime needed: replaying
+/// bytes involves no timers or sockets). For `cargo xtask decode-stream`.
+pub fn decode_recording_blocking(
+    provider: Provider,
+    screenshot: &Screenshot,
+    chunks: Vec<Vec<u8>>,
+) -> Result<Vec<Result<ModelEvent>>> {
+    futures::executor::block_on(decode_recording(provider, screenshot, chunks))
+}

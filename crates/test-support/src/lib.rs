@@ -48,6 +48,7 @@
 
 mod chromium;
 mod fixture_server;
+pub mod mock_provider;
 
 pub use axum::http::StatusCode;
 pub use chromium::{ChromiumNotFound, locate_chromium, locate_headless_shell};

@@ -1,0 +1,643 @@
+//! The HTTP side every adapter shares: one `reqwest` client, JSON and SSE
+//! requests, retries with backoff and jitter, and the mapping from HTTP
+//! failures to typed [`LumenError::ModelApi`] errors.
+//!
+//! Retries happen only *before the first byte of the answer*: once a stream
+//! has started, actions may already be running in the browser, so a failure
+//! mid-stream is reported to the loop, never silently replayed.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use eventsource_stream::Eventsource as _;
+use futures::{Stream, StreamExt as _};
+use lumen_core::{LumenError, ModelErrorKind, Result};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+/// How an adapter retries transient failures (429, 5xx, 529, connection
+/// errors) before the first byte of an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (so `max_retries + 1` attempts).
+    pub max_retries: u32,
+    /// Delay before the first retry; doubles each time, with full jitter.
+    pub base_delay: Duration,
+    /// Upper bound of any single wait, including a provider's Retry-After.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 4,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `retry` (0-based): the provider's
+    /// Retry-After when it sent one, else exponential backoff with full
+    /// jitter; never more than `max_delay`.
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_delay);
+        }
+        let exp = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(retry.min(16)))
+            .min(self.max_delay);
+        // Full jitter: uniform in [exp/2, exp], so concurrent clients spread
+        // out but a retry never comes back immediately.
+        let half = exp / 2;
+        let jitter_ms = fastrand::u64(0..=half.as_millis().min(u64::MAX as u128) as u64);
+        half + Duration::from_millis(jitter_ms)
+    }
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field (`message` when the server sent none).
+    pub event: String,
+    /// The `data:` payload (lines joined with `\n`).
+    pub data: String,
+}
+
+/// A stream of SSE events or typed errors.
+pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent>> + Send>>;
+
+/// An API key that never shows up in `Debug`, `Display` or errors.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for a request header. Never log the result.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Removes the key from a text (a provider may echo it back in an error).
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        if self.0.len() >= 8 {
+            text.replace(&self.0, "[redacted]")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
+static TLS_PROVIDER: Once = Once::new();
+
+/// Installs rustls' ring provider once per process (reqwest is built with
+/// `rustls-no-provider`, and building a client without a provider fails).
+fn install_tls_provider() {
+    TLS_PROVIDER.call_once(|| {
+        // Err means another crate installed a provider first: that one is used.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The HTTP client an adapter owns.
+#[derive(Clone)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+    provider: &'static str,
+    key: ApiKey,
+    retry: RetryPolicy,
+    idle_timeout: Duration,
+}
+
+impl fmt::Debug for Http {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Http")
+            .field("provider", &self.provider)
+            .field("retry", &self.retry)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Http {
+    pub(crate) fn new(
+        provider: &'static str,
+        key: ApiKey,
+        retry: RetryPolicy,
+        idle_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<Self> {
+        install_tls_provider();
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .build()
+            .map_err(|e| LumenError::config("http client", e.to_string()))?;
+        Ok(Self {
+            client,
+            provider,
+            key,
+            retry,
+            idle_timeout,
+        })
+    }
+
+    pub(crate) fn key(&self) -> &ApiKey {
+        &self.key
+    }
+
+    /// POSTs `body` and returns the JSON answer, retrying transient failures.
+    pub(crate) async fn post_json(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        let response = self.send_with_retry(url, headers, body).await?;
+        let status = response.status().as_u16();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| self.transport_error(&e, false))?;
+        serde_json::from_str(&text).map_err(|e| {
+            self.api_error(
+                Some(status),
+                ModelErrorKind::Stream,
+                false,
+                format!("the answer is not JSON: {e}"),
+                Some(text),
+                None,
+            )
+        })
+    }
+
+    /// POSTs `body` and returns the answer as SSE events. Each event must
+    /// arrive within the idle timeout or the stream yields an error.
+    pub(crate) async fn post_sse(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &serde_json::Value,
+    ) -> Result<SseStream> {
+        let response = self.send_with_retry(url, headers, body).await?;
+        let provider = self.provider;
+        let bytes = response.bytes_stream().map(move |chunk| {
+            chunk.map_err(|e| ApiFailure {
+                provider,
+                message: format!("connection lost mid-stream: {e}"),
+            })
+        });
+        Ok(with_idle_timeout(
+            sse_events(provider, bytes),
+            provider,
+            self.idle_timeout,
+        ))
+    }
+
+    async fn send_with_retry(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &serde_json::Value,
+    ) -> Result<reqwest::Response> {
+        let header_map = self.header_map(headers)?;
+        let mut attempt: u32 = 0;
+        loop {
+            let result = self
+                .client
+                .post(url)
+                .headers(header_map.clone())
+                .json(body)
+                .send()
+                .await;
+            let error = match result {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => self.status_error(response).await,
+                Err(e) => self.transport_error(&e, true),
+            };
+            if !error.is_retryable() {
+                return Err(error);
+            }
+            if attempt >= self.retry.max_retries {
+                return Err(LumenError::MaxRetriesExceeded {
+                    attempts: attempt + 1,
+                    last: Box::new(error),
+                });
+            }
+            let retry_after = match &error {
+                LumenError::ModelApi { retry_after, .. } => *retry_after,
+                _ => None,
+            };
+            let wait = self.retry.delay(attempt, retry_after);
+            tracing::warn!(
+                provider = self.provider,
+                attempt = attempt + 1,
+                wait_ms = wait.as_millis() as u64,
+                error = %error,
+                "model request failed; retrying"
+            );
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    fn header_map(&self, headers: &[(&'static str, String)]) -> Result<HeaderMap> {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                // Never echo the value: it may be the key.
+                LumenError::config(
+                    format!("{} header `{name}`", self.provider),
+                    "the value holds characters not allowed in an HTTP header",
+                )
+            })?;
+            if is_secret_header(name) {
+                value.set_sensitive(true);
+            }
+            map.insert(HeaderName::from_static(name), value);
+        }
+        Ok(map)
+    }
+
+    async fn status_error(&self, response: reqwest::Response) -> LumenError {
+        let status = response.status().as_u16();
+        let retry_after = retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let text = self.key.scrub(&text);
+        let message = provider_message(&text).unwrap_or_else(|| {
+            if text.trim().is_empty() {
+                format!("HTTP {status} with an empty body")
+            } else {
+                truncate(text.trim(), 500)
+            }
+        });
+        let (kind, retryable) = classify(status, &message);
+        self.api_error(
+            Some(status),
+            kind,
+            retryable,
+            message,
+            Some(text),
+            retry_after,
+        )
+    }
+
+    fn transport_error(&self, e: &reqwest::Error, before_answer: bool) -> LumenError {
+        // reqwest errors carry the URL, never headers; scrub anyway in case a
+        // key was put in the query string (Gemini accepts `?key=`).
+        let message = self.key.scrub(&error_chain(e));
+        self.api_error(
+            None,
+            ModelErrorKind::Transport,
+            before_answer,
+            message,
+            None,
+            None,
+        )
+    }
+
+    fn api_error(
+        &self,
+        status: Option<u16>,
+        kind: ModelErrorKind,
+        retryable: bool,
+        message: String,
+        body: Option<String>,
+        retry_after: Option<Duration>,
+    ) -> LumenError {
+        LumenError::ModelApi {
+            provider: self.provider.to_owned(),
+            status,
+            kind,
+            retryable,
+            message,
+            body,
+            retry_after,
+        }
+    }
+}
+
+fn is_secret_header(name: &str) -> bool {
+    matches!(
+        name,
+        "authorization" | "x-api-key" | "x-goog-api-key" | "api-key"
+    )
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// `Retry-After` in seconds (or `retry-after-ms`, which OpenAI and Anthropic
+/// also send). HTTP-date values are ignored (backoff applies instead).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let secs = get("retry-after")?.trim().parse::<f64>().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// The provider's own error message from an error body: Anthropic, OpenAI
+/// and Gemini all use `{"error": {"message": …}}`; some compatible servers
+/// send `{"error": "…"}` or `{"message": …}`.
+pub(crate) fn provider_message(body: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(body).ok()?;
+    let v = match v {
+        // Gemini's streaming endpoint wraps errors in an array.
+        serde_json::Value::Array(mut items) if !items.is_empty() => items.swap_remove(0),
+        v => v,
+    };
+    let error = v.get("error").unwrap_or(&v);
+    if let Some(s) = error.as_str() {
+        return Some(s.to_owned());
+    }
+    error
+        .get("message")
+        .and_then(|m| m.as_str())
+        .map(str::to_owned)
+}
+
+/// Maps an HTTP status (and the provider's message) to an error kind and
+/// whether retrying can help.
+pub(crate) fn classify(status: u16, message: &str) -> (ModelErrorKind, bool) {
+    match status {
+        401 | 403 => (ModelErrorKind::Auth, false),
+        408 => (ModelErrorKind::Transport, true),
+        429 => (ModelErrorKind::RateLimited, true),
+        529 => (ModelErrorKind::Overloaded, true),
+        503 if message.to_ascii_lowercase().contains("overload") => {
+            (ModelErrorKind::Overloaded, true)
+        }
+        500..=599 => (ModelErrorKind::Server, true),
+        400 | 404 | 413 | 422 if is_context_length(message) => {
+            (ModelErrorKind::ContextLength, false)
+        }
+        _ => (ModelErrorKind::BadRequest, false),
+    }
+}
+
+/// Whether a provider message says the prompt is longer than the context
+/// window (each provider words it differently).
+pub(crate) fn is_context_length(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "maximum context",
+        "too many tokens",
+        "input token count",
+        "exceeds the maximum number of tokens",
+    ]
+    .iter()
+    .any(|needle| m.contains(needle))
+}
+
+/// A transport failure inside the byte stream.
+#[derive(Debug)]
+pub(crate) struct ApiFailure {
+    provider: &'static str,
+    message: String,
+}
+
+impl fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.provider, self.message)
+    }
+}
+
+impl std::error::Error for ApiFailure {}
+
+/// Parses a byte stream as SSE. Used by the live client and, over
+/// in-memory chunks, by the tests and `cargo xtask decode-stream`.
+pub(crate) fn sse_events<S, B>(provider: &'static str, bytes: S) -> SseStream
+where
+    S: Stream<Item = std::result::Result<B, ApiFailure>> + Send + 'static,
+    B: AsRef<[u8]> + Send + 'static,
+{
+    // A CR at the end of one chunk and the LF at the start of the next are
+    // one line ending; the SSE parser would see two (and end the event
+    // early), so CRLF is folded to LF before it.
+    let mut pending_cr = false;
+    let last_was_newline = Arc::new(AtomicBool::new(false));
+    let last = Arc::clone(&last_was_newline);
+    let folded = bytes.map(move |chunk| {
+        chunk.map(|b| {
+            if let Some(&byte) = b.as_ref().last() {
+                last.store(byte == b'\n' || byte == b'\r', Ordering::Relaxed);
+            }
+            let b = b.as_ref();
+            let mut out = Vec::with_capacity(b.len() + 1);
+            let mut i = 0;
+            if pending_cr {
+                out.push(b'\n');
+                if b.first() == Some(&b'\n') {
+                    i = 1;
+                }
+                pending_cr = false;
+            }
+            while i < b.len() {
+                match b[i] {
+                    b'\r' if i + 1 == b.len() => pending_cr = true,
+                    b'\r' if b[i + 1] == b'\n' => {
+                        out.push(b'\n');
+                        i += 1;
+                    }
+                    b'\r' => out.push(b'\n'),
+                    c => out.push(c),
+                }
+                i += 1;
+            }
+            out
+        })
+    });
+    // At a clean end of the body, a last event whose lines are complete but
+    // that misses its closing blank line is still dispatched (recorded
+    // streams often lose the final newline); a half-sent line is not.
+    let end = futures::stream::once(async move {
+        let tail: &[u8] = if last_was_newline.load(Ordering::Relaxed) {
+            b"\n"
+        } else {
+            b""
+        };
+        Ok::<_, ApiFailure>(tail.to_vec())
+    });
+    let events = folded.chain(end).eventsource().map(move |item| match item {
+        Ok(ev) => Ok(SseEvent {
+            event: if ev.event.is_empty() {
+                "message".to_owned()
+            } else {
+                ev.event
+            },
+            data: ev.data,
+        }),
+        Err(eventsource_stream::EventStreamError::Transport(e)) => {
+            Err(stream_error(provider, e.message))
+        }
+        Err(e) => Err(stream_error(
+            provider,
+            format!("malformed event stream: {e}"),
+        )),
+    });
+    Box::pin(events)
+}
+
+pub(crate) fn stream_error(provider: &str, message: impl Into<String>) -> LumenError {
+    LumenError::ModelApi {
+        provider: provider.to_owned(),
+        status: None,
+        kind: ModelErrorKind::Stream,
+        retryable: false,
+        message: message.into(),
+        body: None,
+        retry_after: None,
+    }
+}
+
+/// Ends the stream with an error when no event arrives for `idle`.
+fn with_idle_timeout(inner: SseStream, provider: &'static str, idle: Duration) -> SseStream {
+    Box::pin(futures::stream::unfold(
+        Some(inner),
+        move |state| async move {
+            let mut inner = state?;
+            match tokio::time::timeout(idle, inner.next()).await {
+                Ok(Some(item)) => Some((item, Some(inner))),
+                Ok(None) => None,
+                Err(_) => Some((
+                    Err(stream_error(
+                        provider,
+                        format!(
+                            "the stream went idle: no event for {:.1}s",
+                            idle.as_secs_f64()
+                        ),
+                    )),
+                    None,
+                )),
+            }
+        },
+    ))
+}
+
+/// Re-frames a recorded stream into SSE bytes: raw SSE is returned as is;
+/// a file of one JSON payload per line becomes `data: <line>\n\n` events.
+pub fn reframe_recording(input: &str) -> String {
+    let first = input.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let is_sse = ["data:", "event:", "id:", ":", "retry:"]
+        .iter()
+        .any(|p| first.starts_with(p));
+    if is_sse {
+        return input.to_owned();
+    }
+    let mut out = String::with_capacity(input.len() + input.lines().count() * 8);
+    for line in input.lines() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push_str("\n\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_maps_statuses() {
+        assert_eq!(classify(401, "x"), (ModelErrorKind::Auth, false));
+        assert_eq!(classify(429, "x"), (ModelErrorKind::RateLimited, true));
+        assert_eq!(classify(529, "x"), (ModelErrorKind::Overloaded, true));
+        assert_eq!(classify(500, "x"), (ModelErrorKind::Server, true));
+        assert_eq!(
+            classify(400, "prompt is too long: 210000 tokens > 200000 maximum"),
+            (ModelErrorKind::ContextLength, false)
+        );
+        assert_eq!(classify(400, "bad"), (ModelErrorKind::BadRequest, false));
+    }
+
+    #[test]
+    fn retry_delay_honours_retry_after_and_caps() {
+        let p = RetryPolicy::default();
+        assert_eq!(
+            p.delay(0, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
+        assert_eq!(p.delay(0, Some(Duration::from_secs(999))), p.max_delay);
+        for retry in 0..20 {
+            let d = p.delay(retry, None);
+            assert!(d <= p.max_delay);
+            assert!(d >= p.base_delay.min(p.max_delay) / 2);
+        }
+    }
+
+    #[test]
+    fn api_key_never_prints() {
+        let k = ApiKey::new("sk-secret-123456");
+        assert_eq!(format!("{k:?}"), "ApiKey([redacted])");
+        assert_eq!(k.scrub("bad key sk-secret-123456"), "bad key [redacted]");
+    }
+
+    #[test]
+    fn provider_message_reads_common_shapes() {
+        assert_eq!(
+            provider_message(r#"{"type":"error","error":{"type":"x","message":"m1"}}"#).as_deref(),
+            Some("m1")
+        );
+        assert_eq!(
+            provider_message(r#"[{"error":{"code":400,"message":"m2"}}]"#).as_deref(),
+            Some("m2")
+        );
+        assert_eq!(provider_message(r#"{"error":"m3"}"#).as_deref(), Some("m3"));
+        assert_eq!(provider_message("not json"), None);
+    }
+
+    #[test]
+    fn reframe_wraps_json_lines_and_keeps_sse() {
+        assert_eq!(
+            reframe_recording("{\"a\":1}\n{\"b\":2}\n"),
+            "data: {\"a\":1}\n\ndata: {\"b\":2}\n\n"
+        );
+        let sse = "event: x\ndata: {}\n\n";
+        assert_eq!(reframe_recording(sse), sse);
+    }
+}

@@ -1,0 +1,835 @@
+//! OpenAI Responses API (`POST /v1/responses`, SSE) with a computer tool.
+//!
+//! - **Tools**: `computer_use_preview` (display size = screenshot size,
+//!   environment `browser`; one `action` per `computer_call`) for the
+//!   `computer-use-preview*` models, the current `computer` tool (an
+//!   `actions` batch per call) for the others; `AdapterOptions::
+//!   openai_batched_computer_tool` overrides. Our own tools are function
+//!   tools next to it.
+//! - **Answers**: every `computer_call` is answered by a
+//!   `computer_call_output` with its `call_id`, the screenshot taken after
+//!   it, and the safety checks the user acknowledged; every function call by
+//!   a `function_call_output`. The outcome of a computer call (it has no
+//!   text field) follows as an input text naming the call.
+//! - **Safety checks**: `pending_safety_checks` are copied onto every
+//!   action of the call, so a `PreActionHook` can deny it; acknowledged ones
+//!   come back from `ToolResult::acknowledged_safety_checks`.
+//! - **History**: full input by default (stateless, `store: false`, with
+//!   reasoning items replayed from their `encrypted_content`), or
+//!   `previous_response_id` chaining when
+//!   `AdapterOptions::openai_chain_responses` is set (only the new items are
+//!   sent). The per-step prompt goes last, after the stable prefix, so
+//!   OpenAI's automatic prompt cache hits.
+//! - A `computer_call` has no argument deltas: its action is complete (and
+//!   yielded) at `response.output_item.done`; function calls likewise.
+
+use async_trait::async_trait;
+use lumen_core::{
+    Action, AssistantTurn, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelInfo,
+    ModelResponse, ModelStream, Result, SafetyCheck, StepContext, TaskState, ThinkingBlock,
+    ToolResult, WireRecord,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::decoder::{ActionDecoder, CoordinateSpace};
+use crate::http::{Http, SseEvent, stream_error};
+use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::stream::{self, Decode, TurnBuilder, parse_payload};
+use crate::{AdapterOptions, join_url};
+
+const PROVIDER: &str = "openai";
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+const DEFAULT_SUMMARY_MODEL: &str = "gpt-5-mini";
+
+/// A 1×1 PNG sent as the screenshot of a `computer_call_output` whose real
+/// screenshot was compressed out of history (the item requires an image;
+/// the text marker that follows says which step it stood for).
+const PLACEHOLDER_PNG: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mP8/x8AAwMCAO+ip1sAAAAASUVORK5CYII=";
+
+/// The OpenAI Responses adapter.
+#[derive(Debug)]
+pub struct OpenAiAdapter {
+    info: ModelInfo,
+    http: Http,
+    base_url: String,
+    batched: bool,
+    chain: bool,
+    max_tokens: u32,
+    effort: Option<&'static str>,
+    summary_model: String,
+}
+
+/// Reasoning effort for a thinking budget.
+fn effort(budget: u32) -> &'static str {
+    match budget {
+        0..=2048 => "low",
+        2049..=8192 => "medium",
+        _ => "high",
+    }
+}
+
+impl OpenAiAdapter {
+    /// An adapter for `model` (`computer-use-preview`, `gpt-5.4`…). Needs
+    /// `options.api_key`. The base URL includes `/v1`.
+    pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        let key = options.api_key.clone().ok_or_else(|| {
+            LumenError::config(
+                "openai api key",
+                "no API key: set OPENAI_API_KEY or pass AdapterOptions::api_key",
+            )
+        })?;
+        let http = Http::new(
+            PROVIDER,
+            key,
+            options.retry,
+            options.idle_timeout,
+            options.connect_timeout,
+        )?;
+        let batched = options
+            .openai_batched_computer_tool
+            .unwrap_or(!model.starts_with("computer-use-preview"));
+        Ok(Self {
+            info: ModelInfo {
+                model_id: model.to_owned(),
+                provider: PROVIDER.to_owned(),
+                patch_size: Some(32),
+                max_image_dimension: Some(2048),
+                supports_thinking: true,
+                native_computer_use: true,
+                context_window_tokens: if model.starts_with("computer-use-preview") {
+                    8_192
+                } else {
+                    400_000
+                },
+            },
+            http,
+            base_url: options
+                .base_url
+                .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+            batched,
+            chain: options.openai_chain_responses,
+            max_tokens: options.max_tokens,
+            effort: options.thinking_budget.map(effort),
+            summary_model: options
+                .summary_model
+                .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
+        })
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        vec![(
+            "authorization",
+            format!("Bearer {}", self.http.key().expose()),
+        )]
+    }
+
+    /// The request body for one step (public so tests can pin it).
+    pub fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+        let image = ctx.screenshot.image.size();
+        let computer = if self.batched {
+            json!({"type": "computer"})
+        } else {
+            json!({
+                "type": "computer_use_preview",
+                "display_width": image.width,
+                "display_height": image.height,
+                "environment": "browser",
+            })
+        };
+        let mut tools = vec![computer];
+        for (name, description, schema) in prompt::own_tools() {
+            tools.push(json!({
+                "type": "function",
+                "name": name,
+                "description": description,
+                "parameters": schema,
+                "strict": false,
+            }));
+        }
+        let (previous, records) = if self.chain {
+            chain_point(ctx.wire)
+        } else {
+            (None, ctx.wire)
+        };
+        let mut input = build_input(records, ctx);
+        if !ctx.system_prompt.trim().is_empty() {
+            input.push(json!({"role": "user", "content": [{"type": "input_text", "text": ctx.system_prompt}]}));
+        }
+        let mut body = json!({
+            "model": self.info.model_id,
+            "instructions": prompt::MECHANICS,
+            "input": input,
+            "tools": tools,
+            "truncation": "auto",
+            "max_output_tokens": self.max_tokens,
+            "parallel_tool_calls": true,
+        });
+        if self.chain {
+            body["store"] = json!(true);
+            if let Some(id) = previous {
+                body["previous_response_id"] = json!(id);
+            }
+        } else {
+            body["store"] = json!(false);
+            body["include"] = json!(["reasoning.encrypted_content"]);
+        }
+        if let Some(effort) = self.effort {
+            body["reasoning"] = json!({"effort": effort, "summary": "auto"});
+        }
+        if let Some(t) = ctx.temperature {
+            body["temperature"] = crate::temperature_json(t);
+        }
+        if stream {
+            body["stream"] = json!(true);
+        }
+        body
+    }
+}
+
+#[async_trait]
+impl ModelAdapter for OpenAiAdapter {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
+        let url = join_url(&self.base_url, "responses");
+        let body = self.request_body(ctx, true);
+        let events = self.http.post_sse(&url, &self.headers(), &body).await?;
+        Ok(stream::drive(
+            events,
+            StreamParser::new(ActionDecoder::new(ctx.screenshot)),
+        ))
+    }
+
+    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
+        let url = join_url(&self.base_url, "responses");
+        let body = self.request_body(ctx, false);
+        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
+        let response: WireResponse = serde_json::from_value(answer)
+            .map_err(|e| stream_error(PROVIDER, format!("unexpected answer shape: {e}")))?;
+        let mut parser = StreamParser::new(ActionDecoder::new(ctx.screenshot));
+        let mut out = Vec::new();
+        for item in response.output.iter() {
+            parser.item_done(item, &mut out);
+        }
+        parser.finish_response(&response, &mut out)
+    }
+
+    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
+        let mut chars = ctx.system_prompt.len() + prompt::MECHANICS.len() + 1500;
+        let mut tokens = 0u64;
+        for record in ctx.wire {
+            match record {
+                WireRecord::Screenshot(s) => match &s.image {
+                    Some(img) => tokens += image_tokens(img.width, img.height),
+                    None => chars += 24,
+                },
+                other => chars += serde_json::to_string(other).map(|s| s.len()).unwrap_or(0),
+            }
+        }
+        tokens + chars as u64 / CHARS_PER_TOKEN
+    }
+
+    async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
+        let mut text = prompt::history_as_text(wire);
+        if let Some(state) = state {
+            text.push_str(&format!("\nTask state: {}\n", Value::Object(state.clone())));
+        }
+        let body = json!({
+            "model": self.summary_model,
+            "instructions": prompt::SUMMARIZE,
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
+            "store": false,
+        });
+        let url = join_url(&self.base_url, "responses");
+        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
+        let response: WireResponse = serde_json::from_value(answer)
+            .map_err(|e| stream_error(PROVIDER, format!("unexpected summary answer: {e}")))?;
+        let summary: String = response
+            .output
+            .iter()
+            .filter(|i| i["type"] == "message")
+            .map(message_text)
+            .collect();
+        if summary.trim().is_empty() {
+            return Err(stream_error(PROVIDER, "the summary answer held no text"));
+        }
+        Ok(summary.trim().to_owned())
+    }
+}
+
+/// OpenAI's image rule for high detail: scale into 2048×2048, then the short
+/// side to 768, then 170 tokens per 512-px tile plus 85.
+pub fn image_tokens(width: u32, height: u32) -> u64 {
+    let (mut w, mut h) = (width.max(1) as f64, height.max(1) as f64);
+    let f = (2048.0 / w.max(h)).min(1.0);
+    w *= f;
+    h *= f;
+    let f = (768.0 / w.min(h)).min(1.0);
+    w *= f;
+    h *= f;
+    let tiles = (w / 512.0).ceil() * (h / 512.0).ceil();
+    (tiles * 170.0 + 85.0) as u64
+}
+
+// ----- request building ------------------------------------------------------
+
+/// With chaining: the id of the newest native response and the records
+/// after it (the provider already holds everything before).
+fn chain_point(wire: &[WireRecord]) -> (Option<String>, &[WireRecord]) {
+    for (i, record) in wire.iter().enumerate().rev() {
+        if let WireRecord::Assistant(turn) = record
+            && let Some(id) = native(turn)
+                .and_then(|d| d.get("id"))
+                .and_then(Value::as_str)
+        {
+            // Keep the turn itself so its calls are answered; its items are
+            // not re-sent (see `build_input`).
+            return (Some(id.to_owned()), &wire[i..]);
+        }
+    }
+    (None, wire)
+}
+
+fn native(turn: &AssistantTurn) -> Option<&Value> {
+    turn.provider
+        .as_ref()
+        .filter(|p| p.provider == PROVIDER)
+        .map(|p| &p.data)
+}
+
+fn image_part(url: String) -> Value {
+    json!({"type": "input_image", "image_url": url, "detail": "auto"})
+}
+
+fn user_text(text: String) -> Value {
+    json!({"role": "user", "content": [{"type": "input_text", "text": text}]})
+}
+
+/// One provider call awaiting its answer.
+struct Pending {
+    call_id: String,
+    computer: bool,
+    ids: Vec<String>,
+}
+
+fn build_input(records: &[WireRecord], ctx: &StepContext<'_>) -> Vec<Value> {
+    let mut input: Vec<Value> = Vec::new();
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut results: Vec<ToolResult> = Vec::new();
+    let mut saw_screenshot = false;
+    let chained_first = matches!(records.first(), Some(WireRecord::Assistant(t)) if native(t).and_then(|d| d.get("id")).is_some());
+    for (i, record) in records.iter().enumerate() {
+        match record {
+            WireRecord::Summary {
+                content,
+                compacted_at,
+            } => {
+                flush(&mut input, &mut pending, &mut results, None);
+                input.push(user_text(prompt::summary_text(content, *compacted_at)));
+            }
+            WireRecord::Screenshot(shot) => {
+                saw_screenshot = true;
+                let (url, marker) = match &shot.image {
+                    Some(img) => (Some(img.to_data_url()), None),
+                    None => (None, Some(prompt::screenshot_marker(shot.step))),
+                };
+                let answered = flush(
+                    &mut input,
+                    &mut pending,
+                    &mut results,
+                    Some((url.clone(), marker.clone(), shot.url.clone())),
+                );
+                if !answered {
+                    let mut content = Vec::new();
+                    if let Some(m) = marker {
+                        content.push(json!({"type": "input_text", "text": m}));
+                    }
+                    if let Some(u) = url {
+                        content.push(image_part(u));
+                    }
+                    input.push(json!({"role": "user", "content": content}));
+                }
+            }
+            WireRecord::Assistant(turn) => {
+                flush(&mut input, &mut pending, &mut results, None);
+                let groups = prompt::call_groups(turn);
+                let skip_items = i == 0 && chained_first;
+                match native(turn)
+                    .and_then(|d| d.get("output"))
+                    .and_then(Value::as_array)
+                {
+                    Some(items) => {
+                        for item in items {
+                            if !skip_items {
+                                input.push(item.clone());
+                            }
+                            let kind = item["type"].as_str().unwrap_or("");
+                            if kind == "computer_call" || kind == "function_call" {
+                                let call_id = item["call_id"].as_str().unwrap_or("").to_owned();
+                                let ids = groups
+                                    .iter()
+                                    .find(|(g, _)| *g == call_id)
+                                    .map_or_else(|| vec![call_id.clone()], |(_, ids)| ids.clone());
+                                pending.push(Pending {
+                                    call_id,
+                                    computer: kind == "computer_call",
+                                    ids,
+                                });
+                            }
+                        }
+                    }
+                    None => {
+                        // A turn written by another adapter: its actions as
+                        // our own function calls where they exist, else as
+                        // assistant text; results follow as text.
+                        let mut text = turn.text.clone().unwrap_or_default();
+                        for call in &turn.calls {
+                            if call.id == stream::TEXT_ANSWER_ID {
+                                continue;
+                            }
+                            let action = serde_json::to_string(&call.action).unwrap_or_default();
+                            if !text.is_empty() {
+                                text.push('\n');
+                            }
+                            text.push_str(&format!("[action {}] {action}", call.id));
+                        }
+                        if !text.is_empty() {
+                            input.push(json!({
+                                "role": "assistant",
+                                "content": [{"type": "output_text", "text": text}],
+                            }));
+                        }
+                    }
+                }
+            }
+            WireRecord::ToolResult(r) => results.push(r.clone()),
+            _ => {}
+        }
+    }
+    flush(&mut input, &mut pending, &mut results, None);
+    if !saw_screenshot {
+        input.push(
+            json!({"role": "user", "content": [image_part(ctx.screenshot.image.to_data_url())]}),
+        );
+    }
+    input
+}
+
+/// Answers the pending calls. `shot` is the screenshot that follows them
+/// (its data URL, or the marker of a compressed one, and its page URL);
+/// computer calls carry it, and it is then not sent again. Returns whether
+/// a computer call took the screenshot.
+fn flush(
+    input: &mut Vec<Value>,
+    pending: &mut Vec<Pending>,
+    results: &mut Vec<ToolResult>,
+    shot: Option<(Option<String>, Option<String>, Option<String>)>,
+) -> bool {
+    if pending.is_empty() && results.is_empty() {
+        return false;
+    }
+    let taken = std::mem::take(results);
+    let refs: Vec<&ToolResult> = taken.iter().collect();
+    let mut notes: Vec<String> = Vec::new();
+    let mut screenshot_used = false;
+    // Every computer_call_output must carry an image, but a turn has one
+    // screenshot after it: the last computer call gets it, earlier ones a
+    // placeholder, so the same image is never paid for twice.
+    let last_computer = pending.iter().rposition(|p| p.computer);
+    for (index, p) in pending.drain(..).enumerate() {
+        let answer = prompt::answer_for(&p.ids, &refs);
+        if p.computer {
+            let (image, marker) = match &shot {
+                Some(_) if Some(index) != last_computer => (
+                    PLACEHOLDER_PNG.to_owned(),
+                    Some(
+                        "[the screenshot after this turn is on its last computer call]".to_owned(),
+                    ),
+                ),
+                Some((Some(url), _, _)) => {
+                    screenshot_used = true;
+                    (url.clone(), None)
+                }
+                Some((None, marker, _)) => {
+                    screenshot_used = true;
+                    (PLACEHOLDER_PNG.to_owned(), marker.clone())
+                }
+                None => (
+                    PLACEHOLDER_PNG.to_owned(),
+                    Some("[no screenshot]".to_owned()),
+                ),
+            };
+            let mut output = json!({
+                "type": "computer_call_output",
+                "call_id": p.call_id,
+                "output": {"type": "computer_screenshot", "image_url": image},
+                "acknowledged_safety_checks": answer.acknowledged,
+            });
+            // Browser environments report the page URL with the screenshot,
+            // so OpenAI's URL safety checks can run.
+            if let Some((_, _, Some(url))) = &shot {
+                output["output"]["current_url"] = json!(url);
+            }
+            input.push(output);
+            let mut note = format!("Result of computer call {}: {}", p.call_id, answer.text);
+            if let Some(m) = marker {
+                note.push_str(&format!(" (screenshot: {m})"));
+            }
+            notes.push(note);
+        } else {
+            input.push(json!({
+                "type": "function_call_output",
+                "call_id": p.call_id,
+                "output": answer.text,
+            }));
+        }
+    }
+    // Results for calls the turn never sent (a text answer's terminate).
+    let known: Vec<&str> = input.iter().filter_map(|i| i["call_id"].as_str()).collect();
+    let mut strays = Vec::new();
+    for r in &taken {
+        if known.contains(&crate::base_call_id(&r.call_id)) {
+            continue;
+        }
+        let status = match (&r.error, r.ok) {
+            (_, true) => "ok".to_owned(),
+            (Some(e), false) => format!("error: {e}"),
+            (None, false) => "error".to_owned(),
+        };
+        let mut note = format!("Result of `{}` ({}): {status}", r.action, r.call_id);
+        for h in &r.hints {
+            note.push_str(&format!("\nhint: {h}"));
+        }
+        strays.push(note);
+    }
+    notes.extend(strays);
+    if !notes.is_empty() {
+        input.push(user_text(notes.join("\n")));
+    }
+    screenshot_used
+}
+
+// ----- answer parsing --------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+struct WireResponse {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    output: Vec<Value>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    incomplete_details: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<WireInputDetails>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+struct WireInputDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireEvent {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    response: Option<WireResponse>,
+    #[serde(default)]
+    item: Option<Value>,
+    #[serde(default)]
+    delta: Option<Value>,
+    #[serde(default)]
+    code: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+/// OpenAI Responses' stream parser (public for `cargo xtask decode-stream`).
+#[derive(Debug)]
+pub struct StreamParser {
+    decoder: ActionDecoder,
+    turn: TurnBuilder,
+    output: Vec<Value>,
+    response_id: Option<String>,
+    started: bool,
+    /// The final response object, once `response.completed` arrived.
+    pending_final: Option<WireResponse>,
+}
+
+impl StreamParser {
+    /// A parser decoding coordinates with `decoder`.
+    pub fn new(decoder: ActionDecoder) -> Self {
+        Self {
+            decoder,
+            turn: TurnBuilder::default(),
+            output: Vec::new(),
+            response_id: None,
+            started: false,
+            pending_final: None,
+        }
+    }
+
+    /// A complete output item: decode calls, collect text and reasoning.
+    fn item_done(&mut self, item: &Value, out: &mut Vec<ModelEvent>) {
+        self.output.push(item.clone());
+        match item["type"].as_str().unwrap_or("") {
+            "computer_call" => {
+                let call_id = item["call_id"]
+                    .as_str()
+                    .or_else(|| item["id"].as_str())
+                    .unwrap_or("computer_call")
+                    .to_owned();
+                let checks: Vec<SafetyCheck> = item["pending_safety_checks"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|c| SafetyCheck {
+                                id: c["id"].as_str().unwrap_or("").to_owned(),
+                                code: c["code"].as_str().unwrap_or("").to_owned(),
+                                message: c["message"].as_str().unwrap_or("").to_owned(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let actions: Vec<Action> = match (&item["actions"], &item["action"]) {
+                    (Value::Array(batch), _) if !batch.is_empty() => {
+                        batch.iter().flat_map(|a| self.decoder.openai(a)).collect()
+                    }
+                    (_, action) if action.is_object() => self.decoder.openai(action),
+                    _ => vec![Action::Invalid {
+                        name: "computer".into(),
+                        input: item.clone(),
+                        error: "a computer_call without `action` or `actions`".into(),
+                    }],
+                };
+                self.turn.push_call(&call_id, actions, &checks, out);
+            }
+            "function_call" => {
+                let call_id = item["call_id"]
+                    .as_str()
+                    .unwrap_or("function_call")
+                    .to_owned();
+                let name = item["name"].as_str().unwrap_or("").to_owned();
+                let raw = item["arguments"].as_str().unwrap_or("");
+                let actions = if raw.trim().is_empty() {
+                    self.decoder
+                        .lumen_tool(&name, &json!({}), CoordinateSpace::Pixels)
+                } else {
+                    match serde_json::from_str::<Value>(raw) {
+                        Ok(args) => self
+                            .decoder
+                            .lumen_tool(&name, &args, CoordinateSpace::Pixels),
+                        Err(e) => vec![ActionDecoder::unparseable(&name, raw, &e)],
+                    }
+                };
+                self.turn.push_call(&call_id, actions, &[], out);
+            }
+            "message" => self.turn.text.push_str(&message_text(item)),
+            "reasoning" => {
+                let text: String = item["summary"]
+                    .as_array()
+                    .map(|parts| {
+                        parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n\n")
+                    })
+                    .unwrap_or_default();
+                let encrypted = item["encrypted_content"].as_str().map(str::to_owned);
+                self.turn.thinking.push(ThinkingBlock {
+                    text,
+                    signature: encrypted,
+                    redacted: false,
+                });
+            }
+            // Server-side tools (web search, tool search…) are kept for replay.
+            _ => {}
+        }
+    }
+
+    fn finish_response(
+        &mut self,
+        response: &WireResponse,
+        out: &mut Vec<ModelEvent>,
+    ) -> Result<ModelResponse> {
+        if let Some(id) = &response.id {
+            self.response_id = Some(id.clone());
+        }
+        if let Some(u) = response.usage {
+            let cached = u.input_tokens_details.map_or(0, |d| d.cached_tokens);
+            self.turn.usage.input_tokens = u.input_tokens.saturating_sub(cached);
+            self.turn.usage.cache_read_tokens = cached;
+            self.turn.usage.output_tokens = u.output_tokens;
+        }
+        // Items only in the final response (a non-streaming answer, or a
+        // stream that skipped `output_item.done`) are taken from it.
+        if self.output.is_empty() && !response.output.is_empty() {
+            for item in &response.output {
+                self.item_done(item, out);
+            }
+        }
+        let status = response.status.as_deref().unwrap_or("completed");
+        self.turn.stop_reason = Some(match status {
+            "incomplete" => response
+                .incomplete_details
+                .as_ref()
+                .and_then(|d| d["reason"].as_str())
+                .unwrap_or("incomplete")
+                .to_owned(),
+            other => other.to_owned(),
+        });
+        let native = json!({"id": self.response_id, "output": self.output});
+        let (response, extra) = self.turn.finish(PROVIDER, Some(native));
+        if let Some(call) = extra {
+            out.push(ModelEvent::Action(call));
+        }
+        Ok(response)
+    }
+}
+
+fn message_text(item: &Value) -> String {
+    item["content"]
+        .as_array()
+        .map(|parts| {
+            parts
+                .iter()
+                .filter(|p| p["type"] == "output_text")
+                .filter_map(|p| p["text"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn api_error(message: String, code: &str, body: &str) -> LumenError {
+    let kind = match code {
+        "rate_limit_exceeded" => ModelErrorKind::RateLimited,
+        "server_error" => ModelErrorKind::Server,
+        "context_length_exceeded" => ModelErrorKind::ContextLength,
+        "insufficient_quota" | "invalid_api_key" => ModelErrorKind::Auth,
+        "invalid_request_error" | "invalid_prompt" => ModelErrorKind::BadRequest,
+        _ => ModelErrorKind::Stream,
+    };
+    LumenError::ModelApi {
+        provider: PROVIDER.to_owned(),
+        status: None,
+        kind,
+        retryable: false,
+        message,
+        body: Some(body.to_owned()),
+        retry_after: None,
+    }
+}
+
+impl Decode for StreamParser {
+    fn feed(&mut self, event: &SseEvent, out: &mut Vec<ModelEvent>) -> Result<bool> {
+        let data = event.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            return Ok(false);
+        }
+        let parsed: WireEvent = parse_payload(PROVIDER, event)?;
+        match parsed.kind.as_str() {
+            "response.created" | "response.in_progress" => {
+                self.started = true;
+                if let Some(id) = parsed.response.and_then(|r| r.id) {
+                    self.response_id = Some(id);
+                }
+            }
+            "response.output_text.delta" => {
+                if let Some(d) = parsed.delta.as_ref().and_then(Value::as_str) {
+                    out.push(ModelEvent::TextDelta(d.to_owned()));
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                if let Some(d) = parsed.delta.as_ref().and_then(Value::as_str) {
+                    out.push(ModelEvent::ThinkingDelta(d.to_owned()));
+                }
+            }
+            "response.output_item.done" => {
+                let Some(item) = parsed.item else {
+                    return Err(stream_error(
+                        PROVIDER,
+                        "`response.output_item.done` without `item`",
+                    ));
+                };
+                self.item_done(&item, out);
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = parsed.response.unwrap_or_default();
+                self.pending_final = Some(response);
+                return Ok(true);
+            }
+            "response.failed" => {
+                let response = parsed.response.unwrap_or_default();
+                let error = response.error.unwrap_or(Value::Null);
+                let code = error["code"].as_str().unwrap_or("");
+                return Err(api_error(
+                    format!(
+                        "the response failed ({code}): {}",
+                        error["message"].as_str().unwrap_or("no message")
+                    ),
+                    code,
+                    &event.data,
+                ));
+            }
+            "error" => {
+                let error = parsed.error.unwrap_or(Value::Null);
+                let code = parsed
+                    .code
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .or_else(|| error["code"].as_str())
+                    .or_else(|| error["type"].as_str())
+                    .unwrap_or("")
+                    .to_owned();
+                let message = parsed
+                    .message
+                    .or_else(|| error["message"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "no message".into());
+                return Err(api_error(
+                    format!("error event in the stream ({code}): {message}"),
+                    &code,
+                    &event.data,
+                ));
+            }
+            // Deltas of arguments, content parts, annotations…: the complete
+            // item arrives in `output_item.done`.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn finish(&mut self, terminal: bool, out: &mut Vec<ModelEvent>) -> Result<ModelResponse> {
+        let Some(response) = self.pending_final.take().filter(|_| terminal) else {
+            return Err(stream_error(
+                PROVIDER,
+                if self.started {
+                    "the stream ended before `response.completed` (truncated answer)"
+                } else {
+                    "the stream ended before `response.created` (no answer)"
+                },
+            ));
+        };
+        self.finish_response(&response, out)
+    }
+}
