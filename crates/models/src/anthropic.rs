@@ -259,10 +259,7 @@ impl ModelAdapter for AnthropicAdapter {
     }
 
     async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let mut text = prompt::history_as_text(wire);
-        if let Some(state) = state {
-            text.push_str(&format!("\nTask state: {}\n", Value::Object(state.clone())));
-        }
+        let text = prompt::summary_input(wire, state);
         let body = json!({
             "model": self.summary_model,
             "max_tokens": 1024,
@@ -285,10 +282,7 @@ impl ModelAdapter for AnthropicAdapter {
                 _ => None,
             })
             .collect();
-        if summary.trim().is_empty() {
-            return Err(stream_error(PROVIDER, "the summary answer held no text"));
-        }
-        Ok(summary.trim().to_owned())
+        prompt::non_empty_summary(PROVIDER, summary.trim().to_owned())
     }
 }
 

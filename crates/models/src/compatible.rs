@@ -204,10 +204,7 @@ impl ModelAdapter for CompatibleAdapter {
     }
 
     async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let mut text = prompt::history_as_text(wire);
-        if let Some(state) = state {
-            text.push_str(&format!("\nTask state: {}\n", Value::Object(state.clone())));
-        }
+        let text = prompt::summary_input(wire, state);
         let body = json!({
             "model": self.summary_model,
             "messages": [
@@ -222,10 +219,7 @@ impl ModelAdapter for CompatibleAdapter {
             .unwrap_or("")
             .trim()
             .to_owned();
-        if summary.is_empty() {
-            return Err(stream_error(PROVIDER, "the summary answer held no text"));
-        }
-        Ok(summary)
+        prompt::non_empty_summary(PROVIDER, summary)
     }
 }
 

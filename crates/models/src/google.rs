@@ -174,10 +174,7 @@ impl ModelAdapter for GoogleAdapter {
     }
 
     async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let mut text = prompt::history_as_text(wire);
-        if let Some(state) = state {
-            text.push_str(&format!("\nTask state: {}\n", Value::Object(state.clone())));
-        }
+        let text = prompt::summary_input(wire, state);
         let body = json!({
             "systemInstruction": {"parts": [{"text": prompt::SUMMARIZE}]},
             "contents": [{"role": "user", "parts": [{"text": text}]}],
@@ -194,10 +191,7 @@ impl ModelAdapter for GoogleAdapter {
                     .collect()
             })
             .unwrap_or_default();
-        if summary.trim().is_empty() {
-            return Err(stream_error(PROVIDER, "the summary answer held no text"));
-        }
-        Ok(summary.trim().to_owned())
+        prompt::non_empty_summary(PROVIDER, summary.trim().to_owned())
     }
 }
 

@@ -233,10 +233,7 @@ impl ModelAdapter for OpenAiAdapter {
     }
 
     async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let mut text = prompt::history_as_text(wire);
-        if let Some(state) = state {
-            text.push_str(&format!("\nTask state: {}\n", Value::Object(state.clone())));
-        }
+        let text = prompt::summary_input(wire, state);
         let body = json!({
             "model": self.summary_model,
             "instructions": prompt::SUMMARIZE,
@@ -253,10 +250,7 @@ impl ModelAdapter for OpenAiAdapter {
             .filter(|i| i["type"] == "message")
             .map(message_text)
             .collect();
-        if summary.trim().is_empty() {
-            return Err(stream_error(PROVIDER, "the summary answer held no text"));
-        }
-        Ok(summary.trim().to_owned())
+        prompt::non_empty_summary(PROVIDER, summary.trim().to_owned())
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use lumen_core::{AssistantTurn, ToolResult, WireRecord};
+use lumen_core::{AssistantTurn, TaskState, ToolResult, WireRecord};
 use serde_json::{Value, json};
 
 use crate::decoder::base_call_id;
@@ -145,6 +145,28 @@ pub(crate) fn call_groups(turn: &AssistantTurn) -> Vec<(String, Vec<String>)> {
         }
     }
     order
+}
+
+/// What `summarize` sends every provider: the history as text, then the
+/// task state (kept outside the summary, but useful context for it).
+pub(crate) fn summary_input(wire: &[WireRecord], state: Option<&TaskState>) -> String {
+    let mut text = history_as_text(wire);
+    if let Some(state) = state {
+        text.push_str(&format!("\nTask state: {}\n", Value::Object(state.clone())));
+    }
+    text
+}
+
+/// A trimmed summary answer, refused when it holds no text (compaction then keeps
+/// the history as it was).
+pub(crate) fn non_empty_summary(provider: &str, summary: String) -> lumen_core::Result<String> {
+    if summary.is_empty() {
+        return Err(crate::http::stream_error(
+            provider,
+            "the summary answer held no text",
+        ));
+    }
+    Ok(summary)
 }
 
 /// A plain-text rendering of wire history for `summarize` (no images).
