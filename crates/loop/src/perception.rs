@@ -32,7 +32,10 @@ use lumen_core::{
     RunResult, RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext, StreamEvent,
     TaskState, TerminateStatus, ToolResult, Verifier, VerifyInput,
 };
-use lumen_memory::{HistoryConfig, HistoryManager, SiteKB, StateStore, WorkflowMemory};
+use lumen_memory::{
+    ActionCache, CacheKey, CacheLookup, HistoryConfig, HistoryManager, SiteKB, StateStore,
+    WorkflowMemory,
+};
 use lumen_safety::{ActionGuard, ActionVerifier, Violation};
 
 use crate::checkpoint::CheckpointManager;
@@ -97,6 +100,7 @@ pub struct PerceptionLoop {
     config: LoopConfig,
     site_kb: Option<Arc<SiteKB>>,
     workflows: Option<Arc<std::sync::Mutex<WorkflowMemory>>>,
+    cache: Option<Arc<ActionCache>>,
 }
 
 impl std::fmt::Debug for PerceptionLoop {
@@ -170,6 +174,27 @@ impl PerceptionLoop {
             config,
             site_kb: None,
             workflows: None,
+            cache: None,
+        }
+    }
+
+    /// Sets the action cache: steps whose (URL, instruction, step) and page
+    /// look match a cached action replay it without a model call; answered
+    /// single-action steps that worked are stored. Terminates never are.
+    pub fn with_cache(mut self, cache: Arc<ActionCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The cached action for this step, if it still fits the page.
+    fn cached_action(&self, key: &CacheKey, shot: &Screenshot) -> Option<Action> {
+        match self.cache.as_ref()?.lookup(key, Some(&shot.image)) {
+            Ok(CacheLookup::Hit { action, .. }) => Some(action),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!("action cache lookup failed: {e}");
+                None
+            }
         }
     }
 
@@ -442,8 +467,45 @@ impl PerceptionLoop {
         let mut done: Vec<Done> = Vec::new();
         let mut terminated: Option<(TerminateStatus, String)> = None;
         let hard = ConfidenceGate::is_hard(run.repeat.pending().is_some(), run.last_failed);
-        let response = match (&self.config.confidence_gate, hard) {
-            (Some(gate), true) => {
+        let cache_key = CacheKey::new(&url, instruction, step);
+        let cached = self.cached_action(&cache_key, &shot);
+        let response = match (cached, &self.config.confidence_gate, hard) {
+            // A cached action that still fits the page replays without a
+            // model call; if it fails, the entry is dropped and the next step
+            // asks the model again.
+            (Some(action), _, _) => {
+                let call = ActionCall::new(format!("cache_{step}"), action);
+                self.handle(
+                    call.clone(),
+                    step,
+                    instruction,
+                    &url,
+                    &shot,
+                    run,
+                    &mut done,
+                    &mut terminated,
+                )
+                .await?;
+                if let (Some(cache), Some(d)) = (&self.cache, done.last_mut()) {
+                    if d.record.execution.ok {
+                        d.record
+                            .execution
+                            .hints
+                            .push("replayed from the action cache".into());
+                    } else if let Err(e) = cache.remove(&cache_key) {
+                        tracing::warn!("a failed cache entry could not be removed: {e}");
+                    }
+                }
+                ModelResponse {
+                    turn: lumen_core::AssistantTurn {
+                        calls: vec![call],
+                        ..Default::default()
+                    },
+                    usage: Default::default(),
+                    stop_reason: Some("action_cache".into()),
+                }
+            }
+            (None, Some(gate), true) => {
                 let choice = {
                     let ctx = StepContext {
                         wire: run.history.wire(),
@@ -469,7 +531,7 @@ impl PerceptionLoop {
                 }
                 response
             }
-            _ => {
+            (None, _, _) => {
                 // The request is built from the history before any action
                 // runs; the stream owns nothing of it.
                 let mut stream = {
@@ -514,6 +576,21 @@ impl PerceptionLoop {
             }
         };
         let model_ms = model_started.elapsed().as_millis() as u64;
+        // Learn a step the model answered with one action that worked.
+        if let Some(cache) = &self.cache
+            && response.stop_reason.as_deref() != Some("action_cache")
+            && let [d] = done.as_slice()
+            && d.record.execution.ok
+            && d.record.blocked.is_none()
+            && let Err(e) = cache.store(
+                &cache_key,
+                &d.record.call.action,
+                // Only layout-bound actions need the (decoded) screenshot.
+                ActionCache::needs_screenshot(&d.record.call.action).then_some(&shot.image),
+            )
+        {
+            tracing::warn!("the action cache could not be written: {e}");
+        }
 
         // Any call of the turn that did not run (a stream that yielded fewer
         // events than its turn lists) still gets an answer, so the provider's
