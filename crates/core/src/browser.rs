@@ -190,6 +190,15 @@ pub trait BrowserTab: Send + Sync {
     /// JSON value (promises are awaited). A thrown exception is
     /// [`LumenError::Script`](crate::LumenError::Script).
     async fn evaluate(&self, expression: &str) -> Result<serde_json::Value>;
+    /// Closes another tab of the same browser by id (as reported in an
+    /// effect receipt's `new_tab`), returning to the tab the agent drove
+    /// before if it was following the closed one. The default answers that
+    /// this tab cannot manage other tabs.
+    async fn close_tab(&self, id: &str) -> Result<ActionOutcome> {
+        Ok(ActionOutcome::failed(format!(
+            "this browser cannot close tab {id}"
+        )))
+    }
     /// Closes the tab (and the browser, when the tab owns it).
     async fn close(&self) -> Result<()>;
 }

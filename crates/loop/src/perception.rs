@@ -101,7 +101,14 @@ pub struct PerceptionLoop {
     site_kb: Option<Arc<SiteKB>>,
     workflows: Option<Arc<std::sync::Mutex<WorkflowMemory>>>,
     cache: Option<Arc<ActionCache>>,
+    step_hook: Option<StepHook>,
 }
+
+/// Called with the run's state after each completed step (right after its
+/// `step_completed` event), e.g. to save a resumable snapshot. It runs
+/// inline in the loop, so it should be quick. Child loops (delegation) do
+/// not call it.
+pub type StepHook = Arc<dyn Fn(&RunState) + Send + Sync>;
 
 impl std::fmt::Debug for PerceptionLoop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -175,7 +182,14 @@ impl PerceptionLoop {
             site_kb: None,
             workflows: None,
             cache: None,
+            step_hook: None,
         }
+    }
+
+    /// Sets the hook called after each completed step of this loop's runs.
+    pub fn with_step_hook(mut self, hook: StepHook) -> Self {
+        self.step_hook = Some(hook);
+        self
     }
 
     /// Sets the action cache: steps whose (URL, instruction, step) and page
@@ -651,6 +665,9 @@ impl PerceptionLoop {
                 model_ms,
             })
             .await;
+        if let Some(hook) = &self.step_hook {
+            hook(run);
+        }
 
         if terminated.is_none() {
             if form_actions {
@@ -763,15 +780,17 @@ impl PerceptionLoop {
             let violations = self.guard.policy().check_effect(effect);
             if !violations.is_empty() {
                 for v in &violations {
-                    match v.remedy {
+                    match &v.remedy {
                         lumen_safety::Remedy::NavigateBack => {
                             self.guarded(self.tab.back()).await?;
                         }
-                        lumen_safety::Remedy::CloseTab { .. } => {
-                            // The tab followed the popup; going back to the
-                            // opener is the browser crate's `back` on a
-                            // fresh tab (no history): leave it to the tab.
-                            self.guarded(self.tab.back()).await?;
+                        lumen_safety::Remedy::CloseTab { tab_id } => {
+                            // Close the forbidden tab; a browser that cannot
+                            // manage tabs is at least taken back.
+                            let closed = self.guarded(self.tab.close_tab(tab_id)).await?;
+                            if !closed.ok {
+                                self.guarded(self.tab.back()).await?;
+                            }
                         }
                     }
                 }
@@ -915,6 +934,7 @@ impl PerceptionLoop {
         config.plan = None;
         let child = PerceptionLoop {
             config,
+            step_hook: None,
             ..self.clone()
         };
         let mut child_run = RunState::new(&child.config);
