@@ -1,10 +1,65 @@
 //! The CDP layer of Lumen: launches or connects to Chromium and implements
-//! [`lumen_core::BrowserTab`] on `chromiumoxide`.
+//! [`lumen_core::BrowserTab`] on `chromiumoxide`, as [`CdpTab`].
+//!
+//! - **Connect**: [`CdpTab::launch`] spawns a local Chromium (preferring
+//!   `chromium-headless-shell` for headless runs) that dies with its owner;
+//!   [`CdpTab::connect`] attaches to a running browser by WebSocket URL or
+//!   `http://host:port`; [`CdpTab::browserbase`] creates a Browserbase
+//!   session.
+//! - **Never hang**: chromiumoxide's handler is polled by a task this crate
+//!   owns; every CDP call has a deadline; a dead socket or a crashed browser
+//!   turns into [`LumenError::BrowserDisconnected`](lumen_core::LumenError)
+//!   at once.
+//! - **Never lie**: every action returns an
+//!   [`ActionOutcome`](lumen_core::ActionOutcome) whose
+//!   [`EffectReceipt`](lumen_core::EffectReceipt) says what changed: URL,
+//!   navigation, new tab, dialog, download, the element under the pointer,
+//!   the focus afterwards. A click on dead space that changed nothing says
+//!   so.
+//! - **Settle, don't sleep**: [`BrowserTab::settle`](lumen_core::BrowserTab::settle)
+//!   waits for the navigation to commit, the network to go quiet, short page
+//!   timers to fire and the layout to hold still over two frames, and
+//!   returns at once on a page that is already settled.
 //!
 //! May depend on: `lumen-core`, `chromiumoxide`, `tokio`, `image`. Must never be
 //! named by `lumen-loop`, `lumen-memory` or `lumen-safety`: they see the
 //! browser only through the `BrowserTab` trait, so another backend can replace
 //! this crate without touching them.
 //!
-//! Status: the implementation lands with the browser issue; this crate is a
-//! placeholder so the workspace graph and its rules exist from the start.
+//! # Example
+//! ```no_run
+//! use lumen_browser::{CdpTab, LaunchOptions};
+//! use lumen_core::{BrowserTab, ClickOptions, Point, ScreenshotOptions};
+//!
+//! # async fn run() -> lumen_core::Result<()> {
+//! let tab = CdpTab::launch(LaunchOptions::default()).await?;
+//! tab.goto("http://127.0.0.1:8080/form.html").await?;
+//! let shot = tab.screenshot(&ScreenshotOptions::default()).await?;
+//! let outcome = tab.click(shot.to_viewport(640.0, 360.0), ClickOptions::default()).await?;
+//! println!("{:?}", outcome.effect);
+//! tab.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Crate features
+//! - `native-tls`: HTTPS for the Browserbase API (off by default).
+
+#![deny(missing_docs)]
+
+mod ax;
+mod cdp;
+mod frames;
+mod imaging;
+mod keys;
+mod options;
+mod process;
+mod remote;
+mod scripts;
+mod tab;
+mod tracker;
+
+pub use ax::{AxNode, AxSnapshot};
+pub use keys::{KeyDef, normalize_key, parse_chord};
+pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
+pub use tab::CdpTab;

@@ -1,0 +1,276 @@
+//! Accessibility snapshots with stable element refs.
+//!
+//! `Accessibility.getFullAXTree` gives every node of the main frame; we keep
+//! the meaningful ones (no ignored nodes, no inline text boxes, no unnamed
+//! generic containers) and give each a ref such as `@e12`. Refs are keyed by
+//! the DOM backend node id, so the same element keeps its ref across
+//! snapshots for as long as the document lives; a new document starts over.
+
+use std::collections::HashMap;
+
+use lumen_core::{Point, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::tab::{CdpTab, lock};
+
+/// Ref numbering per document.
+#[derive(Debug, Default)]
+pub(crate) struct AxRefs {
+    url: String,
+    next: u32,
+    by_node: HashMap<i64, u32>,
+    by_ref: HashMap<u32, i64>,
+}
+
+/// One node of an [`AxSnapshot`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AxNode {
+    /// The stable ref (`@e3`).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The ARIA role (`button`, `link`, `textbox`, `heading`).
+    pub role: String,
+    /// The accessible name.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The current value (text fields, sliders), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Nesting depth among the kept nodes (0 for the root).
+    pub depth: u32,
+    /// Whether the node can be focused.
+    #[serde(default)]
+    pub focusable: bool,
+}
+
+/// The accessibility tree of the driven tab, flattened in document order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AxSnapshot {
+    /// The page's URL when taken.
+    pub url: String,
+    /// The kept nodes in document order.
+    pub nodes: Vec<AxNode>,
+}
+
+impl AxSnapshot {
+    /// An indented text outline, one node per line:
+    /// `  - button "Submit" [@e7]`.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for n in &self.nodes {
+            out.push_str(&"  ".repeat(n.depth as usize));
+            out.push_str("- ");
+            out.push_str(&n.role);
+            if !n.name.is_empty() {
+                out.push_str(&format!(" {:?}", n.name));
+            }
+            if let Some(v) = &n.value {
+                out.push_str(&format!(" = {v:?}"));
+            }
+            out.push_str(&format!(" [{}]\n", n.reference));
+        }
+        out
+    }
+
+    /// The first node with this role whose name contains `name`.
+    pub fn find(&self, role: &str, name: &str) -> Option<&AxNode> {
+        self.nodes
+            .iter()
+            .find(|n| n.role == role && n.name.contains(name))
+    }
+}
+
+#[derive(Deserialize)]
+struct RawValue {
+    #[serde(default)]
+    value: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawNode {
+    node_id: String,
+    #[serde(default)]
+    ignored: bool,
+    #[serde(default)]
+    role: Option<RawValue>,
+    #[serde(default)]
+    name: Option<RawValue>,
+    #[serde(default)]
+    value: Option<RawValue>,
+    #[serde(default)]
+    child_ids: Vec<String>,
+    #[serde(default, rename = "backendDOMNodeId")]
+    backend_dom_node_id: Option<i64>,
+    #[serde(default)]
+    properties: Vec<serde_json::Value>,
+}
+
+fn text(v: &Option<RawValue>) -> String {
+    match v.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(serde_json::Value::String(s)) => s.trim().to_owned(),
+        Some(serde_json::Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Containers worth listing only when they carry a name.
+const UNNAMED_NOISE: &[&str] = &[
+    "generic",
+    "group",
+    "LabelText",
+    "Legend",
+    "MenuListPopup",
+    "Section",
+    "paragraph",
+    "list",
+    "listitem",
+];
+
+const SKIPPED_ROLES: &[&str] = &["InlineTextBox", "LineBreak", "none", "presentation"];
+
+/// Whether a node earns a line (and a ref) in the snapshot.
+fn listed(ignored: bool, role: &str, name: &str) -> bool {
+    if ignored || role.is_empty() || role == "StaticText" || SKIPPED_ROLES.contains(&role) {
+        return false;
+    }
+    !(name.is_empty() && UNNAMED_NOISE.contains(&role))
+}
+
+pub(crate) async fn snapshot(tab: &CdpTab) -> Result<AxSnapshot> {
+    let ctx = tab.active_ctx();
+    let conn = tab.conn_arc();
+    let url = tab.eval_active("location.href").await?;
+    let url = url.as_str().unwrap_or_default().to_owned();
+    let raw = conn
+        .page_raw(
+            &ctx.page,
+            "Accessibility.getFullAXTree",
+            serde_json::json!({}),
+        )
+        .await?;
+    let nodes: Vec<RawNode> = serde_json::from_value(raw["nodes"].clone()).unwrap_or_default();
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.node_id.as_str(), i))
+        .collect();
+    let mut refs = lock(&ctx.ax_refs);
+    if refs.url != url {
+        *refs = AxRefs {
+            url: url.clone(),
+            ..AxRefs::default()
+        };
+    }
+    let mut out = Vec::new();
+    // Depth-first from the root(s): nodes no one lists as a child.
+    let mut is_child = vec![false; nodes.len()];
+    for n in &nodes {
+        for c in &n.child_ids {
+            if let Some(&i) = index.get(c.as_str()) {
+                is_child[i] = true;
+            }
+        }
+    }
+    let mut stack: Vec<(usize, u32)> = (0..nodes.len())
+        .rev()
+        .filter(|i| !is_child[*i])
+        .map(|i| (i, 0))
+        .collect();
+    let mut seen = vec![false; nodes.len()];
+    while let Some((i, depth)) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        let n = &nodes[i];
+        let role = text(&n.role);
+        let name = text(&n.name);
+        let keep = listed(n.ignored, &role, &name);
+        let child_depth = if keep { depth + 1 } else { depth };
+        if keep {
+            let number = match n.backend_dom_node_id {
+                Some(b) => {
+                    let next = refs.next + 1;
+                    let num = *refs.by_node.entry(b).or_insert(next);
+                    if num == next {
+                        refs.next = next;
+                        refs.by_ref.insert(num, b);
+                    }
+                    num
+                }
+                None => {
+                    refs.next += 1;
+                    refs.next
+                }
+            };
+            let value = text(&n.value);
+            let focusable = n.properties.iter().any(|p| {
+                p["name"] == "focusable" && p["value"]["value"] == serde_json::Value::Bool(true)
+            });
+            out.push(AxNode {
+                reference: format!("@e{number}"),
+                role,
+                name,
+                value: (!value.is_empty()).then_some(value),
+                depth,
+                focusable,
+            });
+        }
+        for c in n.child_ids.iter().rev() {
+            if let Some(&ci) = index.get(c.as_str()) {
+                stack.push((ci, child_depth));
+            }
+        }
+    }
+    Ok(AxSnapshot { url, nodes: out })
+}
+
+pub(crate) async fn ref_center(tab: &CdpTab, reference: &str) -> Result<Option<Point>> {
+    let ctx = tab.active_ctx();
+    let Some(num) = reference
+        .trim()
+        .trim_start_matches('@')
+        .trim_start_matches('e')
+        .parse::<u32>()
+        .ok()
+    else {
+        return Ok(None);
+    };
+    let Some(backend) = lock(&ctx.ax_refs).by_ref.get(&num).copied() else {
+        return Ok(None);
+    };
+    let conn = tab.conn_arc();
+    let quads = match conn
+        .page_raw(
+            &ctx.page,
+            "DOM.getContentQuads",
+            serde_json::json!({ "backendNodeId": backend }),
+        )
+        .await
+    {
+        Ok(v) => v,
+        Err(crate::cdp::CallError::Protocol { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(q) = quads["quads"]
+        .as_array()
+        .and_then(|a| a.first())
+        .and_then(|q| q.as_array())
+    else {
+        return Ok(None);
+    };
+    let xs: Vec<f64> = q.iter().step_by(2).filter_map(|v| v.as_f64()).collect();
+    let ys: Vec<f64> = q
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .filter_map(|v| v.as_f64())
+        .collect();
+    if xs.len() != 4 || ys.len() != 4 {
+        return Ok(None);
+    }
+    let cx = xs.iter().sum::<f64>() / 4.0;
+    let cy = ys.iter().sum::<f64>() / 4.0;
+    Ok(Some(Point::new(cx.round() as i32, cy.round() as i32)))
+}

@@ -1,0 +1,149 @@
+//! Evaluating JavaScript inside child frames.
+//!
+//! Same-origin frames are reached from the main frame (`frame.eval`), which
+//! runs in the frame's own main world. Out-of-process (cross-origin) frames
+//! are separate targets that chromiumoxide attaches but does not expose; we
+//! attach a second, non-flattened session to the frame's target and talk
+//! to it through `Target.sendMessageToTarget`.
+
+use std::time::{Duration, Instant};
+
+use chromiumoxide::cdp::browser_protocol::target::EventReceivedMessageFromTarget;
+use futures::StreamExt as _;
+use lumen_core::{LumenError, Result};
+
+use crate::tab::{CdpTab, script_value};
+
+pub(crate) async fn evaluate_in_frame(
+    tab: &CdpTab,
+    frame_url: &str,
+    expression: &str,
+) -> Result<serde_json::Value> {
+    let want = serde_json::to_string(frame_url)
+        .map_err(|e| LumenError::invalid_data("frame url", e.to_string()))?;
+    let expr = serde_json::to_string(expression)
+        .map_err(|e| LumenError::invalid_data("expression", e.to_string()))?;
+    let same_origin = format!(
+        r#"(async () => {{
+  const find = (win) => {{
+    for (let i = 0; i < win.frames.length; i++) {{
+      const f = win.frames[i];
+      let href = null;
+      try {{ href = f.location.href; }} catch (e) {{ continue; }}
+      if (href.includes({want})) return f;
+      const deeper = find(f);
+      if (deeper) return deeper;
+    }}
+    return null;
+  }};
+  const f = find(window);
+  if (!f) return {{ found: false }};
+  return {{ found: true, value: await f.eval({expr}) }};
+}})()"#
+    );
+    let r = tab.eval_active(&same_origin).await?;
+    if r["found"] == true {
+        return Ok(r.get("value").cloned().unwrap_or(serde_json::Value::Null));
+    }
+    cross_origin(tab, frame_url, expression).await
+}
+
+async fn cross_origin(
+    tab: &CdpTab,
+    frame_url: &str,
+    expression: &str,
+) -> Result<serde_json::Value> {
+    let conn = tab.conn_arc();
+    let targets = conn
+        .browser_raw("Target.getTargets", serde_json::json!({}))
+        .await?;
+    let Some(target_id) = targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["type"] == "iframe" && t["url"].as_str().is_some_and(|u| u.contains(frame_url)))
+        .and_then(|t| t["targetId"].as_str())
+        .map(str::to_owned)
+    else {
+        return Err(LumenError::Script {
+            message: format!("no frame whose URL contains {frame_url:?}"),
+        });
+    };
+    let mut events = conn
+        .guard(
+            "event_listener",
+            conn.call_timeout,
+            conn.browser
+                .event_listener::<EventReceivedMessageFromTarget>(),
+        )
+        .await?;
+    let attached = conn
+        .browser_raw(
+            "Target.attachToTarget",
+            serde_json::json!({ "targetId": target_id, "flatten": false }),
+        )
+        .await?;
+    let session = attached["sessionId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let message = serde_json::json!({
+        "id": 1,
+        "method": "Runtime.evaluate",
+        "params": { "expression": expression, "returnByValue": true, "awaitPromise": true },
+    })
+    .to_string();
+    let sent = conn
+        .browser_raw(
+            "Target.sendMessageToTarget",
+            serde_json::json!({ "message": message, "sessionId": session }),
+        )
+        .await;
+    let result = match sent {
+        Err(e) => Err(e.into()),
+        Ok(_) => {
+            let deadline = Instant::now() + conn.call_timeout;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let next = tokio::select! {
+                    reason = conn.died() => break Err(LumenError::disconnected(reason)),
+                    next = tokio::time::timeout(left.max(Duration::from_millis(1)), events.next()) => next,
+                };
+                match next {
+                    Ok(Some(ev)) if ev.session_id.inner() == &session => {
+                        let Ok(reply) = serde_json::from_str::<serde_json::Value>(&ev.message)
+                        else {
+                            continue;
+                        };
+                        if reply["id"] != 1 {
+                            continue;
+                        }
+                        if let Some(err) = reply.get("error") {
+                            break Err(LumenError::Script {
+                                message: err["message"]
+                                    .as_str()
+                                    .unwrap_or("frame evaluation failed")
+                                    .to_owned(),
+                            });
+                        }
+                        break script_value(reply["result"].clone());
+                    }
+                    Ok(Some(_)) => continue,
+                    Ok(None) | Err(_) => {
+                        break Err(LumenError::disconnected(format!(
+                            "the frame {frame_url} did not answer within {:.0}s",
+                            conn.call_timeout.as_secs_f64()
+                        )));
+                    }
+                }
+            }
+        }
+    };
+    let _ = conn
+        .browser_raw(
+            "Target.detachFromTarget",
+            serde_json::json!({ "sessionId": session }),
+        )
+        .await;
+    result
+}

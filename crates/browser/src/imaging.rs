@@ -1,0 +1,158 @@
+//! Screenshot post-processing with `image`: downscaling to a maximum edge
+//! and the cursor overlay. Only runs when asked for; a plain capture passes
+//! Chromium's bytes through untouched.
+
+use std::io::Cursor;
+
+use image::codecs::jpeg::JpegEncoder;
+use image::codecs::png::PngEncoder;
+use image::{DynamicImage, ImageEncoder as _, Rgba, RgbaImage};
+use lumen_core::{ImageFormat, Size};
+
+/// Reads the pixel size from encoded bytes without decoding the pixels.
+pub(crate) fn dimensions(bytes: &[u8], format: ImageFormat) -> Result<Size, String> {
+    let fmt = match format {
+        ImageFormat::Png => image::ImageFormat::Png,
+        ImageFormat::Jpeg => image::ImageFormat::Jpeg,
+    };
+    image::ImageReader::with_format(Cursor::new(bytes), fmt)
+        .into_dimensions()
+        .map(|(w, h)| Size::new(w, h))
+        .map_err(|e| format!("unreadable screenshot: {e}"))
+}
+
+/// The size an image of `size` becomes when its longer edge is capped at
+/// `max_edge` (aspect ratio kept, each side at least 1).
+pub(crate) fn capped(size: Size, max_edge: u32) -> Size {
+    let longest = size.max_edge();
+    if max_edge == 0 || longest <= max_edge {
+        return size;
+    }
+    let f = max_edge as f64 / longest as f64;
+    let w = ((size.width as f64 * f).round() as u32).clamp(1, max_edge);
+    let h = ((size.height as f64 * f).round() as u32).clamp(1, max_edge);
+    Size::new(w, h)
+}
+
+/// Decodes, optionally resizes to `target` and draws a pointer dot at
+/// `dot` (image pixels), then encodes again.
+pub(crate) fn process(
+    bytes: &[u8],
+    format: ImageFormat,
+    quality: u8,
+    target: Size,
+    dot: Option<(f64, f64)>,
+) -> Result<(Vec<u8>, Size), String> {
+    let decoded =
+        image::load_from_memory(bytes).map_err(|e| format!("cannot decode screenshot: {e}"))?;
+    let mut rgba: RgbaImage = decoded.to_rgba8();
+    if rgba.width() != target.width || rgba.height() != target.height {
+        rgba = image::imageops::resize(
+            &rgba,
+            target.width,
+            target.height,
+            image::imageops::FilterType::Triangle,
+        );
+    }
+    if let Some((x, y)) = dot {
+        draw_dot(&mut rgba, x, y);
+    }
+    let size = Size::new(rgba.width(), rgba.height());
+    let mut out = Vec::new();
+    match format {
+        ImageFormat::Png => PngEncoder::new(&mut out)
+            .write_image(
+                rgba.as_raw(),
+                size.width,
+                size.height,
+                image::ExtendedColorType::Rgba8,
+            )
+            .map_err(|e| format!("cannot encode PNG: {e}"))?,
+        ImageFormat::Jpeg => {
+            let rgb = DynamicImage::ImageRgba8(rgba).to_rgb8();
+            JpegEncoder::new_with_quality(&mut out, quality.clamp(1, 100))
+                .write_image(
+                    rgb.as_raw(),
+                    size.width,
+                    size.height,
+                    image::ExtendedColorType::Rgb8,
+                )
+                .map_err(|e| format!("cannot encode JPEG: {e}"))?
+        }
+    }
+    Ok((out, size))
+}
+
+/// A red dot with a white ring, radius scaled to the image (about 6 px on a
+/// 1280-wide image), so it stays visible on any background.
+fn draw_dot(img: &mut RgbaImage, cx: f64, cy: f64) {
+    let r = (img.width().max(img.height()) as f64 / 213.0).clamp(3.0, 12.0);
+    let ring = r + 2.0;
+    let (w, h) = (img.width() as i64, img.height() as i64);
+    let x0 = (cx - ring).floor() as i64;
+    let y0 = (cy - ring).floor() as i64;
+    for y in y0..=(cy + ring).ceil() as i64 {
+        for x in x0..=(cx + ring).ceil() as i64 {
+            if x < 0 || y < 0 || x >= w || y >= h {
+                continue;
+            }
+            let d = ((x as f64 - cx).powi(2) + (y as f64 - cy).powi(2)).sqrt();
+            let colour = if d <= r {
+                Rgba([230, 30, 30, 255])
+            } else if d <= ring {
+                Rgba([255, 255, 255, 255])
+            } else {
+                continue;
+            };
+            img.put_pixel(x as u32, y as u32, colour);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(w: u32, h: u32) -> Vec<u8> {
+        let img = RgbaImage::from_pixel(w, h, Rgba([0, 0, 255, 255]));
+        let mut out = Vec::new();
+        PngEncoder::new(&mut out)
+            .write_image(img.as_raw(), w, h, image::ExtendedColorType::Rgba8)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn capped_keeps_aspect_and_never_upscales() {
+        assert_eq!(capped(Size::new(2560, 1440), 1280), Size::new(1280, 720));
+        assert_eq!(capped(Size::new(1280, 720), 1568), Size::new(1280, 720));
+        assert_eq!(capped(Size::new(1288, 728), 1000), Size::new(1000, 565));
+        assert_eq!(capped(Size::new(5000, 1), 100), Size::new(100, 1));
+    }
+
+    #[test]
+    fn process_resizes_and_draws_the_dot() {
+        let src = png(200, 100);
+        let (out, size) = process(
+            &src,
+            ImageFormat::Png,
+            80,
+            Size::new(100, 50),
+            Some((50.0, 25.0)),
+        )
+        .unwrap();
+        assert_eq!(size, Size::new(100, 50));
+        assert_eq!(dimensions(&out, ImageFormat::Png).unwrap(), size);
+        let img = image::load_from_memory(&out).unwrap().to_rgba8();
+        assert_eq!(img.get_pixel(50, 25), &Rgba([230, 30, 30, 255]));
+        assert_eq!(img.get_pixel(5, 5), &Rgba([0, 0, 255, 255]));
+        let (jpeg, _) = process(&src, ImageFormat::Jpeg, 70, Size::new(200, 100), None).unwrap();
+        assert_eq!(&jpeg[..2], &[0xFF, 0xD8]);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(dimensions(b"not an image", ImageFormat::Png).is_err());
+        assert!(process(b"nope", ImageFormat::Png, 80, Size::new(1, 1), None).is_err());
+    }
+}

@@ -1,0 +1,190 @@
+//! JavaScript the tab installs in pages and the probes it evaluates.
+//!
+//! The init script runs before any page script (`Page.addScriptToEvaluateOnNewDocument`)
+//! and keeps a hidden, non-enumerable `window.__lumenAgent` with:
+//! - `mutations`: DOM mutation records seen (one `MutationObserver` on the
+//!   document);
+//! - `changes`: scroll, focus, input and change events seen;
+//! - `timers`: pending short `setTimeout`s (≤ 1.5 s, at most two levels of
+//!   chaining, so polling loops are ignored), which settling waits for;
+//! - `clickable`: elements that registered pointer or key listeners, so the
+//!   receipt can tell a scripted `div` from dead space.
+
+/// Installed in every document before page scripts run.
+pub(crate) const INIT_SCRIPT: &str = r#"(() => {
+  if (window.__lumenAgent) return;
+  const A = { mutations: 0, changes: 0, timers: new Map(), depth: 0, clickable: new WeakSet(),
+              st: window.setTimeout.bind(window) };
+  Object.defineProperty(window, '__lumenAgent', { value: A, enumerable: false });
+  try {
+    new MutationObserver((records) => { A.mutations += records.length; })
+      .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+  } catch (e) {}
+  for (const type of ['scroll', 'focusin', 'input', 'change']) {
+    addEventListener(type, () => { A.changes += 1; }, { capture: true, passive: true });
+  }
+  const setT = window.setTimeout, clearT = window.clearTimeout;
+  window.setTimeout = function (fn, delay, ...rest) {
+    const d = Number(delay) || 0;
+    if (typeof fn !== 'function' || d > 1500 || A.depth >= 2) return setT.call(this, fn, delay, ...rest);
+    const depth = A.depth + 1;
+    let id = 0;
+    id = setT.call(this, function () {
+      A.timers.delete(id);
+      const prev = A.depth;
+      A.depth = depth;
+      try { return fn.apply(this, arguments); } finally { A.depth = prev; }
+    }, delay, ...rest);
+    A.timers.set(id, performance.now() + d);
+    return id;
+  };
+  window.clearTimeout = function (id) { A.timers.delete(id); return clearT.call(this, id); };
+  const add = EventTarget.prototype.addEventListener;
+  const pointerish = new Set(['click', 'mousedown', 'mouseup', 'pointerdown', 'pointerup', 'dblclick',
+                              'contextmenu', 'auxclick', 'touchstart', 'keydown']);
+  EventTarget.prototype.addEventListener = function (type, ...rest) {
+    try {
+      if (pointerish.has(type) && this instanceof Element && this !== document.documentElement && this !== document.body) {
+        A.clickable.add(this);
+      }
+    } catch (e) {}
+    return add.call(this, type, ...rest);
+  };
+})()"#;
+
+/// `(x, y) => state`: URL, counters, focus and (when `x` is a number) the
+/// element under the point, descending into same-origin frames and shadow
+/// roots.
+pub(crate) const PROBE_FN: &str = r#"((x, y) => {
+  const A = window.__lumenAgent;
+  const textOf = (s) => (s || '').replace(/\s+/g, ' ').trim().slice(0, 80) || null;
+  const ROLES = { a: 'link', button: 'button', select: 'combobox', textarea: 'textbox', img: 'img',
+                  h1: 'heading', h2: 'heading', h3: 'heading', h4: 'heading', h5: 'heading', h6: 'heading',
+                  nav: 'navigation', main: 'main', form: 'form', li: 'listitem', ul: 'list', ol: 'list',
+                  table: 'table', dialog: 'dialog', summary: 'button', option: 'option', label: null,
+                  iframe: 'iframe' };
+  const INPUT_ROLES = { checkbox: 'checkbox', radio: 'radio', button: 'button', submit: 'button',
+                        reset: 'button', image: 'button', range: 'slider', search: 'searchbox',
+                        file: 'button', hidden: null };
+  const NOT_TEXT = new Set(['checkbox', 'radio', 'button', 'submit', 'reset', 'image', 'range', 'file',
+                            'hidden', 'color']);
+  const INTERACTIVE_ROLES = new Set(['button', 'link', 'checkbox', 'radio', 'menuitem', 'tab', 'option',
+                                     'switch', 'textbox', 'combobox', 'slider', 'searchbox', 'treeitem',
+                                     'menuitemcheckbox', 'menuitemradio', 'spinbutton']);
+  const roleOf = (el) => {
+    const explicit = el.getAttribute('role');
+    if (explicit) return explicit.split(' ')[0];
+    const tag = el.tagName.toLowerCase();
+    if (tag === 'a') return el.hasAttribute('href') ? 'link' : null;
+    if (tag === 'input') return INPUT_ROLES[el.type] === undefined ? 'textbox' : INPUT_ROLES[el.type];
+    return ROLES[tag] || null;
+  };
+  const nameOf = (el) => {
+    const label = el.getAttribute('aria-label');
+    if (label) return textOf(label);
+    const by = el.getAttribute('aria-labelledby');
+    if (by) {
+      const t = by.split(/\s+/).map((id) => { const n = document.getElementById(id); return n ? n.textContent : ''; }).join(' ');
+      if (textOf(t)) return textOf(t);
+    }
+    if (el.labels && el.labels.length) return textOf(el.labels[0].innerText);
+    for (const attr of ['alt', 'title', 'placeholder']) {
+      const v = el.getAttribute(attr);
+      if (v) return textOf(v);
+    }
+    const tag = el.tagName.toLowerCase();
+    if (tag === 'input' && (el.type === 'submit' || el.type === 'button')) return textOf(el.value);
+    if (tag === 'input' || tag === 'textarea' || tag === 'select') return null;
+    return textOf(el.innerText || el.textContent);
+  };
+  const interactiveEl = (n) => {
+    const tag = n.tagName.toLowerCase();
+    if (tag === 'a' && n.hasAttribute('href')) return true;
+    if (['button', 'select', 'textarea', 'label', 'summary', 'option', 'iframe', 'frame', 'video', 'audio'].includes(tag)) return true;
+    if (tag === 'input' && n.type !== 'hidden') return true;
+    const role = n.getAttribute('role');
+    if (role && INTERACTIVE_ROLES.has(role)) return true;
+    if (n.hasAttribute('onclick') || n.hasAttribute('onmousedown') || n.isContentEditable) return true;
+    const tabindex = n.getAttribute('tabindex');
+    if (tabindex !== null && Number(tabindex) >= 0) return true;
+    if (n.ownerDocument.defaultView.__lumenAgent && n.ownerDocument.defaultView.__lumenAgent.clickable.has(n)) return true;
+    try { if (getComputedStyle(n).cursor === 'pointer') return true; } catch (e) {}
+    return false;
+  };
+  const describe = (el, frameUrl) => {
+    if (!el || el.nodeType !== 1) return null;
+    const tag = el.tagName.toLowerCase();
+    let interactive = false;
+    for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
+      if (n === n.ownerDocument.body || n === n.ownerDocument.documentElement) break;
+      if (interactiveEl(n)) { interactive = true; break; }
+    }
+    const editable = !!el.isContentEditable || tag === 'textarea' || (tag === 'input' && !NOT_TEXT.has(el.type));
+    let frame = frameUrl || null;
+    if (!frame && (tag === 'iframe' || tag === 'frame')) frame = el.src || null;
+    const d = { tag, interactive, editable };
+    const role = roleOf(el); if (role) d.role = role;
+    const name = nameOf(el); if (name) d.name = name;
+    if (frame) d.frameUrl = frame;
+    return d;
+  };
+  const at = (doc, px, py, frameUrl) => {
+    let el = doc.elementFromPoint(px, py);
+    while (el && el.shadowRoot) {
+      const inner = el.shadowRoot.elementFromPoint(px, py);
+      if (!inner || inner === el) break;
+      el = inner;
+    }
+    if (el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME')) {
+      let innerDoc = null;
+      try { innerDoc = el.contentDocument; } catch (e) {}
+      if (innerDoc) {
+        const r = el.getBoundingClientRect();
+        const inner = at(innerDoc, px - r.left - el.clientLeft, py - r.top - el.clientTop, innerDoc.location.href);
+        if (inner) return inner;
+      }
+    }
+    return describe(el, frameUrl);
+  };
+  const focused = () => {
+    let el = document.activeElement, frameUrl = null;
+    while (el && (el.tagName === 'IFRAME' || el.tagName === 'FRAME')) {
+      let d = null;
+      try { d = el.contentDocument; } catch (e) {}
+      if (!d) break;
+      frameUrl = d.location.href;
+      el = d.activeElement;
+    }
+    if (!el || el === el.ownerDocument.body || el === el.ownerDocument.documentElement) return null;
+    return describe(el, frameUrl);
+  };
+  const out = { url: location.href, mutations: A ? A.mutations : -1, changes: A ? A.changes : -1,
+                focus: focused() };
+  if (typeof x === 'number') out.target = at(document, x, y, null);
+  return out;
+})"#;
+
+/// Resolves at the next animation frame (or after 250 ms when frames are
+/// not being produced) saying whether the layout signature held from now to
+/// that frame, and with the pending short timers.
+pub(crate) const SETTLE_PROBE: &str = r#"new Promise((resolve) => {
+  const A = window.__lumenAgent;
+  const later = A ? A.st : setTimeout;
+  const sig = () => {
+    const d = document.documentElement;
+    return [d ? d.scrollWidth : 0, d ? d.scrollHeight : 0, A ? A.mutations : 0, document.readyState].join('|');
+  };
+  const before = sig();
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    const now = performance.now();
+    let pending = 0, next = null;
+    if (A) for (const due of A.timers.values()) { pending += 1; if (next === null || due < next) next = due; }
+    resolve({ stable: sig() === before, pending, nextIn: next === null ? null : Math.max(0, next - now),
+              ready: document.readyState });
+  };
+  requestAnimationFrame(finish);
+  later(finish, 250);
+})"#;

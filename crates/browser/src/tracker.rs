@@ -1,0 +1,535 @@
+//! Event tracking per page and per browser: in-flight requests, navigation
+//! state, dialogs, file choosers, downloads and new targets, in a log that
+//! actions read back by sequence number to build their receipts.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::browser::{
+    EventDownloadProgress, EventDownloadWillBegin,
+};
+use chromiumoxide::cdp::browser_protocol::network::{
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    EventDomContentEventFired, EventFileChooserOpened, EventFrameNavigated,
+    EventFrameStartedLoading, EventFrameStoppedLoading, EventJavascriptDialogOpening,
+    EventLoadEventFired, EventNavigatedWithinDocument, EventWindowOpen,
+};
+use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, EventTargetDestroyed};
+use futures::FutureExt as _;
+use futures::stream::{BoxStream, StreamExt as _};
+use lumen_core::DialogInfo;
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use crate::cdp::{CallError, Conn};
+use crate::options::{DialogAction, DialogPolicy};
+
+/// Asks a tracker task to process every event already delivered to it and
+/// answer; used as a barrier after an action's last CDP round trip (events
+/// are queued in wire order before that reply resolves).
+#[derive(Debug, Clone)]
+pub(crate) struct Flusher(mpsc::UnboundedSender<oneshot::Sender<()>>);
+
+impl Flusher {
+    pub(crate) async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.0.send(tx).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), rx).await;
+        }
+    }
+}
+
+/// Runs a tracker loop: events first; a flush request is answered only once
+/// every stream is momentarily empty.
+async fn run_tracker<T>(
+    mut merged: futures::stream::SelectAll<BoxStream<'static, T>>,
+    mut flushes: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    mut handle: impl FnMut(T),
+) {
+    loop {
+        tokio::select! {
+            biased;
+            ev = merged.next() => match ev {
+                Some(ev) => handle(ev),
+                None => return,
+            },
+            req = flushes.recv() => match req {
+                Some(ack) => {
+                    while let Some(Some(ev)) = merged.next().now_or_never() {
+                        handle(ev);
+                    }
+                    let _ = ack.send(());
+                }
+                None => return,
+            },
+        }
+    }
+}
+
+/// Requests in flight longer than this (long polls, streaming) no longer
+/// keep the network "busy".
+const STALE_REQUEST: Duration = Duration::from_secs(10);
+/// Entries kept in a log.
+const LOG_CAPACITY: usize = 512;
+
+/// Something the tracker saw.
+#[derive(Debug, Clone)]
+pub(crate) enum Ev {
+    /// The main frame started loading a new document.
+    NavStarted,
+    /// The main frame committed a navigation.
+    NavCommitted,
+    /// A same-document navigation (hash, history API).
+    NavWithinDocument,
+    /// DOMContentLoaded in the main frame.
+    DomReady,
+    /// The load event in the main frame.
+    Load,
+    /// A dialog that was answered.
+    Dialog(DialogInfo),
+    /// A file chooser opened; what was done about it.
+    FileChooser(String),
+    /// The page asked for a new window.
+    WindowOpen,
+    /// A download began.
+    DownloadBegan {
+        guid: String,
+        url: String,
+        suggested_filename: String,
+    },
+    /// A download finished (`completed` false when cancelled).
+    DownloadDone {
+        guid: String,
+        completed: bool,
+        path: Option<String>,
+    },
+    /// A page target appeared.
+    TargetCreated { id: String, url: String },
+}
+
+#[derive(Debug)]
+pub(crate) struct LogState {
+    next_seq: u64,
+    events: VecDeque<(u64, Ev)>,
+    inflight: HashMap<String, Instant>,
+    last_network: Instant,
+    /// A main-frame navigation started and has neither committed nor stopped.
+    pub(crate) nav_pending: bool,
+    /// Committed but DOMContentLoaded not yet seen.
+    pub(crate) awaiting_dom: bool,
+    pub(crate) url: String,
+    /// Targets that were destroyed (closed tabs).
+    pub(crate) destroyed: HashSet<String>,
+}
+
+impl LogState {
+    /// Requests that keep the network busy.
+    pub(crate) fn busy_requests(&self, now: Instant) -> usize {
+        self.inflight
+            .values()
+            .filter(|t| now.duration_since(**t) < STALE_REQUEST)
+            .count()
+    }
+
+    /// How long the network has been quiet (zero while busy).
+    pub(crate) fn quiet_for(&self, now: Instant) -> Duration {
+        if self.busy_requests(now) > 0 {
+            Duration::ZERO
+        } else {
+            now.duration_since(self.last_network)
+        }
+    }
+
+    /// Events after `seq`.
+    pub(crate) fn since(&self, seq: u64) -> impl Iterator<Item = &Ev> {
+        self.events
+            .iter()
+            .filter(move |(s, _)| *s > seq)
+            .map(|(_, e)| e)
+    }
+
+    /// The sequence number of the latest event.
+    pub(crate) fn seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    fn push(&mut self, ev: Ev) {
+        self.next_seq += 1;
+        self.events.push_back((self.next_seq, ev));
+        while self.events.len() > LOG_CAPACITY {
+            self.events.pop_front();
+        }
+    }
+}
+
+/// A log of events with a notifier for waiters.
+#[derive(Debug)]
+pub(crate) struct EventLog {
+    state: Mutex<LogState>,
+    pub(crate) changed: Notify,
+}
+
+impl EventLog {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(LogState {
+                next_seq: 0,
+                events: VecDeque::new(),
+                inflight: HashMap::new(),
+                last_network: Instant::now(),
+                nav_pending: false,
+                awaiting_dom: false,
+                url: String::new(),
+                destroyed: HashSet::new(),
+            }),
+            changed: Notify::new(),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, LogState> {
+        // A poisoned lock only means a panic elsewhere; the data is plain.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn record(&self, ev: Ev) {
+        self.lock().push(ev);
+        self.changed.notify_waiters();
+    }
+
+    fn update(&self, f: impl FnOnce(&mut LogState)) {
+        f(&mut self.lock());
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until the log changes or `max` passes.
+    pub(crate) async fn wait_change(&self, max: Duration) {
+        let _ = tokio::time::timeout(max, self.changed.notified()).await;
+    }
+}
+
+enum PageEv {
+    Request(Arc<EventRequestWillBeSent>),
+    Finished(String),
+    Failed(String),
+    StartedLoading(String),
+    StoppedLoading(String),
+    Navigated(Arc<EventFrameNavigated>),
+    WithinDocument(Arc<EventNavigatedWithinDocument>),
+    Dom,
+    Load,
+    Dialog(Arc<EventJavascriptDialogOpening>),
+    FileChooser(Arc<EventFileChooserOpened>),
+    WindowOpen,
+}
+
+/// What page-level handlers need besides the page itself.
+#[derive(Debug, Clone)]
+pub(crate) struct PageHooks {
+    pub(crate) conn: Arc<Conn>,
+    pub(crate) dialogs: DialogPolicy,
+    /// Files armed for the next file chooser (already checked against the
+    /// allowed folder).
+    pub(crate) uploads: Arc<Mutex<Vec<String>>>,
+    pub(crate) upload_allowed: bool,
+}
+
+/// Subscribes to a page's events and spawns the task that feeds `log`.
+pub(crate) async fn track_page(
+    page: Page,
+    main_frame: String,
+    log: Arc<EventLog>,
+    hooks: PageHooks,
+) -> Result<(tokio::task::JoinHandle<()>, Flusher), CallError> {
+    let t = hooks.conn.call_timeout;
+    macro_rules! listen {
+        ($ty:ty, $map:expr) => {
+            hooks
+                .conn
+                .guard("event_listener", t, page.event_listener::<$ty>())
+                .await?
+                .map($map)
+                .boxed()
+        };
+    }
+    let streams: Vec<BoxStream<'static, PageEv>> = vec![
+        listen!(EventRequestWillBeSent, PageEv::Request),
+        listen!(EventLoadingFinished, |e| PageEv::Finished(
+            e.request_id.inner().clone()
+        )),
+        listen!(EventLoadingFailed, |e| PageEv::Failed(
+            e.request_id.inner().clone()
+        )),
+        listen!(EventFrameStartedLoading, |e| PageEv::StartedLoading(
+            e.frame_id.inner().clone()
+        )),
+        listen!(EventFrameStoppedLoading, |e| PageEv::StoppedLoading(
+            e.frame_id.inner().clone()
+        )),
+        listen!(EventFrameNavigated, PageEv::Navigated),
+        listen!(EventNavigatedWithinDocument, PageEv::WithinDocument),
+        listen!(EventDomContentEventFired, |_| PageEv::Dom),
+        listen!(EventLoadEventFired, |_| PageEv::Load),
+        listen!(EventJavascriptDialogOpening, PageEv::Dialog),
+        listen!(EventFileChooserOpened, PageEv::FileChooser),
+        listen!(EventWindowOpen, |_| PageEv::WindowOpen),
+    ];
+    let merged = futures::stream::select_all(streams);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(run_tracker(merged, rx, move |ev| {
+        handle_page_event(ev, &page, &main_frame, &log, &hooks)
+    }));
+    Ok((task, Flusher(tx)))
+}
+
+fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, hooks: &PageHooks) {
+    match ev {
+        PageEv::Request(e) => {
+            let long_lived = matches!(
+                e.r#type,
+                Some(ResourceType::EventSource | ResourceType::WebSocket)
+            );
+            // A child frame's document may load in another process (an
+            // out-of-process iframe), whose completion this session never
+            // hears about: child documents do not hold the network busy.
+            let child_document = matches!(e.r#type, Some(ResourceType::Document))
+                && e.frame_id.as_ref().is_some_and(|f| f.inner() != main_frame);
+            if !long_lived && !child_document {
+                let id = e.request_id.inner().clone();
+                log.update(|s| {
+                    s.inflight.insert(id, Instant::now());
+                    s.last_network = Instant::now();
+                });
+            }
+        }
+        PageEv::Finished(id) | PageEv::Failed(id) => log.update(|s| {
+            s.inflight.remove(&id);
+            s.last_network = Instant::now();
+        }),
+        PageEv::StartedLoading(frame) if frame == main_frame => log.update(|s| {
+            s.nav_pending = true;
+            s.push(Ev::NavStarted);
+        }),
+        PageEv::StoppedLoading(frame) if frame == main_frame => log.update(|s| {
+            s.nav_pending = false;
+            s.awaiting_dom = false;
+        }),
+        PageEv::StartedLoading(_) | PageEv::StoppedLoading(_) => {}
+        PageEv::Navigated(e) => {
+            if e.frame.parent_id.is_none() {
+                let url = e.frame.url.clone() + e.frame.url_fragment.as_deref().unwrap_or_default();
+                log.update(|s| {
+                    s.nav_pending = false;
+                    s.awaiting_dom = true;
+                    s.url = url;
+                    // A new document: requests of the old one are gone.
+                    s.inflight.clear();
+                    s.push(Ev::NavCommitted);
+                });
+            }
+        }
+        PageEv::WithinDocument(e) => {
+            if e.frame_id.inner() == main_frame {
+                let url = e.url.clone();
+                log.update(|s| {
+                    s.url = url;
+                    s.push(Ev::NavWithinDocument);
+                });
+            }
+        }
+        PageEv::Dom => log.update(|s| {
+            s.awaiting_dom = false;
+            s.push(Ev::DomReady);
+        }),
+        PageEv::Load => log.update(|s| {
+            s.awaiting_dom = false;
+            s.push(Ev::Load);
+        }),
+        PageEv::Dialog(e) => {
+            let kind = e.r#type.as_ref().to_owned();
+            let action = hooks.dialogs.decide(&kind);
+            let accept = action == DialogAction::Accept;
+            let prompt_text = if kind == "prompt" && accept {
+                hooks
+                    .dialogs
+                    .prompt_text
+                    .clone()
+                    .or_else(|| e.default_prompt.clone())
+            } else {
+                None
+            };
+            log.record(Ev::Dialog(DialogInfo {
+                kind: kind.clone(),
+                message: e.message.clone(),
+                accepted: accept,
+            }));
+            let page = page.clone();
+            let conn = hooks.conn.clone();
+            tokio::spawn(async move {
+                let mut params = serde_json::json!({ "accept": accept });
+                if let Some(text) = prompt_text {
+                    params["promptText"] = text.into();
+                }
+                if let Err(err) = conn
+                    .page_raw(&page, "Page.handleJavaScriptDialog", params)
+                    .await
+                {
+                    tracing::debug!("answering a {kind} dialog failed: {err}");
+                }
+            });
+        }
+        PageEv::FileChooser(e) => {
+            let files: Vec<String> =
+                std::mem::take(&mut *hooks.uploads.lock().unwrap_or_else(|p| p.into_inner()));
+            let Some(node) = e.backend_node_id else {
+                log.record(Ev::FileChooser(
+                    "a file chooser opened without an input element; it was cancelled".into(),
+                ));
+                return;
+            };
+            if files.is_empty() {
+                let why = if hooks.upload_allowed {
+                    "no files were chosen for it (arm them with CdpTab::set_upload_files)"
+                } else {
+                    "uploads are not enabled (set TabOptions::upload_dir)"
+                };
+                log.record(Ev::FileChooser(format!(
+                    "a file chooser opened and was cancelled: {why}"
+                )));
+                return;
+            }
+            let names: Vec<String> = files
+                .iter()
+                .map(|f| {
+                    std::path::Path::new(f)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| f.clone())
+                })
+                .collect();
+            log.record(Ev::FileChooser(format!(
+                "a file chooser opened and was answered with {}",
+                names.join(", ")
+            )));
+            let page = page.clone();
+            let conn = hooks.conn.clone();
+            let node = *node.inner();
+            tokio::spawn(async move {
+                let params = serde_json::json!({ "files": files, "backendNodeId": node });
+                if let Err(err) = conn.page_raw(&page, "DOM.setFileInputFiles", params).await {
+                    tracing::debug!("answering a file chooser failed: {err}");
+                }
+            });
+        }
+        PageEv::WindowOpen => log.record(Ev::WindowOpen),
+    }
+}
+
+enum BrowserEv {
+    Created(Arc<EventTargetCreated>),
+    Destroyed(Arc<EventTargetDestroyed>),
+    DownloadBegin(Arc<EventDownloadWillBegin>),
+    DownloadProgress(Arc<EventDownloadProgress>),
+}
+
+/// Subscribes to browser-level events (targets, downloads).
+pub(crate) async fn track_browser(
+    conn: Arc<Conn>,
+    log: Arc<EventLog>,
+    download_dir: Option<std::path::PathBuf>,
+) -> Result<(tokio::task::JoinHandle<()>, Flusher), CallError> {
+    let t = conn.call_timeout;
+    let b = &conn.browser;
+    let streams: Vec<BoxStream<'static, BrowserEv>> = vec![
+        conn.guard(
+            "event_listener",
+            t,
+            b.event_listener::<EventTargetCreated>(),
+        )
+        .await?
+        .map(BrowserEv::Created)
+        .boxed(),
+        conn.guard(
+            "event_listener",
+            t,
+            b.event_listener::<EventTargetDestroyed>(),
+        )
+        .await?
+        .map(BrowserEv::Destroyed)
+        .boxed(),
+        conn.guard(
+            "event_listener",
+            t,
+            b.event_listener::<EventDownloadWillBegin>(),
+        )
+        .await?
+        .map(BrowserEv::DownloadBegin)
+        .boxed(),
+        conn.guard(
+            "event_listener",
+            t,
+            b.event_listener::<EventDownloadProgress>(),
+        )
+        .await?
+        .map(BrowserEv::DownloadProgress)
+        .boxed(),
+    ];
+    let merged = futures::stream::select_all(streams);
+    let mut names: HashMap<String, String> = HashMap::new();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let task = tokio::spawn(run_tracker(merged, rx, move |ev| match ev {
+        BrowserEv::Created(e) if e.target_info.r#type == "page" => {
+            log.record(Ev::TargetCreated {
+                id: e.target_info.target_id.inner().clone(),
+                url: e.target_info.url.clone(),
+            });
+        }
+        BrowserEv::Created(_) => {}
+        BrowserEv::Destroyed(e) => {
+            let id = e.target_id.inner().clone();
+            log.update(|s| {
+                s.destroyed.insert(id);
+            });
+        }
+        BrowserEv::DownloadBegin(e) => {
+            names.insert(e.guid.clone(), e.suggested_filename.clone());
+            log.record(Ev::DownloadBegan {
+                guid: e.guid.clone(),
+                url: e.url.clone(),
+                suggested_filename: e.suggested_filename.clone(),
+            });
+        }
+        BrowserEv::DownloadProgress(e) => {
+            let state = serde_json::to_value(&e.state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            if state == "inProgress" {
+                return;
+            }
+            let completed = state == "completed";
+            let path = if completed {
+                e.file_path.clone().or_else(|| {
+                    let name = names.get(&e.guid).cloned()?;
+                    Some(
+                        download_dir
+                            .as_ref()?
+                            .join(name)
+                            .to_string_lossy()
+                            .into_owned(),
+                    )
+                })
+            } else {
+                None
+            };
+            log.record(Ev::DownloadDone {
+                guid: e.guid.clone(),
+                completed,
+                path,
+            });
+        }
+    }));
+    Ok((task, Flusher(tx)))
+}

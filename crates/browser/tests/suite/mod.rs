@@ -1,0 +1,6 @@
+mod common;
+mod connect;
+mod input;
+mod navigation;
+mod pages;
+mod perceive;
