@@ -1,17 +1,49 @@
 //! Lumen, a vision-first browser agent engine.
 //!
-//! This facade wires the concrete crates together: `Agent` (lazy connect,
-//! optional planner pass, run/stream/resume) and `Session` (bring your own tab
-//! and adapter). It re-exports the shared contracts from `lumen-core`.
+//! An instruction and a start URL go in; Lumen drives a real Chromium in one
+//! loop — screenshot → model → action(s) → screenshot — until the task is
+//! done and verified.
 //!
-//! May depend on every Lumen crate; it is one of the few places (with the CLI,
-//! the server and xtask) allowed to name both a browser and a model backend.
+//! - [`Agent`]: give it a model and a browser; it connects lazily, sets up
+//!   the adapter and the browser concurrently, aligns the viewport to the
+//!   model, optionally plans, and runs ([`Agent::run`], [`Agent::stream`],
+//!   [`Agent::serialize`], [`Agent::resume`]).
+//! - [`Session`]: bring your own [`BrowserTab`] and [`ModelAdapter`] (see
+//!   `examples/custom_adapter.rs`).
+//! - The layers, re-exported: [`browser`], [`models`], [`memory`],
+//!   [`safety`], [`perception`] (the loop), and the contracts from
+//!   `lumen-core` at the crate root.
 //!
-//! Status: `Agent` and `Session` land with the loop issue; for now the facade
-//! re-exports the contracts.
+//! This facade is one of the few crates (with the CLI, the server and xtask)
+//! allowed to name both a browser and a model backend.
+//!
+//! # Example
+//! ```no_run
+//! use lumen::{Agent, AgentOptions};
+//!
+//! # async fn run() -> lumen::Result<()> {
+//! let mut agent = Agent::new(AgentOptions::new("anthropic/claude-sonnet-4-6").max_steps(20));
+//! let result = agent.run("Find the price of the cheapest book", Some("https://books.toscrape.com")).await?;
+//! println!("{:?}: {:?}", result.status, result.result);
+//! agent.close().await?;
+//! # Ok(())
+//! # }
+//! ```
 
+#![deny(missing_docs)]
+
+mod agent;
+mod session;
+
+pub use agent::{Agent, AgentOptions, BrowserSource, RunMode};
+pub use lumen_browser as browser;
 pub use lumen_core as core;
 pub use lumen_core::*;
+pub use lumen_loop as perception;
+pub use lumen_memory as memory;
+pub use lumen_models as models;
+pub use lumen_safety as safety;
+pub use session::{Session, SessionOptions};
 
 // Keeps the README's example compiling and true.
 #[cfg(doctest)]

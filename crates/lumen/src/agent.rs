@@ -1,0 +1,398 @@
+//! [`Agent`]: the recommended entry point. Give it a model and a browser;
+//! it connects lazily on the first run, sets up the adapter and the browser
+//! concurrently, aligns the viewport to the model, optionally plans, and
+//! runs.
+
+use std::sync::Arc;
+
+use futures::Stream;
+use lumen_browser::{BrowserbaseOptions, CdpTab, LaunchOptions, TabOptions};
+use lumen_core::{
+    BrowserTab, LumenError, ModelAdapter, RecordedEvent, Result, RunResult, RunStatus,
+};
+use lumen_loop::control::RunControl;
+use lumen_loop::monitor::event_stream;
+use lumen_memory::SerializedHistory;
+use lumen_models::AdapterOptions;
+
+use crate::session::{Session, SessionOptions};
+
+/// Where the browser comes from.
+#[derive(Clone)]
+pub enum BrowserSource {
+    /// Launch a local Chromium (headless by default).
+    Local(LaunchOptions),
+    /// Attach to a running browser by DevTools WebSocket URL or
+    /// `http://host:port` (remote pools: browserless, Selenium Grid…).
+    Cdp {
+        /// The endpoint.
+        url: String,
+        /// How tabs behave.
+        tab: TabOptions,
+    },
+    /// Create a Browserbase session.
+    Browserbase(BrowserbaseOptions),
+    /// Use a tab you built yourself (any `BrowserTab`).
+    Custom(Arc<dyn BrowserTab>),
+}
+
+impl Default for BrowserSource {
+    fn default() -> Self {
+        BrowserSource::Local(LaunchOptions::default())
+    }
+}
+
+impl std::fmt::Debug for BrowserSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BrowserSource::Local(o) => f.debug_tuple("Local").field(o).finish(),
+            BrowserSource::Cdp { url, .. } => f
+                .debug_struct("Cdp")
+                .field("url", url)
+                .finish_non_exhaustive(),
+            BrowserSource::Browserbase(o) => f.debug_tuple("Browserbase").field(o).finish(),
+            BrowserSource::Custom(_) => f.write_str("Custom(..)"),
+        }
+    }
+}
+
+/// What a run should do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunMode {
+    /// Plan only: return the planner's plan as the result.
+    Plan,
+    /// The loop (with a plan first when a planner model is set).
+    #[default]
+    Agent,
+    /// The loop with an explicit retry budget: up to `attempts` runs, each
+    /// failed attempt's reason fed into the next as guidance.
+    Exec {
+        /// Attempts, at least 1.
+        attempts: u32,
+    },
+}
+
+/// Everything an [`Agent`] needs.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// The model: `anthropic/…`, `openai/…`, `google/…`, or any name served
+    /// by an OpenAI-compatible server at `adapter.base_url`.
+    pub model: String,
+    /// Keys, base URLs, retries, thinking budget.
+    pub adapter: AdapterOptions,
+    /// A separate model for the planner pass (`None`: no planner).
+    pub planner_model: Option<String>,
+    /// Where the browser comes from.
+    pub browser: BrowserSource,
+    /// Snap the viewport to the model's patch size and image limit.
+    pub align_viewport: bool,
+    /// The loop's settings.
+    pub session: SessionOptions,
+}
+
+impl AgentOptions {
+    /// Options for `model` with defaults for everything else.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            adapter: AdapterOptions::default(),
+            planner_model: None,
+            browser: BrowserSource::default(),
+            align_viewport: true,
+            session: SessionOptions::default(),
+        }
+    }
+
+    /// Sets the step budget.
+    pub fn max_steps(mut self, n: u32) -> Self {
+        self.session.max_steps = n;
+        self
+    }
+
+    /// Sets the browser source.
+    pub fn browser(mut self, browser: BrowserSource) -> Self {
+        self.browser = browser;
+        self
+    }
+
+    /// Sets the planner model.
+    pub fn planner(mut self, model: impl Into<String>) -> Self {
+        self.planner_model = Some(model.into());
+        self
+    }
+
+    /// Sets the loop's settings.
+    pub fn session(mut self, session: SessionOptions) -> Self {
+        self.session = session;
+        self
+    }
+}
+
+struct Connected {
+    tab: Arc<dyn BrowserTab>,
+    adapter: Arc<dyn ModelAdapter>,
+    planner: Option<Arc<dyn ModelAdapter>>,
+}
+
+/// A browser agent. Nothing connects until the first run.
+pub struct Agent {
+    options: AgentOptions,
+    connected: Option<Connected>,
+    session: Option<Session>,
+    resume_from: Option<SerializedHistory>,
+    control: RunControl,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.options.model)
+            .field("connected", &self.connected.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// An agent; cheap, does no I/O.
+    pub fn new(options: AgentOptions) -> Self {
+        Self {
+            options,
+            connected: None,
+            session: None,
+            resume_from: None,
+            control: RunControl::new(),
+        }
+    }
+
+    /// An agent that continues a serialized run on its first `run`.
+    pub fn resume(snapshot: SerializedHistory, options: AgentOptions) -> Self {
+        Self {
+            resume_from: Some(snapshot),
+            ..Self::new(options)
+        }
+    }
+
+    /// Cancel, pause/resume, stop and guidance for the current run. The same
+    /// handle steers every run of this agent.
+    pub fn control(&self) -> RunControl {
+        self.control.clone()
+    }
+
+    /// Creates the adapter(s) and connects the browser, concurrently.
+    async fn connect(&mut self) -> Result<&Connected> {
+        if self.connected.is_none() {
+            let o = &self.options;
+            let adapters = async {
+                let main = lumen_models::create_adapter(&o.model, o.adapter.clone())?;
+                let planner = match &o.planner_model {
+                    Some(m) => Some(lumen_models::create_adapter(m, o.adapter.clone())?),
+                    None => None,
+                };
+                Ok::<_, LumenError>((main, planner))
+            };
+            let browser = async {
+                Ok::<_, LumenError>(match &o.browser {
+                    BrowserSource::Local(l) => Err(Arc::new(CdpTab::launch(l.clone()).await?)),
+                    BrowserSource::Cdp { url, tab } => {
+                        Err(Arc::new(CdpTab::connect(url, tab.clone()).await?))
+                    }
+                    BrowserSource::Browserbase(b) => {
+                        Err(Arc::new(CdpTab::browserbase(b.clone()).await?))
+                    }
+                    BrowserSource::Custom(t) => Ok(t.clone()),
+                })
+            };
+            let (adapters, browser) = tokio::join!(adapters, browser);
+            let (adapter, planner) = adapters?;
+            let tab: Arc<dyn BrowserTab> = match browser? {
+                Ok(custom) => custom,
+                Err(cdp) => {
+                    let info = adapter.info();
+                    if o.align_viewport
+                        && let (Some(patch), Some(max)) =
+                            (info.patch_size, info.max_image_dimension)
+                    {
+                        cdp.align_viewport(patch, max).await?;
+                    }
+                    cdp
+                }
+            };
+            self.connected = Some(Connected {
+                tab,
+                adapter,
+                planner,
+            });
+        }
+        self.connected
+            .as_ref()
+            .ok_or_else(|| LumenError::config("agent", "connection state lost"))
+    }
+
+    async fn session(
+        &mut self,
+        stream: Option<lumen_loop::monitor::EventSender>,
+    ) -> Result<&mut Session> {
+        let (tab, adapter) = {
+            let c = self.connect().await?;
+            (c.tab.clone(), c.adapter.clone())
+        };
+        if self.session.is_none() || stream.is_some() {
+            let snapshot = match &self.session {
+                Some(s) => Some(s.serialize(true)),
+                None => self.resume_from.take(),
+            };
+            let mut session =
+                Session::build(tab, adapter, self.options.session.clone(), snapshot, stream)?;
+            session.set_control(self.control.clone());
+            self.session = Some(session);
+        }
+        self.session
+            .as_mut()
+            .ok_or_else(|| LumenError::config("agent", "session state lost"))
+    }
+
+    /// Runs a task in agent mode: opens `start_url` (when given), plans
+    /// (when a planner model is set) and runs the loop.
+    pub async fn run(&mut self, instruction: &str, start_url: Option<&str>) -> Result<RunResult> {
+        self.run_mode(instruction, start_url, RunMode::Agent).await
+    }
+
+    /// Runs a task in the given mode.
+    pub async fn run_mode(
+        &mut self,
+        instruction: &str,
+        start_url: Option<&str>,
+        mode: RunMode,
+    ) -> Result<RunResult> {
+        self.run_inner(instruction, start_url, mode, None).await
+    }
+
+    async fn run_inner(
+        &mut self,
+        instruction: &str,
+        start_url: Option<&str>,
+        mode: RunMode,
+        stream: Option<lumen_loop::monitor::EventSender>,
+    ) -> Result<RunResult> {
+        self.connect().await?;
+        let (tab, planner) = match &self.connected {
+            Some(c) => (c.tab.clone(), c.planner.clone()),
+            None => return Err(LumenError::config("agent", "not connected")),
+        };
+        if let Some(url) = start_url {
+            let outcome = tab.goto(url).await?;
+            if !outcome.ok {
+                return Err(LumenError::config(
+                    "start url",
+                    format!(
+                        "could not open {url}: {}",
+                        outcome.error.unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        let screenshot = self.options.session.screenshot.clone();
+        let plan = match (&planner, mode) {
+            (Some(p), _) => Some(
+                lumen_loop::planner::plan(p.as_ref(), tab.as_ref(), instruction, &screenshot)
+                    .await?,
+            ),
+            (None, RunMode::Plan) => {
+                let adapter = self.connected.as_ref().map(|c| c.adapter.clone());
+                match adapter {
+                    Some(a) => Some(
+                        lumen_loop::planner::plan(
+                            a.as_ref(),
+                            tab.as_ref(),
+                            instruction,
+                            &screenshot,
+                        )
+                        .await?,
+                    ),
+                    None => None,
+                }
+            }
+            (None, _) => None,
+        };
+        if mode == RunMode::Plan {
+            let plan = plan.unwrap_or_else(|| lumen_loop::planner::Plan {
+                text: String::new(),
+                usage: Default::default(),
+            });
+            return Ok(RunResult {
+                status: RunStatus::Success,
+                result: Some(plan.text),
+                steps: 0,
+                history: Vec::new(),
+                state: None,
+                usage: plan.usage,
+                error: None,
+            });
+        }
+        let session = self.session(stream).await?;
+        session.set_plan(plan.map(|p| p.text));
+        let attempts = match mode {
+            RunMode::Exec { attempts } => attempts.max(1),
+            _ => 1,
+        };
+        let mut result = session.run(instruction).await;
+        for attempt in 2..=attempts {
+            if matches!(result.status, RunStatus::Success | RunStatus::Cancelled)
+                || result.error.is_some()
+            {
+                break;
+            }
+            let reason = result
+                .result
+                .clone()
+                .unwrap_or_else(|| format!("{:?}", result.status));
+            let retry = format!(
+                "{instruction}\n\n(Attempt {attempt} of {attempts}: the previous attempt did not succeed: {reason}. Take a different approach.)"
+            );
+            result = session.add_task(&retry).await;
+        }
+        Ok(result)
+    }
+
+    /// Runs a task in the background and returns its live events (bounded:
+    /// a slow reader slows the run; screenshots are dropped first) and a
+    /// handle resolving to the result. The agent comes back with the result
+    /// so it can run again or be serialized.
+    pub fn stream(
+        mut self,
+        instruction: String,
+        start_url: Option<String>,
+    ) -> (
+        impl Stream<Item = RecordedEvent> + Send,
+        tokio::task::JoinHandle<(Agent, Result<RunResult>)>,
+    ) {
+        let (tx, rx) = event_stream(256);
+        let handle = tokio::spawn(async move {
+            let r = self
+                .run_inner(&instruction, start_url.as_deref(), RunMode::Agent, Some(tx))
+                .await;
+            (self, r)
+        });
+        (rx, handle)
+    }
+
+    /// A snapshot of the current (or last) run to resume from later.
+    pub fn serialize(&self, include_semantic: bool) -> Option<SerializedHistory> {
+        self.session.as_ref().map(|s| s.serialize(include_semantic))
+    }
+
+    /// The session, once connected (for saving, secrets, follow-on tasks).
+    pub fn session_mut(&mut self) -> Option<&mut Session> {
+        self.session.as_mut()
+    }
+
+    /// Closes the browser. Dropping the agent also kills a browser it
+    /// launched; `close` does it gracefully.
+    pub async fn close(mut self) -> Result<()> {
+        self.session = None;
+        if let Some(c) = self.connected.take() {
+            c.tab.close().await?;
+        }
+        Ok(())
+    }
+}
