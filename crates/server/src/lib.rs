@@ -1,5 +1,186 @@
-//! Lumen as a service: an HTTP API with server-sent events, IPC over JSON
-//! lines, and an MCP server.
+//! Lumen as a service: an HTTP API with server-sent events and a WebSocket
+//! stream, IPC over JSON lines, and an MCP server over stdio.
 //!
-//! May depend on the `lumen` facade and `axum`. Status: lands with the server
-//! issue.
+//! May depend on the `lumen` facade (and through it the browser and model
+//! crates), `axum` and `rmcp`; nothing depends on it but the CLI and xtask.
+//!
+//! # Entry points (what `lumen serve`, `lumen ipc` and `lumen mcp` call)
+//!
+//! - [`serve`]: the HTTP server until SIGTERM or Ctrl-C, then a graceful
+//!   shutdown. [`Server::start`] is the same without the signal handling
+//!   (tests, embedding).
+//! - [`ipc()`] / [`ipc_stdio`]: JSON lines on any reader/writer (stdin and
+//!   stdout for the CLI); the protocol is in [`mod@ipc`].
+//! - [`mcp()`] / [`mcp_stdio`]: an MCP server (tools in [`mod@mcp`]).
+//!
+//! Runs are persisted under [`ServeOptions::data_dir`] as they happen (see
+//! [`store`]); a run left unfinished by a crash is `interrupted` after a
+//! restart and `POST /v1/runs/{id}/resume` continues it from its last
+//! completed step. See `docs/server.md`.
+//!
+//! # Example
+//! ```no_run
+//! # async fn run() -> Result<(), lumen_server::ServeError> {
+//! let options = lumen_server::ServeOptions::new("/tmp/lumen-data");
+//! let server = lumen_server::Server::start(options).await?;
+//! println!("listening on http://{}", server.local_addr());
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+#![deny(missing_docs)]
+
+mod error;
+mod http;
+pub mod ipc;
+pub mod mcp;
+mod openapi;
+mod options;
+mod runs;
+pub mod store;
+mod tools;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use error::ApiError;
+pub use ipc::{ipc, ipc_stdio};
+pub use mcp::{mcp, mcp_stdio};
+pub use options::{ServeOptions, TOKEN_ENV};
+pub use runs::{Live, RunEntry, RunManager, SERVER_RESTART, SERVER_SHUTDOWN, USER_CANCEL};
+pub use store::{Mode, RunInfo, RunState};
+
+/// Why the service could not start or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Listening off loopback without a bearer token.
+    #[error(
+        "refusing to listen on {0} without a token: pass --token or set {TOKEN_ENV} (loopback addresses need none)"
+    )]
+    TokenRequired(std::net::IpAddr),
+    /// The data directory could not be prepared.
+    #[error("data directory {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Binding or serving failed.
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+    /// The MCP transport failed.
+    #[error("mcp: {0}")]
+    Mcp(String),
+}
+
+/// The OpenAPI document served at `/openapi.json`.
+pub fn openapi_document() -> serde_json::Value {
+    openapi::document()
+}
+
+/// The action schema served at `/v1/tools`.
+pub fn tools_document() -> serde_json::Value {
+    tools::document()
+}
+
+/// A running HTTP server.
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    runs: Arc<RunManager>,
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    /// Checks the options, prepares the data directory (marking unfinished
+    /// runs `interrupted`), binds and starts serving in the background.
+    pub async fn start(options: ServeOptions) -> Result<Server, ServeError> {
+        if !options.host.is_loopback() && options.effective_token().is_none() {
+            return Err(ServeError::TokenRequired(options.host));
+        }
+        let token = options.effective_token().map(Arc::from);
+        let addr = SocketAddr::new(options.host, options.port);
+        let data_dir = options.data_dir.clone();
+        let runs = RunManager::new(options).map_err(|source| ServeError::DataDir {
+            path: data_dir,
+            source,
+        })?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let app = http::router(http::AppState {
+            runs: runs.clone(),
+            token,
+        });
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.wait_for(|s| *s).await;
+                })
+                .await
+        });
+        tracing::info!("lumen server listening on http://{addr}");
+        Ok(Server {
+            addr,
+            runs,
+            stop,
+            task,
+        })
+    }
+
+    /// The address it listens on (with the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The run manager (for embedding).
+    pub fn runs(&self) -> &Arc<RunManager> {
+        &self.runs
+    }
+
+    /// Graceful shutdown: cancels every active run with reason
+    /// `server_shutdown` (each becomes `interrupted`, persisted, resumable
+    /// after a restart), waits for them to persist, then stops serving.
+    pub async fn shutdown(self) {
+        self.runs.shutdown().await;
+        let _ = self.stop.send(true);
+        // Open event streams end with their runs; do not wait forever for
+        // an idle keep-alive connection.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.task).await;
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is
+/// called, before the returned future is first polled.
+fn termination() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let ctrl_c = tokio::signal::ctrl_c();
+    async move {
+        #[cfg(unix)]
+        if let Some(mut term) = term {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = ctrl_c => {}
+            }
+            return;
+        }
+        let _ = ctrl_c.await;
+    }
+}
+
+/// `lumen serve`: serves until SIGTERM or Ctrl-C, then shuts down
+/// gracefully (runs cancelled with reason `server_shutdown` and persisted
+/// as `interrupted`, resumable after a restart).
+pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
+    let signalled = termination();
+    let server = Server::start(options).await?;
+    signalled.await;
+    tracing::info!("shutting down: cancelling active runs");
+    server.shutdown().await;
+    Ok(())
+}

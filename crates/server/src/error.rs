@@ -1,0 +1,129 @@
+//! API errors: JSON bodies with a stable code, a message and, for invalid
+//! input, the field at fault.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// An error answered to a client (HTTP, IPC or MCP).
+///
+/// The body is `{"error": {"code", "message", "field"?}}`. Codes are stable
+/// and documented in `docs/server.md`; messages are for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApiError {
+    /// The HTTP status.
+    #[serde(skip)]
+    pub status: StatusCode,
+    /// A stable, machine-readable code (`invalid_field`, `not_found`…).
+    pub code: &'static str,
+    /// What went wrong, for people.
+    pub message: String,
+    /// The request field at fault, for invalid input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    /// 400 `invalid_json`: the body is not a JSON object.
+    pub fn invalid_json(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_json", message)
+    }
+
+    /// 400 `invalid_field` naming `field`.
+    pub fn invalid_field(field: &str, message: impl Into<String>) -> Self {
+        Self {
+            field: Some(field.to_string()),
+            ..Self::new(StatusCode::BAD_REQUEST, "invalid_field", message)
+        }
+    }
+
+    /// 400 `missing_field` naming `field`.
+    pub fn missing_field(field: &str) -> Self {
+        Self {
+            field: Some(field.to_string()),
+            ..Self::new(
+                StatusCode::BAD_REQUEST,
+                "missing_field",
+                format!("`{field}` is required"),
+            )
+        }
+    }
+
+    /// 400 `unknown_field` naming `field`.
+    pub fn unknown_field(field: &str) -> Self {
+        Self {
+            field: Some(field.to_string()),
+            ..Self::new(
+                StatusCode::BAD_REQUEST,
+                "unknown_field",
+                format!("`{field}` is not a known field"),
+            )
+        }
+    }
+
+    /// 401 `unauthorized`.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid `Authorization: Bearer <token>` header is required",
+        )
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 409 `invalid_state`: the run is not in a state that allows this.
+    pub fn invalid_state(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "invalid_state", message)
+    }
+
+    /// 409 `run_ended`: a message for a run that has ended was not delivered.
+    pub fn run_ended(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "run_ended", message)
+    }
+
+    /// 429 `queue_full`.
+    pub fn queue_full(limit: usize) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "queue_full",
+            format!("the run queue is full ({limit} waiting); retry later"),
+        )
+    }
+
+    /// 500 `internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({ "error": self })
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(self.body())).into_response()
+    }
+}

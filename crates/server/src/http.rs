@@ -1,0 +1,457 @@
+//! The HTTP API on axum: routes, bearer-token check, SSE and WebSocket
+//! streams. Every route is listed in the OpenAPI document
+//! ([`crate::openapi`]); a test fails when one is missing there.
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::{get, post};
+use futures::{SinkExt as _, Stream, StreamExt as _};
+use lumen::{RecordedEvent, StreamEvent};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::error::ApiError;
+use crate::runs::{Live, RunEntry, RunManager};
+use crate::store;
+
+/// Shared state of the handlers.
+#[derive(Debug, Clone)]
+pub(crate) struct AppState {
+    pub(crate) runs: Arc<RunManager>,
+    pub(crate) token: Option<Arc<str>>,
+}
+
+/// The API router (every route; authentication included).
+pub(crate) fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/openapi.json", get(openapi))
+        .route("/v1/tools", get(tools))
+        .route("/v1/runs", get(list_runs).post(create_run))
+        .route("/v1/runs/{id}", get(get_run))
+        .route("/v1/runs/{id}/cancel", post(cancel_run))
+        .route("/v1/runs/{id}/pause", post(pause_run))
+        .route("/v1/runs/{id}/resume", post(resume_run))
+        .route("/v1/runs/{id}/message", post(message_run))
+        .route("/v1/runs/{id}/events", get(run_events))
+        .route("/v1/runs/{id}/trace", get(run_trace))
+        .route("/v1/runs/{id}/steps/{n}/screenshot", get(step_screenshot))
+        .route("/v1/stream", get(stream_ws))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .with_state(state)
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= x ^ y;
+    }
+    diff == 0
+}
+
+/// Requires `Authorization: Bearer <token>` on every route but `/health`
+/// when a token is configured.
+async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(token) = &state.token else {
+        return next.run(req).await;
+    };
+    if req.uri().path() == "/health" {
+        return next.run(req).await;
+    }
+    let given = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
+        next.run(req).await
+    } else {
+        let mut r = ApiError::unauthorized().into_response();
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        r
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+async fn health(State(s): State<AppState>) -> Json<Value> {
+    Json(s.runs.health())
+}
+
+async fn openapi() -> Json<Value> {
+    Json(crate::openapi::document())
+}
+
+async fn tools() -> Json<Value> {
+    Json(crate::tools::document())
+}
+
+async fn list_runs(State(s): State<AppState>) -> Json<Value> {
+    Json(json!({ "runs": s.runs.list() }))
+}
+
+fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::invalid_json(format!("the body is not valid JSON: {e}")))
+}
+
+async fn create_run(State(s): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let value = parse_json(&body)?;
+    let info = s.runs.create(&value)?;
+    let location = format!("/v1/runs/{}", info.id);
+    let mut r = (StatusCode::CREATED, Json(info)).into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(r)
+}
+
+async fn get_run(State(s): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(s.runs.entry(&id)?.info()).into_response())
+}
+
+async fn cancel_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(s.runs.cancel(&id, &body)?)).into_response())
+}
+
+async fn pause_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(Json(s.runs.pause(&id)?).into_response())
+}
+
+async fn resume_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(Json(s.runs.resume(&id)?).into_response())
+}
+
+async fn message_run(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(s.runs.message(&id, &body)?)).into_response())
+}
+
+/// The events of a run after `after`, then its live events, ending when its
+/// execution ends (at once for a run that is not executing). Gaps (a lagging
+/// subscriber, a line being written) are filled from the log, so every event
+/// is delivered once, in order.
+pub(crate) fn follow(
+    runs: &Arc<RunManager>,
+    entry: Arc<RunEntry>,
+    after: Option<u64>,
+) -> mpsc::Receiver<RecordedEvent> {
+    let (tx, rx) = mpsc::channel(64);
+    let mut live = runs.subscribe();
+    tokio::spawn(async move {
+        let path = entry.dir().events();
+        let mut last = after;
+        let next = |last: Option<u64>| last.map_or(0, |l| l + 1);
+        'outer: loop {
+            let backlog = match store::read_events(&path, last) {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!("the event log could not be read: {e}");
+                    return;
+                }
+            };
+            for e in backlog {
+                last = Some(e.seq);
+                if tx.send(e).await.is_err() {
+                    return;
+                }
+            }
+            if !entry.is_active() {
+                return;
+            }
+            loop {
+                match live.recv().await {
+                    Ok(Live::Event { run, event }) if *run == *entry.id() => {
+                        if event.seq < next(last) {
+                            continue;
+                        }
+                        if event.seq > next(last) {
+                            continue 'outer;
+                        }
+                        last = Some(event.seq);
+                        if tx.send((*event).clone()).await.is_err() {
+                            return;
+                        }
+                    }
+                    Ok(Live::Ended { run }) if *run == *entry.id() => {
+                        // Whatever is left in the log, then the end.
+                        if let Ok(rest) = store::read_events(&path, last) {
+                            for e in rest {
+                                if tx.send(e).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue 'outer,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The `type` tag of an event (`step_completed`…).
+pub(crate) fn event_type(e: &StreamEvent) -> String {
+    serde_json::to_value(e)
+        .ok()
+        .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| "event".into())
+}
+
+async fn run_events(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let entry = s.runs.entry(&id)?;
+    let after =
+        match headers.get("last-event-id") {
+            Some(v) => Some(
+                v.to_str()
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        ApiError::invalid_field("Last-Event-ID", "must be an event id (a number)")
+                    })?,
+            ),
+            None => match q.get("after") {
+                Some(a) => Some(a.parse::<u64>().map_err(|_| {
+                    ApiError::invalid_field("after", "must be an event id (a number)")
+                })?),
+                None => None,
+            },
+        };
+    let rx = follow(&s.runs, entry, after);
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        let e = rx.recv().await?;
+        let event = Event::default()
+            .id(e.seq.to_string())
+            .event(event_type(&e.event))
+            .json_data(&e)
+            .unwrap_or_else(|_| Event::default().comment("unserializable event"));
+        Some((Ok(event), rx))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+async fn run_trace(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let entry = s.runs.entry(&id)?;
+    let events = store::read_events(&entry.dir().events(), None)
+        .map_err(|e| ApiError::internal(format!("the event log could not be read: {e}")))?;
+    Ok(Json(trace(&entry, &events)))
+}
+
+/// The run's report: its record and one entry per step (URL, actions with
+/// what they did, blocks, usage, timings, screenshot URL), built from the
+/// event log.
+pub(crate) fn trace(entry: &RunEntry, events: &[RecordedEvent]) -> Value {
+    let mut steps: BTreeMap<u32, Value> = BTreeMap::new();
+    let id = entry.id();
+    for e in events {
+        let Some(n) = e.event.step() else { continue };
+        let s = steps.entry(n).or_insert_with(|| {
+            json!({"step": n, "actions": [], "blocked": [], "screenshot": Value::Null, "completed": false})
+        });
+        match &e.event {
+            StreamEvent::StepStarted { url, .. } => s["url"] = json!(url),
+            StreamEvent::Screenshot { .. } => {
+                s["screenshot"] = json!(format!("/v1/runs/{id}/steps/{n}/screenshot"))
+            }
+            StreamEvent::Thinking { text, .. } => s["thinking"] = json!(text),
+            StreamEvent::ActionResult {
+                call, execution, ..
+            } => {
+                if let Some(a) = s["actions"].as_array_mut() {
+                    a.push(json!({"call": call, "execution": execution}));
+                }
+            }
+            StreamEvent::ActionBlocked { call, reason, .. } => {
+                if let Some(a) = s["blocked"].as_array_mut() {
+                    a.push(json!({"call": call, "reason": reason}));
+                }
+            }
+            StreamEvent::StepCompleted {
+                usage,
+                duration_ms,
+                model_ms,
+                ..
+            } => {
+                s["completed"] = json!(true);
+                s["usage"] = json!(usage);
+                s["durationMs"] = json!(duration_ms);
+                s["modelMs"] = json!(model_ms);
+            }
+            _ => {}
+        }
+    }
+    json!({
+        "run": entry.info(),
+        "events": events.len(),
+        "steps": steps.into_values().collect::<Vec<_>>(),
+    })
+}
+
+async fn step_screenshot(
+    State(s): State<AppState>,
+    Path((id, n)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let entry = s.runs.entry(&id)?;
+    let step: u32 = n
+        .parse()
+        .map_err(|_| ApiError::not_found(format!("no step {n:?}")))?;
+    let (path, mime) = entry
+        .dir()
+        .screenshot(step)
+        .ok_or_else(|| ApiError::not_found(format!("no screenshot for step {step}")))?;
+    let bytes = tokio::fs::read(&path)
+        .await
+        .map_err(|e| ApiError::internal(format!("the screenshot could not be read: {e}")))?;
+    Ok(([(header::CONTENT_TYPE, mime)], Body::from(bytes)).into_response())
+}
+
+async fn stream_ws(State(s): State<AppState>, ws: WebSocketUpgrade) -> Response {
+    ws.on_upgrade(move |socket| websocket(s.runs, socket))
+}
+
+/// What a WebSocket client may send.
+#[derive(Debug, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+enum ClientMessage {
+    /// Events of `run_id` after `after` (all when absent), then live ones.
+    Subscribe {
+        run_id: String,
+        #[serde(default)]
+        after: Option<u64>,
+    },
+    /// Stop receiving `run_id`'s events.
+    Unsubscribe { run_id: String },
+    /// Answered with `{"type": "pong"}`.
+    Ping {
+        #[serde(default)]
+        nonce: Option<Value>,
+    },
+}
+
+/// One WebSocket connection: subscriptions to any number of runs, each fed
+/// by [`follow`], plus ping/pong (the server also pings every 20 s).
+async fn websocket(runs: Arc<RunManager>, socket: WebSocket) {
+    let (mut sink, mut source) = socket.split();
+    let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
+    let mut subs: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
+    let mut ping = tokio::time::interval(Duration::from_secs(20));
+    ping.tick().await;
+    loop {
+        tokio::select! {
+            msg = source.next() => {
+                let Some(Ok(msg)) = msg else { break };
+                let text = match msg {
+                    Message::Text(t) => t.to_string(),
+                    Message::Close(_) => break,
+                    _ => continue,
+                };
+                let reply = match serde_json::from_str::<ClientMessage>(&text) {
+                    Ok(ClientMessage::Ping { nonce }) => json!({"type": "pong", "nonce": nonce}),
+                    Ok(ClientMessage::Unsubscribe { run_id }) => {
+                        if let Some(t) = subs.remove(&run_id) { t.abort(); }
+                        json!({"type": "unsubscribed", "runId": run_id})
+                    }
+                    Ok(ClientMessage::Subscribe { run_id, after }) => match runs.entry(&run_id) {
+                        Ok(entry) => {
+                            let mut rx = follow(&runs, entry, after);
+                            let tx = out_tx.clone();
+                            let id = run_id.clone();
+                            let task = tokio::spawn(async move {
+                                while let Some(e) = rx.recv().await {
+                                    if tx.send(json!({"type": "event", "runId": id, "event": e})).await.is_err() {
+                                        return;
+                                    }
+                                }
+                                let _ = tx.send(json!({"type": "ended", "runId": id})).await;
+                            });
+                            if let Some(old) = subs.insert(run_id.clone(), task) { old.abort(); }
+                            json!({"type": "subscribed", "runId": run_id})
+                        }
+                        Err(e) => json!({"type": "error", "runId": run_id, "error": e}),
+                    },
+                    Err(e) => json!({"type": "error", "error": ApiError::invalid_json(format!("not a client message: {e}"))}),
+                };
+                if sink.send(Message::Text(reply.to_string().into())).await.is_err() {
+                    break;
+                }
+            }
+            out = out_rx.recv() => {
+                let Some(v) = out else { break };
+                if sink.send(Message::Text(v.to_string().into())).await.is_err() {
+                    break;
+                }
+            }
+            _ = ping.tick() => {
+                if sink.send(Message::Ping(Bytes::from_static(b"lumen"))).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    for (_, t) in subs {
+        t.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_comparison_is_exact() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}

@@ -1,0 +1,187 @@
+//! `lumen ipc`: the run API as JSON lines, for embedding Lumen from any
+//! language through a child process's stdin and stdout.
+//!
+//! Each input line is one request, `{"id": <any>, "method": "...",
+//! "params": {...}}`; each is answered by one line, `{"id", "result"}` or
+//! `{"id", "error": {"code", "message", "field"?}}` (the HTTP API's codes).
+//! Events of subscribed runs arrive as `{"event": {...}, "runId": "..."}`
+//! lines, interleaved; `{"ended": true, "runId"}` follows a run's last
+//! event.
+//!
+//! | method | params | result |
+//! |---|---|---|
+//! | `health` | | as `GET /health` |
+//! | `tools` | | as `GET /v1/tools` |
+//! | `create` | as `POST /v1/runs`, plus `subscribe: bool` | the run |
+//! | `list` | | `{"runs": [...]}` |
+//! | `get` | `{runId}` | the run |
+//! | `cancel` | `{runId, reason?}` | the run |
+//! | `pause` / `resume` | `{runId}` | the run |
+//! | `message` | `{runId, text}` | `{delivery}` |
+//! | `subscribe` | `{runId, after?}` | `{"subscribed": runId}` |
+//! | `trace` | `{runId}` | as `GET /v1/runs/{id}/trace` |
+//! | `shutdown` | | `{}`, then runs are interrupted and the process ends |
+//!
+//! At end of input the service shuts down like `shutdown` does: active runs
+//! are cancelled with reason `server_shutdown` and persisted as
+//! `interrupted`.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+use crate::runs::RunManager;
+use crate::{ServeError, ServeOptions, store};
+
+/// Runs the JSON-lines protocol on `input`/`output` until end of input or a
+/// `shutdown` request, then shuts down gracefully.
+pub async fn ipc<R, W>(options: ServeOptions, input: R, output: W) -> Result<(), ServeError>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let data_dir = options.data_dir.clone();
+    let runs = RunManager::new(options).map_err(|source| ServeError::DataDir {
+        path: data_dir,
+        source,
+    })?;
+    let (tx, mut rx) = mpsc::channel::<Value>(256);
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(v) = rx.recv().await {
+            let mut line = v.to_string();
+            line.push('\n');
+            if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = BufReader::new(input).lines();
+    while let Some(line) = lines.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (id, reply) = match serde_json::from_str::<Value>(&line) {
+            Ok(req) => {
+                let id = req.get("id").cloned().unwrap_or(Value::Null);
+                let method = req.get("method").and_then(Value::as_str).unwrap_or("");
+                if method == "shutdown" {
+                    let _ = tx.send(json!({"id": id, "result": {}})).await;
+                    break;
+                }
+                let params = req.get("params").cloned().unwrap_or_else(|| json!({}));
+                (id, handle(&runs, &tx, method, &params))
+            }
+            Err(e) => (
+                Value::Null,
+                Err(ApiError::invalid_json(format!("not a JSON request: {e}"))),
+            ),
+        };
+        let line = match reply {
+            Ok(result) => json!({"id": id, "result": result}),
+            Err(e) => json!({"id": id, "error": e}),
+        };
+        if tx.send(line).await.is_err() {
+            break;
+        }
+    }
+    runs.shutdown().await;
+    drop(tx);
+    let _ = writer.await;
+    Ok(())
+}
+
+fn run_id(params: &Value) -> Result<String, ApiError> {
+    params
+        .get("runId")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| ApiError::missing_field("runId"))
+}
+
+/// `params` without `runId`, as a body for the control operations.
+fn body_without_id(params: &Value) -> Vec<u8> {
+    let mut m: Map<String, Value> = params.as_object().cloned().unwrap_or_default();
+    m.remove("runId");
+    serde_json::to_vec(&m).unwrap_or_default()
+}
+
+fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ApiError> {
+    serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+fn subscribe(
+    runs: &Arc<RunManager>,
+    tx: &mpsc::Sender<Value>,
+    id: &str,
+    after: Option<u64>,
+) -> Result<(), ApiError> {
+    let entry = runs.entry(id)?;
+    let mut rx = crate::http::follow(runs, entry, after);
+    let tx = tx.clone();
+    let id = id.to_string();
+    tokio::spawn(async move {
+        while let Some(e) = rx.recv().await {
+            if tx.send(json!({"event": e, "runId": id})).await.is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(json!({"ended": true, "runId": id})).await;
+    });
+    Ok(())
+}
+
+fn handle(
+    runs: &Arc<RunManager>,
+    tx: &mpsc::Sender<Value>,
+    method: &str,
+    params: &Value,
+) -> Result<Value, ApiError> {
+    match method {
+        "health" => Ok(runs.health()),
+        "tools" => Ok(crate::tools::document()),
+        "create" => {
+            let mut body = params.clone();
+            let follow = body
+                .as_object_mut()
+                .and_then(|m| m.remove("subscribe"))
+                .is_some_and(|v| v == Value::Bool(true));
+            let info = runs.create(&body)?;
+            if follow {
+                subscribe(runs, tx, &info.id, None)?;
+            }
+            to_value(info)
+        }
+        "list" => Ok(json!({"runs": runs.list()})),
+        "get" => to_value(runs.entry(&run_id(params)?)?.info()),
+        "cancel" => to_value(runs.cancel(&run_id(params)?, &body_without_id(params))?),
+        "pause" => to_value(runs.pause(&run_id(params)?)?),
+        "resume" => to_value(runs.resume(&run_id(params)?)?),
+        "message" => runs.message(&run_id(params)?, &body_without_id(params)),
+        "subscribe" => {
+            let id = run_id(params)?;
+            let after = params.get("after").and_then(Value::as_u64);
+            subscribe(runs, tx, &id, after)?;
+            Ok(json!({"subscribed": id}))
+        }
+        "trace" => {
+            let entry = runs.entry(&run_id(params)?)?;
+            let events = store::read_events(&entry.dir().events(), None)
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            Ok(crate::http::trace(&entry, &events))
+        }
+        other => Err(ApiError::invalid_field(
+            "method",
+            format!("unknown method {other:?}"),
+        )),
+    }
+}
+
+/// `lumen ipc`: [`ipc`] on this process's stdin and stdout. Nothing else may
+/// write to stdout meanwhile (logs go to stderr).
+pub async fn ipc_stdio(options: ServeOptions) -> Result<(), ServeError> {
+    ipc(options, tokio::io::stdin(), tokio::io::stdout()).await
+}

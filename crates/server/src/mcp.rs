@@ -1,0 +1,322 @@
+//! `lumen mcp`: an MCP server over stdio (built on `rmcp`), so MCP clients
+//! (IDEs, other agents) can hand Lumen whole tasks or drive a browser
+//! directly.
+//!
+//! Tools:
+//! - `run_task {instruction, startUrl?, maxSteps?, model?}`: a whole run on
+//!   the run manager (persisted like a server run); answers with its status,
+//!   result, steps and id when it ends.
+//! - `open {url}`, `click {x, y, button?}`, `type {text}`, `press {keys}`,
+//!   `scroll {direction, amount?, x?, y?}`: one action each on a browser kept
+//!   for the session (launched on first use), executed by the same
+//!   `ActionRouter` as the loop (settling, effect receipts); the answer is
+//!   the action's outcome as JSON.
+//! - `screenshot {}`: the page as a JPEG image; `snapshot {}`: the
+//!   accessibility tree as text with element refs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use base64::Engine as _;
+use lumen::browser::CdpTab;
+use lumen::perception::router::ActionRouter;
+use lumen::{Action, ActionCall, BrowserTab, ScreenshotOptions};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::runs::{Live, RunManager};
+use crate::{ServeError, ServeOptions};
+
+/// The MCP tool handler.
+#[derive(Debug, Clone)]
+struct LumenMcp {
+    runs: Arc<RunManager>,
+    tab: Arc<tokio::sync::Mutex<Option<Arc<CdpTab>>>>,
+    calls: Arc<AtomicU64>,
+}
+
+fn schema(v: Value) -> Arc<Map<String, Value>> {
+    Arc::new(v.as_object().cloned().unwrap_or_default())
+}
+
+fn tools() -> Vec<Tool> {
+    let int = json!({"type": "integer"});
+    vec![
+        Tool::new(
+            "run_task",
+            "Run a browser task with the Lumen agent until it ends; returns its status and answer.",
+            schema(
+                json!({"type": "object", "required": ["instruction"], "properties": {
+                    "instruction": {"type": "string"},
+                    "startUrl": {"type": "string"},
+                    "maxSteps": int,
+                    "model": {"type": "string"}
+                }}),
+            ),
+        ),
+        Tool::new(
+            "open",
+            "Open a URL in the session's browser.",
+            schema(
+                json!({"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}}}),
+            ),
+        ),
+        Tool::new(
+            "click",
+            "Click at a viewport point (CSS pixels).",
+            schema(
+                json!({"type": "object", "required": ["x", "y"], "properties": {
+                    "x": int, "y": int, "button": {"type": "string", "enum": ["left", "right", "middle"]}
+                }}),
+            ),
+        ),
+        Tool::new(
+            "type",
+            "Type text into the focused element.",
+            schema(
+                json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}),
+            ),
+        ),
+        Tool::new(
+            "press",
+            "Press a key chord, e.g. [\"Enter\"] or [\"ctrl\", \"a\"].",
+            schema(
+                json!({"type": "object", "required": ["keys"], "properties": {
+                    "keys": {"type": "array", "items": {"type": "string"}}
+                }}),
+            ),
+        ),
+        Tool::new(
+            "scroll",
+            "Scroll the page (amount in wheel clicks of 100 px; at the viewport centre unless x, y are given).",
+            schema(
+                json!({"type": "object", "required": ["direction"], "properties": {
+                    "direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+                    "amount": {"type": "number"}, "x": int, "y": int
+                }}),
+            ),
+        ),
+        Tool::new(
+            "screenshot",
+            "A JPEG screenshot of the page.",
+            schema(json!({"type": "object", "properties": {}})),
+        ),
+        Tool::new(
+            "snapshot",
+            "The page's accessibility tree as text, with element refs.",
+            schema(json!({"type": "object", "properties": {}})),
+        ),
+    ]
+}
+
+fn failed(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.into())])
+}
+
+impl LumenMcp {
+    async fn tab(&self) -> lumen::Result<Arc<CdpTab>> {
+        let mut slot = self.tab.lock().await;
+        if let Some(t) = slot.as_ref() {
+            return Ok(t.clone());
+        }
+        let tab = Arc::new(CdpTab::launch(self.runs.options().launch.clone()).await?);
+        *slot = Some(tab.clone());
+        Ok(tab)
+    }
+
+    async fn run_task(&self, args: Map<String, Value>) -> CallToolResult {
+        let mut live = self.runs.subscribe();
+        let info = match self.runs.create(&Value::Object(args)) {
+            Ok(i) => i,
+            Err(e) => return failed(e.to_string()),
+        };
+        loop {
+            match live.recv().await {
+                Ok(Live::Ended { run }) if *run == *info.id => break,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if !self.runs.entry(&info.id).is_ok_and(|e| e.is_active()) {
+                        break;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+        let info = match self.runs.entry(&info.id) {
+            Ok(e) => e.info(),
+            Err(e) => return failed(e.to_string()),
+        };
+        let body = json!({
+            "id": info.id,
+            "status": info.status,
+            "result": info.result,
+            "steps": info.steps_completed,
+            "error": info.error,
+        });
+        let content = vec![ContentBlock::text(body.to_string())];
+        match info.status {
+            crate::RunState::Completed => CallToolResult::success(content),
+            _ => CallToolResult::error(content),
+        }
+    }
+
+    async fn act(&self, name: &str, mut args: Map<String, Value>) -> CallToolResult {
+        let tab = match self.tab().await {
+            Ok(t) => t,
+            Err(e) => return failed(format!("the browser could not start: {e}")),
+        };
+        let viewport = match tab.viewport().await {
+            Ok(v) => v,
+            Err(e) => return failed(e.to_string()),
+        };
+        let kind = match name {
+            "open" => {
+                if let Some(u) = args.remove("url") {
+                    args.insert("url".into(), u);
+                }
+                "goto"
+            }
+            "press" => "keyPress",
+            "scroll" => {
+                args.entry("amount").or_insert(json!(3));
+                args.entry("unit").or_insert(json!("clicks"));
+                args.entry("x").or_insert(json!(viewport.width / 2));
+                args.entry("y").or_insert(json!(viewport.height / 2));
+                "scroll"
+            }
+            other => other,
+        };
+        args.insert("type".into(), json!(kind));
+        let action: Action = match serde_json::from_value(Value::Object(args)) {
+            Ok(a) => a,
+            Err(e) => return failed(format!("invalid arguments for {name}: {e}")),
+        };
+        let id = format!("mcp_{}", self.calls.fetch_add(1, Ordering::Relaxed));
+        let call = ActionCall::new(id, action);
+        let tab_dyn: &dyn BrowserTab = tab.as_ref();
+        match ActionRouter::new().execute(&call, tab_dyn, viewport).await {
+            Ok(exec) => {
+                let url = tab.url().await.unwrap_or_default();
+                let body = json!({"ok": exec.ok, "error": exec.error, "hints": exec.hints, "effect": exec.effect, "url": url});
+                let content = vec![ContentBlock::text(body.to_string())];
+                if exec.ok {
+                    CallToolResult::success(content)
+                } else {
+                    CallToolResult::error(content)
+                }
+            }
+            Err(e) => failed(e.to_string()),
+        }
+    }
+
+    async fn look(&self, name: &str) -> CallToolResult {
+        let tab = match self.tab().await {
+            Ok(t) => t,
+            Err(e) => return failed(format!("the browser could not start: {e}")),
+        };
+        if name == "screenshot" {
+            match tab.screenshot(&ScreenshotOptions::default()).await {
+                Ok(shot) => {
+                    let data = base64::engine::general_purpose::STANDARD.encode(&shot.image.data);
+                    CallToolResult::success(vec![ContentBlock::image(
+                        data,
+                        shot.image.format.mime(),
+                    )])
+                }
+                Err(e) => failed(e.to_string()),
+            }
+        } else {
+            match tab.accessibility_snapshot().await {
+                Ok(s) => CallToolResult::success(vec![ContentBlock::text(format!(
+                    "{}\n{}",
+                    s.url,
+                    s.to_text()
+                ))]),
+                Err(e) => failed(e.to_string()),
+            }
+        }
+    }
+}
+
+impl ServerHandler for LumenMcp {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("lumen", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Lumen drives a real browser. run_task hands it a whole task; open, click, type, press, scroll, screenshot and snapshot drive the browser one action at a time (coordinates are CSS pixels of the viewport).",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "run_task" => self.run_task(args).await,
+            n @ ("open" | "click" | "type" | "press" | "scroll") => self.act(n, args).await,
+            n @ ("screenshot" | "snapshot") => self.look(n).await,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {other:?}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// Serves MCP on `input`/`output` until the client disconnects, then shuts
+/// down like IPC does (active runs interrupted and persisted; the browser
+/// closed).
+pub async fn mcp<R, W>(options: ServeOptions, input: R, output: W) -> Result<(), ServeError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let data_dir = options.data_dir.clone();
+    let runs = RunManager::new(options).map_err(|source| ServeError::DataDir {
+        path: data_dir,
+        source,
+    })?;
+    let handler = LumenMcp {
+        runs: runs.clone(),
+        tab: Arc::default(),
+        calls: Arc::default(),
+    };
+    let tab = handler.tab.clone();
+    let service = handler
+        .serve((input, output))
+        .await
+        .map_err(|e| ServeError::Mcp(e.to_string()))?;
+    let quit = service.waiting().await;
+    runs.shutdown().await;
+    if let Some(t) = tab.lock().await.take()
+        && let Ok(t) = Arc::try_unwrap(t)
+    {
+        let _ = t.close().await;
+    }
+    quit.map(|_| ()).map_err(|e| ServeError::Mcp(e.to_string()))
+}
+
+/// `lumen mcp`: serves MCP on this process's stdin and stdout. Nothing else
+/// may write to stdout meanwhile (logs go to stderr).
+pub async fn mcp_stdio(options: ServeOptions) -> Result<(), ServeError> {
+    mcp(options, tokio::io::stdin(), tokio::io::stdout()).await
+}

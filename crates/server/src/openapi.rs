@@ -1,0 +1,281 @@
+//! The OpenAPI 3.1 document served at `/openapi.json`, written by hand next
+//! to the routes. A unit test reads the router's source and fails when a
+//! route or a method is missing here (or documented but not served).
+
+use serde_json::{Value, json};
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
+
+fn run_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Run"}}}
+    })
+}
+
+fn id_param() -> Value {
+    json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}})
+}
+
+fn control(
+    summary: &str,
+    body: Option<Value>,
+    (code, ok): (&str, Value),
+    extra: &[(&str, &str)],
+) -> Value {
+    let mut responses = json!({ "404": error_response("No such run") });
+    for (code, what) in extra {
+        responses[*code] = error_response(what);
+    }
+    responses[code] = ok;
+    let mut op = json!({
+        "summary": summary,
+        "parameters": [id_param()],
+        "responses": responses,
+    });
+    if let Some(b) = body {
+        op["requestBody"] = json!({
+            "required": false,
+            "content": {"application/json": {"schema": b}}
+        });
+    }
+    op
+}
+
+/// The document.
+pub(crate) fn document() -> Value {
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Lumen server",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Hand Lumen browser tasks and watch them live. Every route but /health requires `Authorization: Bearer <token>` when the server has a token (always off loopback). Errors are JSON: {\"error\": {\"code\", \"message\", \"field\"?}}."
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {
+                        "type": "object",
+                        "required": ["code", "message"],
+                        "properties": {
+                            "code": {"type": "string", "enum": [
+                                "invalid_json", "invalid_field", "missing_field", "unknown_field",
+                                "unauthorized", "not_found", "invalid_state", "run_ended",
+                                "queue_full", "internal"
+                            ]},
+                            "message": {"type": "string"},
+                            "field": {"type": "string"}
+                        }
+                    }}
+                },
+                "CreateRun": {
+                    "type": "object",
+                    "required": ["instruction"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "instruction": {"type": "string", "minLength": 1},
+                        "startUrl": {"type": "string", "description": "http(s) URL or about:blank"},
+                        "model": {"type": "string", "description": "e.g. anthropic/claude-sonnet-4-6; the server's default when absent"},
+                        "maxSteps": {"type": "integer", "minimum": 1},
+                        "mode": {"type": "string", "enum": ["agent", "plan", "exec"]},
+                        "attempts": {"type": "integer", "minimum": 1, "maximum": 10},
+                        "policy": {"type": "object", "properties": {
+                            "allowedDomains": {"type": "array", "items": {"type": "string"}},
+                            "blockedDomains": {"type": "array", "items": {"type": "string"}},
+                            "allowedActions": {"type": "array", "items": {"type": "string"}},
+                            "allowedSchemes": {"type": "array", "items": {"type": "string"}}
+                        }, "additionalProperties": false},
+                        "systemPrompt": {"type": "string"}
+                    }
+                },
+                "Run": {
+                    "type": "object",
+                    "required": ["id", "status", "instruction", "model", "maxSteps", "stepsCompleted"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "status": {"type": "string", "enum": ["queued", "running", "paused", "completed", "failed", "cancelled", "interrupted"]},
+                        "instruction": {"type": "string"},
+                        "startUrl": {"type": "string"},
+                        "model": {"type": "string"},
+                        "maxSteps": {"type": "integer"},
+                        "mode": {"type": "string"},
+                        "stepsCompleted": {"type": "integer"},
+                        "lastUrl": {"type": "string"},
+                        "usage": {"type": "object"},
+                        "cancelReason": {"type": "string"},
+                        "result": {"type": "string"},
+                        "outcome": {"type": "string", "enum": ["success", "failure", "maxSteps"]},
+                        "error": {"type": "object"},
+                        "pendingMessages": {"type": "array", "items": {"type": "string"}},
+                        "undeliveredMessages": {"type": "array", "items": {"type": "string"}},
+                        "resumes": {"type": "integer"},
+                        "createdAtMs": {"type": "integer"},
+                        "startedAtMs": {"type": "integer"},
+                        "endedAtMs": {"type": "integer"}
+                    }
+                },
+                "RecordedEvent": {
+                    "type": "object",
+                    "description": "A lumen StreamEvent with its `seq` (the SSE id) and `timestampMs`; screenshot bytes are left out (fetch /v1/runs/{id}/steps/{n}/screenshot).",
+                    "required": ["seq", "timestampMs", "type"],
+                    "properties": {"seq": {"type": "integer"}, "timestampMs": {"type": "integer"}, "type": {"type": "string"}}
+                }
+            }
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/health": {"get": {
+                "summary": "Status, version, uptime and run counts (no token needed)",
+                "security": [],
+                "responses": {"200": {"description": "Healthy"}}
+            }},
+            "/openapi.json": {"get": {
+                "summary": "This document",
+                "responses": {"200": {"description": "The OpenAPI document"}}
+            }},
+            "/v1/tools": {"get": {
+                "summary": "The action schema (JSON Schema of every action the agent can take)",
+                "responses": {"200": {"description": "The schema"}}
+            }},
+            "/v1/runs": {
+                "get": {
+                    "summary": "All runs, newest first",
+                    "responses": {"200": {"description": "Runs", "content": {"application/json": {"schema": {
+                        "type": "object", "properties": {"runs": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}}}
+                    }}}}}
+                },
+                "post": {
+                    "summary": "Create a run (queued, then executed when a browser slot is free)",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreateRun"}}}},
+                    "responses": {
+                        "201": run_response("Created; Location names the run"),
+                        "400": error_response("Invalid body (the field is named)"),
+                        "409": error_response("The server is shutting down"),
+                        "429": error_response("The run queue is full")
+                    }
+                }
+            },
+            "/v1/runs/{id}": {"get": control("One run: status, progress, result, usage", None, ("200", run_response("The run")), &[])},
+            "/v1/runs/{id}/cancel": {"post": control(
+                "Cancel a queued, running, paused or interrupted run",
+                Some(json!({"type": "object", "properties": {"reason": {"type": "string", "default": "user_explicit_cancel"}}})),
+                ("202", run_response("Cancellation requested")),
+                &[("400", "Invalid body"), ("409", "The run has already ended")],
+            )},
+            "/v1/runs/{id}/pause": {"post": control(
+                "Pause at the next step boundary",
+                None,
+                ("200", run_response("Paused")),
+                &[("409", "The run is not queued or running")],
+            )},
+            "/v1/runs/{id}/resume": {"post": control(
+                "Resume a paused run, or continue an interrupted one from its last completed step",
+                None,
+                ("200", run_response("Resumed or queued")),
+                &[("409", "The run cannot be resumed"), ("429", "The run queue is full")],
+            )},
+            "/v1/runs/{id}/message": {"post": control(
+                "Guidance for the model, delivered at the next step (on resume for an interrupted run)",
+                Some(json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}})),
+                ("202", json!({"description": "Accepted: {id, delivery: next_step | on_resume}"})),
+                &[("400", "Invalid body"), ("409", "The run has ended; the message was not delivered")],
+            )},
+            "/v1/runs/{id}/events": {"get": {
+                "summary": "Server-sent events of the run (id = seq; resume with Last-Event-ID or ?after=)",
+                "parameters": [
+                    id_param(),
+                    {"name": "Last-Event-ID", "in": "header", "required": false, "schema": {"type": "integer"}},
+                    {"name": "after", "in": "query", "required": false, "schema": {"type": "integer"}}
+                ],
+                "responses": {
+                    "200": {"description": "text/event-stream of RecordedEvent; ends when the run's execution ends", "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/RecordedEvent"}}}},
+                    "400": error_response("Invalid Last-Event-ID"),
+                    "404": error_response("No such run")
+                }
+            }},
+            "/v1/runs/{id}/trace": {"get": control("The run's report: record and steps built from the event log", None, ("200", json!({"description": "The trace"})), &[])},
+            "/v1/runs/{id}/steps/{n}/screenshot": {"get": {
+                "summary": "The screenshot of step n",
+                "parameters": [id_param(), {"name": "n", "in": "path", "required": true, "schema": {"type": "integer"}}],
+                "responses": {
+                    "200": {"description": "The image", "content": {"image/jpeg": {}, "image/png": {}}},
+                    "404": error_response("No such run or screenshot")
+                }
+            }},
+            "/v1/stream": {"get": {
+                "summary": "WebSocket: send {type: subscribe, runId, after?}, {type: unsubscribe, runId} or {type: ping}; receive {type: event, runId, event}, {type: ended, runId}, {type: pong}",
+                "responses": {"101": {"description": "Switching protocols"}}
+            }}
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// `(METHOD, path)` of every `.route(...)` in the router's source.
+    fn served_routes() -> BTreeSet<(String, String)> {
+        let src = include_str!("http.rs");
+        let mut out = BTreeSet::new();
+        for line in src.lines() {
+            let Some(rest) = line.trim().strip_prefix(".route(\"") else {
+                continue;
+            };
+            let Some((path, methods)) = rest.split_once('"') else {
+                continue;
+            };
+            for m in ["get", "post", "put", "patch", "delete"] {
+                if methods.contains(&format!("{m}(")) {
+                    out.insert((m.to_string(), path.to_string()));
+                }
+            }
+        }
+        out
+    }
+
+    fn documented_routes() -> BTreeSet<(String, String)> {
+        let doc = document();
+        let mut out = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for m in item.as_object().unwrap().keys() {
+                out.insert((m.clone(), path.clone()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_served_route_is_documented_and_nothing_else() {
+        let served = served_routes();
+        assert!(
+            served.len() >= 14,
+            "the router source could not be read: {served:?}"
+        );
+        assert_eq!(served, documented_routes());
+    }
+
+    #[test]
+    fn every_operation_has_a_summary_and_responses() {
+        let doc = document();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (m, op) in item.as_object().unwrap() {
+                assert!(op["summary"].is_string(), "{m} {path} lacks a summary");
+                assert!(op["responses"].is_object(), "{m} {path} lacks responses");
+                if path.contains("{id}") {
+                    assert_eq!(op["parameters"][0]["name"], "id", "{m} {path}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! [`ServeOptions`]: everything the server, IPC and MCP entry points need.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lumen::browser::LaunchOptions;
+use lumen::models::AdapterOptions;
+
+/// The environment variable the CLI reads the bearer token from when
+/// `--token` is not given.
+pub const TOKEN_ENV: &str = "LUMEN_SERVER_TOKEN";
+
+/// How the service runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to listen on (`127.0.0.1` by default). Anything that is not a
+    /// loopback address requires [`token`](Self::token).
+    pub host: IpAddr,
+    /// TCP port (`3001` by default; `0` picks a free one).
+    pub port: u16,
+    /// Where runs are persisted (`./lumen-data` by default).
+    pub data_dir: PathBuf,
+    /// Bearer token required on every request except `/health`. Mandatory
+    /// off loopback; optional (but enforced when set) on loopback.
+    pub token: Option<String>,
+    /// Runs executing at once (each holds one browser).
+    pub max_concurrent: usize,
+    /// Runs allowed to wait for a slot; more are refused with 429.
+    pub queue_limit: usize,
+    /// Model used when a request names none.
+    pub default_model: String,
+    /// Step budget used when a request gives none.
+    pub default_max_steps: u32,
+    /// The largest step budget a request may ask for.
+    pub max_steps_limit: u32,
+    /// Keys and base URLs for the model adapters (the environment fills in
+    /// what is missing).
+    pub adapter: AdapterOptions,
+    /// How browsers are launched (one per concurrent run, reused between
+    /// runs).
+    pub launch: LaunchOptions,
+    /// How long a graceful shutdown waits for cancelled runs to persist.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            host: IpAddr::from([127, 0, 0, 1]),
+            port: 3001,
+            data_dir: PathBuf::from("lumen-data"),
+            token: None,
+            max_concurrent: 2,
+            queue_limit: 32,
+            default_model: "anthropic/claude-sonnet-4-6".into(),
+            default_max_steps: 30,
+            max_steps_limit: 500,
+            adapter: AdapterOptions::default(),
+            launch: LaunchOptions::default(),
+            shutdown_grace: Duration::from_secs(20),
+        }
+    }
+}
+
+impl ServeOptions {
+    /// Defaults with `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The token to require, if any; an empty token counts as none.
+    pub(crate) fn effective_token(&self) -> Option<&str> {
+        self.token.as_deref().filter(|t| !t.trim().is_empty())
+    }
+}

@@ -1,0 +1,258 @@
+//! Shared harness: a fixture site, the mock provider, a data dir, and a
+//! small HTTP client.
+
+use std::time::Duration;
+
+use lumen::models::{AdapterOptions, ApiKey};
+use lumen_server::ServeOptions;
+use lumen_test_support::FixtureServer;
+use lumen_test_support::mock_provider::script::chat_turn;
+use lumen_test_support::mock_provider::{MockProvider, Reply, Route};
+use serde_json::{Value, json};
+
+mod durability;
+mod http_api;
+mod ipc;
+mod mcp;
+mod streams;
+
+pub(crate) const MODEL: &str = "compatible/qwen2.5-vl";
+
+pub(crate) struct Env {
+    pub(crate) site: FixtureServer,
+    pub(crate) mock: MockProvider,
+    pub(crate) data: tempfile::TempDir,
+}
+
+impl Env {
+    pub(crate) async fn new() -> Env {
+        Env {
+            site: FixtureServer::start().await.unwrap(),
+            mock: MockProvider::start().await.unwrap(),
+            data: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub(crate) fn options(&self) -> ServeOptions {
+        let mut o = ServeOptions::new(self.data.path());
+        o.port = 0;
+        o.default_model = MODEL.into();
+        o.max_concurrent = 1;
+        o.queue_limit = 4;
+        o.adapter = AdapterOptions {
+            api_key: Some(ApiKey::new("test-key")),
+            base_url: Some(format!("{}/v1", self.mock.base_url())),
+            ..AdapterOptions::default()
+        };
+        o
+    }
+
+    /// A click on the counter page's `#inc` button (centre 160,120 of
+    /// 1280x720, in the compatible adapter's 0-1000 grid).
+    pub(crate) fn click(&self) {
+        let x = lumen::normalize(160.0, 1280);
+        let y = lumen::normalize(120.0, 720);
+        self.mock.push(
+            Route::ChatCompletions,
+            chat_turn(&[("c", "click", json!({"x": x, "y": y}))], None, 100),
+        );
+    }
+
+    pub(crate) fn done(&self, answer: &str) {
+        self.mock.push(
+            Route::ChatCompletions,
+            chat_turn(
+                &[(
+                    "d",
+                    "task_complete",
+                    json!({"result": answer, "status": "success"}),
+                )],
+                None,
+                100,
+            ),
+        );
+    }
+
+    /// A reply that never finishes: the run stays inside this step.
+    pub(crate) fn stall(&self) {
+        self.mock
+            .push(Route::ChatCompletions, Reply::Stall(Vec::new()));
+    }
+
+    pub(crate) fn requests(&self) -> usize {
+        self.mock.requests().len()
+    }
+
+    pub(crate) fn counter(&self) -> String {
+        self.site.url("counter.html")
+    }
+}
+
+pub(crate) struct Client {
+    pub(crate) base: String,
+    pub(crate) http: reqwest::Client,
+    pub(crate) token: Option<String>,
+}
+
+impl Client {
+    pub(crate) fn new(addr: std::net::SocketAddr) -> Client {
+        Client {
+            base: format!("http://127.0.0.1:{}", addr.port()),
+            http: http_client(),
+            token: None,
+        }
+    }
+
+    fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let r = self.http.request(method, format!("{}{path}", self.base));
+        match &self.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    }
+
+    pub(crate) async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.req(reqwest::Method::GET, path).send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.post_raw(path, body.to_string()).await
+    }
+
+    pub(crate) async fn post_raw(&self, path: &str, body: String) -> (u16, Value) {
+        let r = self
+            .req(reqwest::Method::POST, path)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub(crate) async fn create(&self, body: Value) -> String {
+        let (status, run) = self.post("/v1/runs", body).await;
+        assert_eq!(status, 201, "{run}");
+        run["id"].as_str().unwrap().to_string()
+    }
+
+    pub(crate) async fn run(&self, id: &str) -> Value {
+        let (status, run) = self.get(&format!("/v1/runs/{id}")).await;
+        assert_eq!(status, 200, "{run}");
+        run
+    }
+
+    /// Polls the run until `pred` holds (a hang guard, not a timing
+    /// assertion: the limit is far above any real run).
+    pub(crate) async fn wait(&self, id: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+        loop {
+            let run = self.run(id).await;
+            if pred(&run) {
+                return run;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "run {id} never got to {what}: {run}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub(crate) async fn wait_status(&self, id: &str, status: &str) -> Value {
+        self.wait(id, status, |r| r["status"] == status).await
+    }
+
+    /// Every SSE event of the run's stream (which ends with the run's
+    /// execution), as `(id, event name, data)`.
+    pub(crate) async fn sse(
+        &self,
+        id: &str,
+        last_event_id: Option<u64>,
+    ) -> Vec<(u64, String, Value)> {
+        let mut r = self.req(reqwest::Method::GET, &format!("/v1/runs/{id}/events"));
+        if let Some(l) = last_event_id {
+            r = r.header("Last-Event-ID", l.to_string());
+        }
+        let resp = r.send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        assert!(
+            resp.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        let text = tokio::time::timeout(Duration::from_secs(90), resp.text())
+            .await
+            .expect("the event stream did not end with the run")
+            .unwrap();
+        parse_sse(&text)
+    }
+}
+
+/// A plain HTTP client. reqwest is built with `rustls-no-provider` in this
+/// workspace; creating any adapter installs the provider first.
+pub(crate) fn http_client() -> reqwest::Client {
+    let _ = lumen::models::create_adapter(
+        MODEL,
+        AdapterOptions {
+            api_key: Some(ApiKey::new("k")),
+            base_url: Some("http://127.0.0.1:9".into()),
+            ..AdapterOptions::default()
+        },
+    );
+    reqwest::Client::new()
+}
+
+/// Parses an SSE body into `(id, event, data)`, skipping comments.
+pub(crate) fn parse_sse(text: &str) -> Vec<(u64, String, Value)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let (mut id, mut event, mut data) = (None, String::new(), String::new());
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = Some(v.trim().parse::<u64>().unwrap());
+            } else if let Some(v) = line.strip_prefix("event:") {
+                event = v.trim().to_string();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push_str(v.trim_start());
+            }
+        }
+        if let Some(id) = id {
+            out.push((id, event, serde_json::from_str(&data).unwrap()));
+        }
+    }
+    out
+}
+
+/// The step numbers of the `step_completed` events in a list of events.
+pub(crate) fn completed_steps(events: &[Value]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "step_completed")
+        .map(|e| e["step"].as_u64().unwrap())
+        .collect()
+}
+
+/// Checks a run's whole log: `seq` from 0 without gaps or repeats, and
+/// every step started and completed exactly once, in order.
+pub(crate) fn assert_every_step_once(events: &[Value], steps: u64) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(
+            e["seq"].as_u64(),
+            Some(i as u64),
+            "seq gap or repeat at {i}: {e}"
+        );
+    }
+    let started: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "step_started")
+        .map(|e| e["step"].as_u64().unwrap())
+        .collect();
+    let expected: Vec<u64> = (0..steps).collect();
+    assert_eq!(started, expected, "steps started");
+    assert_eq!(completed_steps(events), expected, "steps completed");
+}
