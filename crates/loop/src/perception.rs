@@ -840,6 +840,15 @@ impl PerceptionLoop {
             }
             _ => {}
         }
+        // What the page says back (errors, hints, receipts) may quote a
+        // filled-in secret; the model and the event log get placeholders.
+        let secrets = self.router.secrets();
+        if let Some(e) = &mut execution.error {
+            *e = secrets.redact(e).into_owned();
+        }
+        for h in &mut execution.hints {
+            *h = secrets.redact(h).into_owned();
+        }
 
         self.bus
             .emit(StreamEvent::ActionResult {
@@ -994,8 +1003,12 @@ impl PerceptionLoop {
                 .unwrap_or_default()
         };
         let (filled, empty) = (list("filled"), list("empty"));
-        (!filled.is_empty() || !empty.is_empty())
-            .then(|| format!("FILLED: {filled}\nEMPTY: {empty}"))
+        // A field the model filled with a <secret:NAME> holds the real value
+        // now: scrub it back to its placeholder before the model reads it.
+        (!filled.is_empty() || !empty.is_empty()).then(|| {
+            let text = format!("FILLED: {filled}\nEMPTY: {empty}");
+            self.router.secrets().redact(&text).into_owned()
+        })
     }
 }
 

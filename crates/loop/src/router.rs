@@ -95,6 +95,12 @@ impl ActionRouter {
         self
     }
 
+    /// The secrets, so whatever the page reflects back (form values,
+    /// messages) can be scrubbed before the model or a log sees it.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
     /// Executes one call. `viewport` is the step's viewport (for page-sized
     /// scrolls).
     pub async fn execute(
