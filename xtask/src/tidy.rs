@@ -13,13 +13,16 @@
 //! 1. `lumen-core` depends on no other lumen crate, nor on tokio, reqwest,
 //!    chromiumoxide, axum or image.
 //! 2. `lumen-test-support` is only ever a dev-dependency.
-//! 3. `lumen-test-support` itself uses only core, browser and models.
-//! 4. loop, memory and safety reach the browser and the models only through
+//! 3. `lumen-test-support` itself uses only core, browser, models and mock.
+//! 4. `lumen-mock` (offline doubles) uses only `lumen-core`, and only
+//!    lumen-cli, lumen-server, xtask and lumen-test-support use it (anyone
+//!    may as a dev-dependency).
+//! 5. loop, memory and safety reach the browser and the models only through
 //!    the `lumen_core` traits.
-//! 5. `lumen-browser` and `lumen-models` do not depend on each other.
-//! 6. Only lumen, lumen-cli, lumen-server, lumen-test-support and xtask depend
+//! 6. `lumen-browser` and `lumen-models` do not depend on each other.
+//! 7. Only lumen, lumen-cli, lumen-server, lumen-test-support and xtask depend
 //!    on `lumen-browser` or `lumen-models`.
-//! 7. Dependencies point down the layers in [`LAYERS`]; crates in the same
+//! 8. Dependencies point down the layers in [`LAYERS`]; crates in the same
 //!    layer may use each other unless a rule above says otherwise.
 //!
 //! Every member must also be listed in [`LAYERS`], declare
@@ -37,6 +40,7 @@ const CORE: &str = "lumen-core";
 const BROWSER: &str = "lumen-browser";
 const MODELS: &str = "lumen-models";
 const TEST_SUPPORT: &str = "lumen-test-support";
+const MOCK: &str = "lumen-mock";
 
 /// External crates that would give `lumen-core` I/O or a heavy runtime.
 const FORBIDDEN_IN_CORE: &[&str] = &["tokio", "reqwest", "chromiumoxide", "axum", "image"];
@@ -49,11 +53,15 @@ const TRAIT_ONLY: &[&str] = &["lumen-loop", "lumen-memory", "lumen-safety"];
 const CONCRETE_USERS: &[&str] = &["lumen", "lumen-cli", "lumen-server", TEST_SUPPORT, "xtask"];
 
 /// The crates `lumen-test-support` may use.
-const TEST_SUPPORT_MAY_USE: &[&str] = &[CORE, BROWSER, MODELS];
+const TEST_SUPPORT_MAY_USE: &[&str] = &[CORE, BROWSER, MODELS, MOCK];
+
+/// The only crates with normal dependencies on `lumen-mock` (the demo, the
+/// server's offline mode, evals, and the test support that re-exports it).
+const MOCK_USERS: &[&str] = &["lumen-cli", "lumen-server", "xtask", TEST_SUPPORT];
 
 /// Every workspace member and its layer; a crate may depend only on crates in
-/// its own layer or below. `lumen-test-support` sits outside the layers and
-/// has rules of its own.
+/// its own layer or below. `lumen-test-support` and `lumen-mock` sit outside
+/// the layers and have rules of their own.
 const LAYERS: &[(&str, Option<u8>)] = &[
     (CORE, Some(0)),
     (BROWSER, Some(1)),
@@ -66,6 +74,7 @@ const LAYERS: &[(&str, Option<u8>)] = &[
     ("lumen-server", Some(4)),
     ("xtask", Some(5)),
     (TEST_SUPPORT, None),
+    (MOCK, None),
 ];
 
 /// The layer order, spelled out in violation messages.
@@ -235,9 +244,21 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
     }
     if from == TEST_SUPPORT {
         return (!TEST_SUPPORT_MAY_USE.contains(&to)).then(|| {
-            "lumen-test-support may depend only on lumen-core, lumen-browser and lumen-models"
+            "lumen-test-support may depend only on lumen-core, lumen-browser, lumen-models \
+             and lumen-mock"
                 .to_owned()
         });
+    }
+    if from == MOCK {
+        return (to != CORE)
+            .then(|| "lumen-mock may depend only on lumen-core (and external crates)".to_owned());
+    }
+    if to == MOCK && !MOCK_USERS.contains(&from) {
+        return Some(
+            "only lumen-cli, lumen-server, xtask and lumen-test-support depend on lumen-mock \
+             (anyone may as a dev-dependency)"
+                .to_owned(),
+        );
     }
     if TRAIT_ONLY.contains(&from) && (to == BROWSER || to == MODELS) {
         let who = match from {
@@ -391,13 +412,14 @@ mod tests {
                     "lumen-loop",
                 ],
             ),
-            package("lumen-cli", &["lumen", "clap", "tokio"]),
+            package("lumen-cli", &["lumen", MOCK, "clap", "tokio"]),
             package("lumen-server", &["lumen", "axum", "tokio"]),
-            package(TEST_SUPPORT, &[CORE, BROWSER, MODELS, "axum"]),
+            package(TEST_SUPPORT, &[CORE, BROWSER, MODELS, MOCK, "axum"]),
+            package(MOCK, &[CORE, "axum", "tokio"]),
             package("xtask", &["anyhow", "clap", "serde_json"]),
         ];
         for package in &mut packages {
-            if package.name != TEST_SUPPORT && package.name != "xtask" {
+            if package.name != TEST_SUPPORT && package.name != MOCK && package.name != "xtask" {
                 package.deps.push(dep(TEST_SUPPORT, DepKind::Dev));
             }
         }
@@ -548,9 +570,49 @@ mod tests {
         assert_eq!(
             violations_with(TEST_SUPPORT, "lumen-loop"),
             [
-                "lumen-test-support -> lumen-loop: lumen-test-support may depend only on lumen-core, lumen-browser and lumen-models"
+                "lumen-test-support -> lumen-loop: lumen-test-support may depend only on lumen-core, \
+                 lumen-browser, lumen-models and lumen-mock"
             ]
         );
+    }
+
+    #[test]
+    fn mock_uses_only_core() {
+        for to in [BROWSER, "lumen-loop", TEST_SUPPORT] {
+            let expected = if to == TEST_SUPPORT {
+                "lumen-mock -> lumen-test-support: lumen-test-support is only ever a dev-dependency"
+                    .to_owned()
+            } else {
+                format!(
+                    "lumen-mock -> {to}: lumen-mock may depend only on lumen-core (and external crates)"
+                )
+            };
+            assert_eq!(violations_with(MOCK, to), [expected], "{to}");
+        }
+    }
+
+    #[test]
+    fn only_the_top_crates_and_test_support_use_mock() {
+        for from in ["lumen", "lumen-loop", BROWSER] {
+            assert_eq!(
+                violations_with(from, MOCK),
+                [format!(
+                    "{from} -> lumen-mock: only lumen-cli, lumen-server, xtask and \
+                     lumen-test-support depend on lumen-mock (anyone may as a dev-dependency)"
+                )],
+                "{from}"
+            );
+        }
+        let mut packages = with_edge("lumen-server", MOCK, DepKind::Normal);
+        for package in &mut packages {
+            if package.name == "xtask" {
+                package.deps.push(dep(MOCK, DepKind::Normal));
+            }
+            if package.name == "lumen" {
+                package.deps.push(dep(MOCK, DepKind::Dev));
+            }
+        }
+        assert_eq!(check_graph(&packages), Vec::<String>::new());
     }
 
     #[test]

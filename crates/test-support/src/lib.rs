@@ -1,10 +1,13 @@
-//! Test support for Lumen: a static server for the fixture sites and a
-//! Chromium locator. Never published.
+//! Test support for Lumen: a static server for the fixture sites, the mock
+//! model provider and a Chromium locator. Never published.
 //!
-//! This crate is only ever a dev-dependency. It may depend on `tokio`, `axum`
-//! and `tracing` (and later on `lumen-core`, `lumen-browser` and
-//! `lumen-models`, for a fake browser and the mock provider server), but no
-//! production crate may name it under `[dependencies]`.
+//! The fixture server and the mock provider live in `lumen-mock` (a
+//! publishable crate, so `lumen demo` can use them at runtime) and are
+//! re-exported here unchanged.
+//!
+//! This crate is only ever a dev-dependency. It may depend on `lumen-mock`,
+//! `lumen-core`, `lumen-browser` and `lumen-models` and on external crates,
+//! but no production crate may name it under `[dependencies]`.
 //!
 //! # Main items
 //!
@@ -47,9 +50,9 @@
 #![deny(missing_docs)]
 
 mod chromium;
-mod fixture_server;
-pub mod mock_provider;
 
-pub use axum::http::StatusCode;
 pub use chromium::{ChromiumNotFound, locate_chromium, locate_headless_shell};
-pub use fixture_server::{FixtureServer, MAX_QUERY_DELAY, RequestRecord, fixtures_root};
+/// The mock model provider; it lives in `lumen-mock` (so `lumen demo` can
+/// use it at runtime) and is re-exported here for the tests.
+pub use lumen_mock::mock_provider;
+pub use lumen_mock::{FixtureServer, MAX_QUERY_DELAY, RequestRecord, StatusCode, fixtures_root};

@@ -14,6 +14,7 @@
 
 mod reply;
 pub mod script;
+pub mod trajectory;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;

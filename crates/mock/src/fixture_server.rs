@@ -36,7 +36,7 @@ const BIND_ATTEMPTS: usize = 8;
 /// on the working directory of the test.
 pub fn fixtures_root() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // crates/test-support -> crates -> the workspace root.
+    // crates/mock -> crates -> the workspace root.
     manifest_dir
         .ancestors()
         .nth(2)
