@@ -1,14 +1,156 @@
 //! The `lumen` command-line tool.
 //!
-//! Status: the commands (`run`, `demo`, `replay`, `browser …`) land with the
-//! CLI issue. Until then this binary only says so.
+//! - `lumen demo`: an offline run on an embedded site with a scripted mock
+//!   model and real Chromium; no network, no API key.
+//! - `lumen run "<task>" --url <start>`: a task with a real model, live
+//!   progress, Ctrl-C cancellation and a trace folder (`events.jsonl`,
+//!   screenshots, `session.json`, `report.html`, `run.gif`).
+//!
+//! - `lumen replay <trace>`: re-runs a trace without the model, stopping
+//!   with a report where the page no longer looks as recorded.
+//!
+//! Exit codes: 0 success, 1 the task failed, 2 configuration error (nothing
+//! ran), 3 the step budget ran out, 4 a replay diverged, 130 cancelled. See
+//! `docs/cli.md`.
+
+mod args;
+mod config;
+mod demo;
+mod direct;
+mod exit;
+mod gif;
+mod progress;
+mod replay;
+mod report;
+mod runner;
+mod timeline;
+mod trace;
 
 use std::process::ExitCode;
 
+use clap::Parser as _;
+use lumen::browser::{LaunchOptions, TabOptions};
+use lumen::models::AdapterOptions;
+use lumen::{AgentOptions, BrowserSource, RunMode, SessionOptions};
+
+use crate::args::{Cli, Command, Mode, RunArgs, ServeArgs};
+use crate::config::RunConfig;
+use crate::exit::CliError;
+use crate::runner::Job;
+
 fn main() -> ExitCode {
-    eprintln!(
-        "lumen {}: the command-line interface is not built yet; see README.md for what works today",
-        env!("CARGO_PKG_VERSION")
-    );
-    ExitCode::from(2)
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LUMEN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return CliError::failure(format!("cannot start the async runtime: {e}")).report();
+        }
+    };
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => run(*args).await,
+            Command::Replay(args) => replay::run(args).await,
+            Command::Browser(args) => direct::run(args).await,
+            Command::Demo(args) => demo::run(args).await.map(|f| {
+                demo::epilogue(&f.report);
+                f.code
+            }),
+            Command::Serve(args) => served(lumen_server::serve(serve_options(&args)).await),
+            Command::Ipc(args) => served(lumen_server::ipc_stdio(serve_options(&args)).await),
+            Command::Mcp(args) => served(lumen_server::mcp_stdio(serve_options(&args)).await),
+        }
+    });
+    // Do not wait for stray tasks (a pending Ctrl-C watcher, idle servers).
+    runtime.shutdown_background();
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => e.report(),
+    }
+}
+
+/// The server's options from `lumen serve|ipc|mcp` flags.
+fn serve_options(args: &ServeArgs) -> lumen_server::ServeOptions {
+    let mut o = lumen_server::ServeOptions::new(&args.data_dir);
+    o.host = args.host;
+    o.port = args.port;
+    o.token = args.token.clone();
+    o.max_concurrent = args.max_concurrent.max(1);
+    if let Some(model) = &args.model {
+        o.default_model = model.clone();
+    }
+    o.adapter.base_url = args.base_url.clone();
+    o
+}
+
+/// Exit code of a server that stopped: refusing to start for want of a
+/// token or a usable data directory is a configuration error.
+fn served(result: Result<(), lumen_server::ServeError>) -> Result<u8, CliError> {
+    match result {
+        Ok(()) => Ok(0),
+        Err(
+            e @ (lumen_server::ServeError::TokenRequired(_)
+            | lumen_server::ServeError::DataDir { .. }),
+        ) => Err(CliError::config(e.to_string())),
+        Err(e) => Err(CliError::failure(e.to_string())),
+    }
+}
+
+/// `lumen run`.
+async fn run(args: RunArgs) -> Result<u8, CliError> {
+    let config = RunConfig::resolve(&args, |name| std::env::var(name).ok())?;
+    let browser = match &config.cdp_url {
+        Some(url) => BrowserSource::Cdp {
+            url: url.clone(),
+            tab: TabOptions::default(),
+        },
+        None => BrowserSource::Local(LaunchOptions {
+            headless: !config.headed,
+            ..LaunchOptions::default()
+        }),
+    };
+    let mut options = AgentOptions::new(config.model.clone())
+        .browser(browser)
+        .session(SessionOptions {
+            max_steps: config.max_steps,
+            policy: config.policy.clone(),
+            secrets: config.secrets.clone(),
+            ..SessionOptions::default()
+        });
+    options.adapter = AdapterOptions {
+        base_url: config.base_url.clone(),
+        ..AdapterOptions::default()
+    };
+    options.planner_model = config.planner_model.clone();
+    // Catch a bad key or model before a browser starts.
+    lumen::models::create_adapter(&options.model, options.adapter.clone())
+        .map_err(|e| CliError::from_setup(&e, None))?;
+    let mode = match config.mode {
+        Mode::Plan => RunMode::Plan,
+        Mode::Agent => RunMode::Agent,
+        Mode::Exec => RunMode::Exec {
+            attempts: config.attempts,
+        },
+    };
+    let finished = runner::execute(Job {
+        options,
+        instruction: args.instruction.clone(),
+        start_url: config.start_url.clone(),
+        mode,
+        output: args.output.clone(),
+        trace_dir: config.trace_dir.clone(),
+        cdp_url: config.cdp_url.clone(),
+    })
+    .await?;
+    Ok(finished.code)
 }

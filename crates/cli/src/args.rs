@@ -1,0 +1,186 @@
+//! Command-line arguments (clap derive). Every `run` option is optional so a
+//! config file can supply it; [`crate::config`] merges the two, flags first.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Lumen: a vision-first browser agent. Run a task, watch it live, and get a
+/// trace folder with a report you can open offline.
+#[derive(Debug, Parser)]
+#[command(name = "lumen", version, about, long_about = None)]
+pub(crate) struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run a task in a browser with a model.
+    Run(Box<RunArgs>),
+    /// The offline demo: a fixture site, a scripted mock model and real
+    /// Chromium. Needs no network and no API key.
+    Demo(DemoArgs),
+    /// Re-run a recorded trace without the model, checking at every step
+    /// that the page still looks as recorded.
+    Replay(ReplayArgs),
+    /// Drive a background browser by hand, one command at a time.
+    Browser(crate::direct::BrowserArgs),
+    /// Serve runs over HTTP: a JSON API, Server-Sent Events and a WebSocket.
+    Serve(ServeArgs),
+    /// Serve runs as JSON lines on stdin/stdout, for embedding.
+    Ipc(ServeArgs),
+    /// Serve runs and direct browser tools as an MCP server on stdio.
+    Mcp(ServeArgs),
+}
+
+/// `lumen serve`, `lumen ipc` and `lumen mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// TCP port (`serve` only; 0 picks a free one).
+    #[arg(long, default_value_t = 3001)]
+    pub(crate) port: u16,
+    /// Address to listen on; anything but loopback requires `--token`.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) host: std::net::IpAddr,
+    /// Where runs are persisted.
+    #[arg(long, value_name = "DIR", default_value = "lumen-data")]
+    pub(crate) data_dir: PathBuf,
+    /// Bearer token required on every request but `/health`.
+    #[arg(long, env = lumen_server::TOKEN_ENV, hide_env_values = true)]
+    pub(crate) token: Option<String>,
+    /// Runs executing at once (one browser each).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) max_concurrent: usize,
+    /// Model used when a request names none.
+    #[arg(long, short = 'm')]
+    pub(crate) model: Option<String>,
+    /// Base URL of the model API (an OpenAI-compatible server, a proxy).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+}
+
+/// How the run is shown while it goes.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct OutputArgs {
+    /// Print the event stream as JSON lines on stdout instead of progress.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Where to write the trace folder (default:
+    /// `./lumen-traces/<timestamp>-<task>/`).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) trace_dir: Option<PathBuf>,
+    /// Do not write `run.gif` (it takes a moment on long runs).
+    #[arg(long)]
+    pub(crate) no_gif: bool,
+}
+
+/// `lumen run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The task, in plain words.
+    pub(crate) instruction: String,
+    /// The page to start on.
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
+    /// The model: `anthropic/…`, `openai/…`, `google/…`, or a model name
+    /// served by an OpenAI-compatible server at `--base-url`.
+    #[arg(long, short = 'm')]
+    pub(crate) model: Option<String>,
+    /// The provider's API base URL (a proxy, a local server).
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// A separate model for a planning pass before the run.
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) planner_model: Option<String>,
+    /// The step budget.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_steps: Option<u32>,
+    /// Show the browser window.
+    #[arg(long)]
+    pub(crate) headed: bool,
+    /// Attach to a running browser (`ws://…` or `http://host:port`) instead
+    /// of launching one.
+    #[arg(long, value_name = "URL")]
+    pub(crate) cdp_url: Option<String>,
+    /// Only these sites may be visited (repeatable; `*.example.com`).
+    #[arg(long = "allow-domain", value_name = "PATTERN")]
+    pub(crate) allow_domains: Vec<String>,
+    /// These sites must never be visited (repeatable; wins over allow).
+    #[arg(long = "block-domain", value_name = "PATTERN")]
+    pub(crate) block_domains: Vec<String>,
+    /// A secret the model may type as `<secret:NAME>`, read from the
+    /// environment variable ENV (repeatable). Values never reach the model,
+    /// the terminal or the trace.
+    #[arg(long = "secret", value_name = "NAME=ENV")]
+    pub(crate) secrets: Vec<String>,
+    /// A file of `NAME=value` lines (blank lines and `#` comments allowed).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) secrets_file: Option<PathBuf>,
+    /// plan: only plan; agent: the loop; exec: the loop with retries.
+    #[arg(long, value_enum)]
+    pub(crate) mode: Option<Mode>,
+    /// Attempts in exec mode.
+    #[arg(long, value_name = "N")]
+    pub(crate) attempts: Option<u32>,
+    /// A TOML config file; flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Output options.
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
+}
+
+/// `lumen demo`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Show the browser window.
+    #[arg(long)]
+    pub(crate) headed: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub(crate) output: OutputArgs,
+}
+
+/// `lumen replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The trace folder (or its `events.jsonl`).
+    pub(crate) trace: PathBuf,
+    /// Replace `{{name}}` in recorded typed text and URLs (repeatable).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub(crate) vars: Vec<String>,
+    /// How alike (0–1, perceptual hash) a page must look to its recording.
+    #[arg(long, default_value_t = 0.92, value_name = "SIMILARITY")]
+    pub(crate) threshold: f64,
+    /// Where the page diverges, ask `--model` to do that step instead of
+    /// stopping (one model step), then go on with the recording.
+    #[arg(long, requires = "model")]
+    pub(crate) heal: bool,
+    /// The model for `--heal` (same forms as `lumen run --model`).
+    #[arg(long, short = 'm')]
+    pub(crate) model: Option<String>,
+    /// The provider's API base URL for `--heal`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Show the browser window.
+    #[arg(long)]
+    pub(crate) headed: bool,
+    /// Print one JSON object per step instead of lines of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Mode {
+    /// Plan only and print the plan.
+    Plan,
+    /// The perception loop.
+    Agent,
+    /// The loop with an explicit retry budget (`--attempts`).
+    Exec,
+}

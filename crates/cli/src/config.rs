@@ -1,0 +1,270 @@
+//! The `lumen.toml` config file and its merge with the flags (a flag wins
+//! over the file; the file wins over the defaults).
+//!
+//! ```toml
+//! model = "anthropic/claude-sonnet-4-6"
+//! max_steps = 25
+//! allow_domains = ["*.example.com"]
+//! [secrets]
+//! PASSWORD = "SHOP_PASSWORD"   # secret name = environment variable
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use lumen::safety::{PolicyConfig, Secrets};
+use serde::Deserialize;
+
+use crate::args::{Mode, RunArgs};
+use crate::exit::CliError;
+
+/// The model used when neither a flag nor the config file names one.
+pub(crate) const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-6";
+
+/// The providers `create_adapter` knows by prefix.
+const PREFIXES: &[&str] = &["anthropic", "openai", "google", "compatible"];
+
+/// The config file, every key optional. Unknown keys are errors, so a typo
+/// is reported instead of silently ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileConfig {
+    model: Option<String>,
+    base_url: Option<String>,
+    planner_model: Option<String>,
+    max_steps: Option<u32>,
+    headed: Option<bool>,
+    cdp_url: Option<String>,
+    start_url: Option<String>,
+    #[serde(default)]
+    allow_domains: Vec<String>,
+    #[serde(default)]
+    block_domains: Vec<String>,
+    /// Secret name → environment variable holding its value.
+    #[serde(default)]
+    secrets: BTreeMap<String, String>,
+    secrets_file: Option<PathBuf>,
+    mode: Option<Mode>,
+    attempts: Option<u32>,
+    trace_dir: Option<PathBuf>,
+}
+
+impl FileConfig {
+    /// Reads and parses `path`.
+    pub(crate) fn load(path: &Path) -> Result<Self, CliError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::config(format!(
+                "cannot read the config file {}: {e}; check the path given to --config",
+                path.display()
+            ))
+        })?;
+        toml::from_str(&text).map_err(|e| {
+            CliError::config(format!(
+                "the config file {} is not valid: {}; fix it (see docs/cli.md for the keys)",
+                path.display(),
+                e.message()
+            ))
+        })
+    }
+}
+
+/// Everything a run needs, merged and checked.
+#[derive(Debug)]
+pub(crate) struct RunConfig {
+    pub(crate) model: String,
+    pub(crate) base_url: Option<String>,
+    pub(crate) planner_model: Option<String>,
+    pub(crate) max_steps: u32,
+    pub(crate) headed: bool,
+    pub(crate) cdp_url: Option<String>,
+    pub(crate) start_url: Option<String>,
+    pub(crate) policy: PolicyConfig,
+    pub(crate) secrets: Secrets,
+    pub(crate) mode: Mode,
+    pub(crate) attempts: u32,
+    pub(crate) trace_dir: Option<PathBuf>,
+}
+
+impl RunConfig {
+    /// Merges the flags over the config file (if any), reading secrets from
+    /// `env`.
+    pub(crate) fn resolve(
+        args: &RunArgs,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, CliError> {
+        let file = match &args.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        let model = args
+            .model
+            .clone()
+            .or(file.model)
+            .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let base_url = args.base_url.clone().or(file.base_url);
+        check_model(&model, base_url.as_deref(), &env)?;
+        let planner_model = args.planner_model.clone().or(file.planner_model);
+        if let Some(p) = &planner_model {
+            check_model(p, base_url.as_deref(), &env)?;
+        }
+        let max_steps = args.max_steps.or(file.max_steps).unwrap_or(30);
+        if max_steps == 0 {
+            return Err(CliError::config(
+                "--max-steps must be at least 1".to_owned(),
+            ));
+        }
+        let mode = args.mode.or(file.mode).unwrap_or(Mode::Agent);
+        let attempts = args.attempts.or(file.attempts).unwrap_or(match mode {
+            Mode::Exec => 3,
+            _ => 1,
+        });
+        if attempts == 0 {
+            return Err(CliError::config("--attempts must be at least 1"));
+        }
+        if args.attempts.is_some() && mode != Mode::Exec {
+            return Err(CliError::config(
+                "--attempts only applies with --mode exec; add --mode exec or drop --attempts",
+            ));
+        }
+        let policy = PolicyConfig {
+            allowed_domains: pick(&args.allow_domains, file.allow_domains),
+            blocked_domains: pick(&args.block_domains, file.block_domains),
+            ..PolicyConfig::default()
+        };
+        let mut secrets = Secrets::new();
+        let mut pairs: Vec<(String, String)> = file.secrets.into_iter().collect();
+        for spec in &args.secrets {
+            let (name, var) = spec.split_once('=').ok_or_else(|| {
+                CliError::config(format!(
+                    "--secret {spec:?} must look like NAME=ENV_VAR (the value is read from \
+                     the environment, never from the command line)"
+                ))
+            })?;
+            pairs.push((name.trim().to_owned(), var.trim().to_owned()));
+        }
+        for (name, var) in pairs {
+            let value = env(&var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                CliError::config(format!(
+                    "secret {name}: the environment variable {var} is not set; export it first"
+                ))
+            })?;
+            insert_secret(&mut secrets, &name, value)?;
+        }
+        if let Some(path) = args.secrets_file.clone().or(file.secrets_file) {
+            read_secrets_file(&path, &mut secrets)?;
+        }
+        Ok(Self {
+            model,
+            base_url,
+            planner_model,
+            max_steps,
+            headed: args.headed || file.headed.unwrap_or(false),
+            cdp_url: args.cdp_url.clone().or(file.cdp_url),
+            start_url: args.url.clone().or(file.start_url),
+            policy,
+            secrets,
+            mode,
+            attempts,
+            trace_dir: args.output.trace_dir.clone().or(file.trace_dir),
+        })
+    }
+}
+
+/// Flags replace the file's list when given at all.
+fn pick(flags: &[String], file: Vec<String>) -> Vec<String> {
+    if flags.is_empty() {
+        file
+    } else {
+        flags.to_vec()
+    }
+}
+
+fn insert_secret(secrets: &mut Secrets, name: &str, value: String) -> Result<(), CliError> {
+    secrets
+        .insert(name, value)
+        .map_err(|e| CliError::config(format!("secret {name}: {e}")))
+}
+
+/// `NAME=value` lines; blank lines and `#` comments are skipped. Errors
+/// name the line, never the value.
+fn read_secrets_file(path: &Path, secrets: &mut Secrets) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::config(format!(
+            "cannot read the secrets file {}: {e}",
+            path.display()
+        ))
+    })?;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=') else {
+            return Err(CliError::config(format!(
+                "{} line {}: expected NAME=value",
+                path.display(),
+                i + 1
+            )));
+        };
+        insert_secret(secrets, name.trim(), value.trim().to_owned())?;
+    }
+    Ok(())
+}
+
+/// Rejects a model string no adapter can serve, before anything starts.
+pub(crate) fn check_model(
+    model: &str,
+    base_url: Option<&str>,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<(), CliError> {
+    let has_server = base_url.is_some() || env("OPENAI_BASE_URL").is_some();
+    match model.split_once('/') {
+        Some((prefix, id)) if PREFIXES.contains(&prefix) => {
+            if id.trim().is_empty() {
+                return Err(CliError::config(format!(
+                    "model {model:?} names no model after the prefix; for example \
+                     {DEFAULT_MODEL}"
+                )));
+            }
+            Ok(())
+        }
+        _ if has_server => Ok(()),
+        Some((prefix, _)) => Err(CliError::config(format!(
+            "unknown model prefix {prefix:?} in {model:?}; use anthropic/…, openai/… or \
+             google/…, or pass --base-url for a model on an OpenAI-compatible server"
+        ))),
+        None => Err(CliError::config(format!(
+            "model {model:?} has no provider prefix; use anthropic/…, openai/… or google/…, \
+             or pass --base-url for a model on an OpenAI-compatible server"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn known_prefixes_pass_and_unknown_ones_name_the_fix() {
+        assert!(check_model("anthropic/claude-sonnet-4-6", None, &no_env).is_ok());
+        assert!(check_model("qwen2.5-vl", Some("http://127.0.0.1:8000/v1"), &no_env).is_ok());
+        let err = check_model("mistral/large", None, &no_env).unwrap_err();
+        assert!(err.message.contains("--base-url"), "{}", err.message);
+        assert!(check_model("anthropic/", None, &no_env).is_err());
+        assert!(check_model("gpt", None, &no_env).is_err());
+    }
+
+    #[test]
+    fn the_file_rejects_unknown_keys() {
+        let err = toml::from_str::<FileConfig>("modle = \"x\"").unwrap_err();
+        assert!(err.message().contains("modle"), "{}", err.message());
+        let ok: FileConfig =
+            toml::from_str("model = \"openai/gpt-5\"\nmax_steps = 4\nmode = \"exec\"").unwrap();
+        assert_eq!(ok.max_steps, Some(4));
+        assert_eq!(ok.mode, Some(Mode::Exec));
+    }
+}

@@ -1,0 +1,269 @@
+//! Live progress: a spinner line with the step, URL, tokens and estimated
+//! cost on a terminal (indicatif), plain lines otherwise, or the event
+//! stream as JSON lines with `--json`.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lumen::perception::monitor::Recorder;
+use lumen::safety::Secrets;
+use lumen::{RecordedEvent, StreamEvent, TokenUsage};
+
+use crate::timeline::{describe, shorten};
+
+/// Dollars per million tokens (input, cached input, output) for the models
+/// we know; an estimate for the progress line only.
+pub(crate) fn price(model: &str) -> Option<(f64, f64, f64)> {
+    let m = model.to_ascii_lowercase();
+    let p = if m.contains("opus-4-5") || m.contains("opus-4.5") {
+        (5.0, 0.5, 25.0)
+    } else if m.contains("opus") {
+        (15.0, 1.5, 75.0)
+    } else if m.contains("haiku") {
+        (1.0, 0.1, 5.0)
+    } else if m.contains("sonnet") || m.contains("claude") {
+        (3.0, 0.3, 15.0)
+    } else if m.contains("computer-use-preview") {
+        (3.0, 3.0, 12.0)
+    } else if m.contains("gpt-5") {
+        (1.25, 0.125, 10.0)
+    } else if m.contains("flash") {
+        (0.3, 0.03, 2.5)
+    } else if m.contains("gemini") {
+        (1.25, 0.125, 10.0)
+    } else {
+        return None;
+    };
+    Some(p)
+}
+
+/// The estimated cost of `usage` in dollars.
+pub(crate) fn cost(model: &str, usage: &TokenUsage) -> Option<f64> {
+    let (input, cached, output) = price(model)?;
+    Some(
+        (usage.input_tokens as f64 * input
+            + usage.cache_write_tokens as f64 * input * 1.25
+            + usage.cache_read_tokens as f64 * cached
+            + usage.output_tokens as f64 * output)
+            / 1_000_000.0,
+    )
+}
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// A live spinner line (stdout is a terminal).
+    Live,
+    /// One plain line per event worth telling.
+    Plain,
+    /// The event stream as JSON lines.
+    Json,
+}
+
+impl Style {
+    /// `--json` wins; otherwise live on a terminal, plain when piped.
+    pub(crate) fn pick(json: bool) -> Self {
+        if json {
+            Style::Json
+        } else if std::io::stdout().is_terminal() {
+            Style::Live
+        } else {
+            Style::Plain
+        }
+    }
+}
+
+struct State {
+    model: String,
+    max_steps: u32,
+    usage: TokenUsage,
+    bar: Option<ProgressBar>,
+}
+
+impl State {
+    fn status(&self, step: u32, url: &str) -> String {
+        let tokens = self.usage.total_input() + self.usage.output_tokens;
+        let cost = cost(&self.model, &self.usage)
+            .map(|c| format!(" · ~${c:.3}"))
+            .unwrap_or_default();
+        format!(
+            "step {}/{} · {} · {tokens} tokens{cost}",
+            step + 1,
+            self.max_steps,
+            shorten(url, 70)
+        )
+    }
+
+    fn line(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
+        }
+    }
+}
+
+/// Shows a run's progress; cheap to clone into a recorder.
+#[derive(Clone)]
+pub(crate) struct Progress {
+    style: Style,
+    secrets: Arc<Secrets>,
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Progress")
+            .field("style", &self.style)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Progress {
+    /// Progress in `style` for a run of `model`; `secrets` are scrubbed from
+    /// everything shown.
+    pub(crate) fn new(style: Style, model: &str, max_steps: u32, secrets: Secrets) -> Self {
+        let bar = (style == Style::Live).then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner:.cyan} {msg} {elapsed:.dim}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar.set_message("starting the browser and the model…");
+            bar
+        });
+        Self {
+            style,
+            secrets: Arc::new(secrets),
+            state: Arc::new(Mutex::new(State {
+                model: model.to_owned(),
+                max_steps,
+                usage: TokenUsage::default(),
+                bar,
+            })),
+        }
+    }
+
+    /// A recorder that feeds this progress display.
+    pub(crate) fn recorder(&self) -> Recorder {
+        let me = self.clone();
+        Arc::new(move |e: &RecordedEvent| me.on_event(e))
+    }
+
+    /// Prints a line above the spinner (or plainly); not in JSON mode.
+    pub(crate) fn say(&self, text: &str) {
+        if self.style == Style::Json {
+            return;
+        }
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.line(&self.secrets.redact(text));
+    }
+
+    /// Stops the spinner.
+    pub(crate) fn finish(&self) {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(bar) = &state.bar {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn on_event(&self, e: &RecordedEvent) {
+        if self.style == Style::Json {
+            let mut e = e.clone();
+            if let StreamEvent::Screenshot { screenshot, .. } = &mut e.event {
+                screenshot.image.data = Arc::from(Vec::new());
+            }
+            if let Ok(v) = self.secrets.redacted_json(&e)
+                && let Ok(line) = serde_json::to_string(&v)
+            {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let r = |s: &str| self.secrets.redact(s).into_owned();
+        match &e.event {
+            StreamEvent::RunStarted {
+                instruction,
+                model,
+                max_steps,
+            } => {
+                state.max_steps = *max_steps;
+                state.line(&format!(
+                    "task: {} (model {model}, at most {max_steps} steps)",
+                    r(&shorten(instruction, 200))
+                ));
+            }
+            StreamEvent::StepStarted { step, url } => {
+                let status = state.status(*step, &r(url));
+                match &state.bar {
+                    Some(bar) => bar.set_message(status),
+                    None => state.line(&status),
+                }
+            }
+            StreamEvent::Action { step, call } => {
+                state.line(&format!(
+                    "  {:>3} → {}",
+                    step + 1,
+                    r(&describe(&call.action))
+                ));
+            }
+            StreamEvent::ActionResult {
+                execution, call, ..
+            } if !execution.ok => {
+                state.line(&format!(
+                    "      ✗ {} failed: {}",
+                    r(&describe(&call.action)),
+                    r(execution.error.as_deref().unwrap_or("no reason given"))
+                ));
+            }
+            StreamEvent::ActionBlocked { call, reason, .. } => {
+                state.line(&format!(
+                    "      ⛔ blocked {}: {}",
+                    r(&describe(&call.action)),
+                    r(reason)
+                ));
+            }
+            StreamEvent::TerminationRejected { reason, .. } => {
+                state.line(&format!("      ↺ the verifier said not yet: {}", r(reason)));
+            }
+            StreamEvent::Nudge { message, .. } => {
+                state.line(&format!("      ! {}", r(&shorten(message, 160))));
+            }
+            StreamEvent::StepCompleted { step, usage, .. } => {
+                state.usage += *usage;
+                if let Some(bar) = &state.bar {
+                    let url = bar.message();
+                    let url = url.split(" · ").nth(1).unwrap_or("").to_owned();
+                    bar.set_message(state.status(*step, &url));
+                }
+            }
+            StreamEvent::Error { error } if error.code != lumen::ErrorCode::Cancelled => {
+                state.line(&format!("  error: {}", r(&error.message)));
+            }
+            _ => {}
+        }
+    }
+
+    /// Tokens and estimated cost so far, for the summary.
+    pub(crate) fn totals(&self) -> String {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let u = state.usage;
+        let cost = cost(&state.model, &u)
+            .map(|c| format!(", about ${c:.3}"))
+            .unwrap_or_default();
+        format!(
+            "{} input + {} output tokens{cost}",
+            u.total_input(),
+            u.output_tokens
+        )
+    }
+}

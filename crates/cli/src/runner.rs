@@ -1,0 +1,158 @@
+//! Runs one task through the `lumen` facade with live progress, Ctrl-C
+//! cancellation and a trace folder; shared by `run` and `demo`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use lumen::safety::Secrets;
+use lumen::{Agent, AgentOptions, RunMode, RunResult, RunStatus};
+
+use crate::args::OutputArgs;
+use crate::exit::{self, CliError};
+use crate::progress::{Progress, Style};
+use crate::trace::{self, Trace};
+
+/// One run to execute.
+#[derive(Debug)]
+pub(crate) struct Job {
+    pub(crate) options: AgentOptions,
+    pub(crate) instruction: String,
+    pub(crate) start_url: Option<String>,
+    pub(crate) mode: RunMode,
+    pub(crate) output: OutputArgs,
+    /// The trace folder (default: under `./lumen-traces/`).
+    pub(crate) trace_dir: Option<PathBuf>,
+    /// For error messages about attaching.
+    pub(crate) cdp_url: Option<String>,
+}
+
+/// What a finished run left behind.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    pub(crate) code: u8,
+    pub(crate) report: PathBuf,
+}
+
+/// Runs the job to the end; the browser is closed and the trace written
+/// whatever the outcome (a setup error that recorded nothing leaves no
+/// folder behind).
+pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
+    let Job {
+        mut options,
+        instruction,
+        start_url,
+        mode,
+        output,
+        trace_dir,
+        cdp_url,
+    } = job;
+    let default_dir = trace_dir.is_none();
+    let dir = trace_dir.unwrap_or_else(|| trace::default_dir(&instruction));
+    let trace = Trace::create(&dir)?;
+    let secrets = options.session.secrets.clone();
+    let style = Style::pick(output.json);
+    let progress = Progress::new(
+        style,
+        &options.model,
+        options.session.max_steps,
+        secrets.clone(),
+    );
+    options.session.recorders.extend(trace.recorders()?);
+    options.session.recorders.push(progress.recorder());
+
+    let mut agent = Agent::new(options);
+    let control = agent.control();
+    let watcher = {
+        let progress = progress.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                progress.say("Ctrl-C: cancelling; the browser closes and the trace is written…");
+                control.cancel("interrupted by Ctrl-C");
+            }
+        })
+    };
+    let outcome = agent
+        .run_mode(&instruction, start_url.as_deref(), mode)
+        .await;
+    watcher.abort();
+    progress.finish();
+
+    let result = match outcome {
+        Ok(result) => result,
+        Err(error) => {
+            let cancelled = agent.control().is_cancelled();
+            let _ = agent.close().await;
+            if trace.is_empty() {
+                let _ = std::fs::remove_dir_all(trace.dir());
+                if default_dir && let Some(parent) = trace.dir().parent() {
+                    // Only succeeds when no other trace is in there.
+                    let _ = std::fs::remove_dir(parent);
+                }
+            }
+            if cancelled {
+                return Err(CliError {
+                    code: exit::CANCELLED,
+                    message: "cancelled before the run started".to_owned(),
+                });
+            }
+            return Err(CliError::from_setup(&error, cdp_url.as_deref()));
+        }
+    };
+    if let Some(session) = agent.session_mut()
+        && let Err(e) = session.save(&trace.dir().join(trace::SESSION), false)
+    {
+        progress.say(&format!("warning: the session could not be saved: {e}"));
+    }
+    let closed = agent.close().await;
+    let report = trace.finish(&result, &secrets, !output.no_gif)?;
+    if let Err(e) = closed {
+        progress.say(&format!("warning: the browser did not close cleanly: {e}"));
+    }
+    summarize(&result, &progress, trace.dir(), &report, &secrets, style);
+    Ok(Finished {
+        code: exit::for_status(result.status),
+        report,
+    })
+}
+
+/// The closing lines: outcome, answer, cost and where the trace is. On
+/// stdout, or stderr with `--json` (stdout stays pure JSON lines).
+fn summarize(
+    result: &RunResult,
+    progress: &Progress,
+    dir: &Path,
+    report: &Path,
+    secrets: &Secrets,
+    style: Style,
+) {
+    let (mark, word) = match result.status {
+        RunStatus::Success => ("✓", "success"),
+        RunStatus::Failure => ("✗", "failed"),
+        RunStatus::MaxSteps => ("…", "ran out of steps"),
+        RunStatus::Cancelled => ("■", "cancelled"),
+    };
+    let mut text = format!("{mark} {word} after {} steps", result.steps);
+    if let Some(answer) = &result.result {
+        text.push_str(&format!(": {}", secrets.redact(answer)));
+    }
+    if let Some(error) = result
+        .error
+        .as_ref()
+        .filter(|_| result.status != RunStatus::Cancelled)
+    {
+        text.push_str(&format!("\n  error: {}", secrets.redact(&error.message)));
+    }
+    text.push_str(&format!(
+        "\n  {}\n  trace:  {}\n  report: {}\n",
+        progress.totals(),
+        dir.display(),
+        report.display()
+    ));
+    if style == Style::Json {
+        eprint!("{text}");
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}

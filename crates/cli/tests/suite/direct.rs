@@ -1,0 +1,236 @@
+//! `lumen browser …`: one process per command, reattaching to a background
+//! Chromium through the session's state file.
+
+use std::path::Path;
+use std::process::Output;
+
+use lumen_test_support::FixtureServer;
+use serde_json::Value;
+
+use super::harness::{code, lumen, text};
+
+struct Session {
+    site: FixtureServer,
+    state: tempfile::TempDir,
+}
+
+impl Session {
+    async fn new() -> Session {
+        Session {
+            site: FixtureServer::start().await.unwrap(),
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    async fn cmd(&self, args: &[&str]) -> Output {
+        lumen(self.state.path())
+            .env("LUMEN_STATE_DIR", self.state.path())
+            .arg("browser")
+            .args(args)
+            .output()
+            .await
+            .unwrap()
+    }
+
+    /// Runs a command that must succeed; returns its stdout, trimmed.
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd(args).await;
+        assert_eq!(code(&out), 0, "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout).trim().to_owned()
+    }
+
+    async fn eval(&self, js: &str) -> Value {
+        serde_json::from_str(&self.ok(&["--json", "eval", js]).await).unwrap()
+    }
+
+    /// The ref of the first snapshot node with this role whose name
+    /// contains `name`.
+    async fn find(&self, role: &str, name: &str) -> String {
+        let snap: Value =
+            serde_json::from_str(&self.ok(&["--json", "snapshot", "-i"]).await).unwrap();
+        snap["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["role"] == role && n["name"].as_str().unwrap_or("").contains(name))
+            .unwrap_or_else(|| panic!("no {role} {name:?} in {snap}"))["ref"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn profile_processes(&self) -> usize {
+        let needle = self.state.path().to_string_lossy().into_owned();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+                    .unwrap_or(false)
+            })
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("stat"))
+                    .map(|s| {
+                        !s.rsplit(')')
+                            .next()
+                            .unwrap_or("")
+                            .trim_start()
+                            .starts_with('Z')
+                    })
+                    .unwrap_or(false)
+            })
+            .count()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_commands_drive_a_form_across_processes() {
+    let s = Session::new().await;
+    let url = s.ok(&["open", &s.site.url("form.html")]).await;
+    assert!(url.ends_with("/form.html"), "{url}");
+    assert_eq!(s.ok(&["title"]).await, "Lumen fixtures: form");
+    assert!(s.ok(&["url"]).await.ends_with("/form.html"));
+
+    let name = s.find("textbox", "Name").await;
+    s.ok(&["fill", &name, "Ada Lovelace"]).await;
+    assert_eq!(
+        s.eval("document.querySelector('#name').value").await,
+        "Ada Lovelace"
+    );
+    s.ok(&["press", "Tab"]).await;
+    s.ok(&["type", "ada@example.com"]).await;
+    assert_eq!(
+        s.eval("document.querySelector('#email').value").await,
+        "ada@example.com"
+    );
+
+    let shot = s.state.path().join("form.png");
+    s.ok(&["screenshot", shot.to_str().unwrap()]).await;
+    assert!(std::fs::read(&shot).unwrap().starts_with(b"\x89PNG"));
+
+    let at = s
+        .eval("(() => { const r = document.querySelector('#submit').getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; })()")
+        .await;
+    s.ok(&["click", &at[0].to_string(), &at[1].to_string()])
+        .await;
+    assert_eq!(s.eval("window.lumen.submitCount").await, 1);
+    assert_eq!(s.eval("window.lumen.submitted.name").await, "Ada Lovelace");
+
+    s.ok(&["close"]).await;
+    assert_eq!(s.profile_processes(), 0, "close ends the browser");
+    let out = s.cmd(&["url"]).await;
+    assert_eq!(code(&out), 2);
+    assert!(
+        text(&out.stderr).contains("lumen browser open"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ref_from_before_a_navigation_fails_instead_of_clicking_the_new_page() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("links/page1.html")]).await;
+    let next = s.find("link", "Next").await;
+    s.ok(&["click", &next]).await;
+    assert!(s.ok(&["url"]).await.ends_with("/page2.html"));
+
+    // Page 2 has its own "Next" link, maybe where page 1's was: the old ref
+    // must not click it.
+    let out = s.cmd(&["click", &next]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(
+        stderr.contains("navigated") && stderr.contains("run `lumen browser snapshot` again"),
+        "{stderr}"
+    );
+    assert!(
+        s.ok(&["url"]).await.ends_with("/page2.html"),
+        "nothing was clicked"
+    );
+
+    s.ok(&["back"]).await;
+    assert!(s.ok(&["url"]).await.ends_with("/page1.html"));
+    s.ok(&["forward"]).await;
+    assert!(s.ok(&["url"]).await.ends_with("/page2.html"));
+    s.ok(&["reload"]).await;
+    let hover_target = s.find("link", "Next").await;
+    s.ok(&["hover", &hover_target]).await;
+    s.ok(&["dblclick", "5", "5"]).await;
+    s.ok(&["close"]).await;
+    assert_eq!(s.profile_processes(), 0);
+}
+
+#[tokio::test]
+async fn commands_without_an_open_session_say_how_to_open_one() {
+    let state = tempfile::tempdir().unwrap();
+    let out = lumen(Path::new(state.path()))
+        .env("LUMEN_STATE_DIR", state.path())
+        .args(["browser", "--session", "nope", "click", "@e1"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(code(&out), 2);
+    assert!(
+        text(&out.stderr).contains("no browser session \"nope\""),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_waits_cookies_and_saved_state() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("popup.html")]).await;
+    // A target=_blank link opens a second tab; the session stays on its own.
+    s.ok(&["click", "150", "174"]).await;
+    s.ok(&["wait", "--url", "popup.html"]).await;
+    let tabs: Value = serde_json::from_str(&s.ok(&["--json", "tabs"]).await).unwrap();
+    let tabs = tabs.as_array().unwrap();
+    assert_eq!(tabs.len(), 2, "{tabs:?}");
+    let other = tabs
+        .iter()
+        .find(|t| t["url"].as_str().unwrap().ends_with("/page3.html"))
+        .unwrap();
+    let index = other["index"].to_string();
+    s.ok(&["tab", &index]).await;
+    assert!(
+        s.ok(&["url"]).await.ends_with("/page3.html"),
+        "the session follows `tab`"
+    );
+    s.ok(&["wait", "--text", "Page 3"]).await;
+    let out = s
+        .cmd(&["wait", "--url", "nowhere", "--timeout", "300"])
+        .await;
+    assert_eq!(code(&out), 1);
+    assert!(
+        text(&out.stderr).contains("gave up after 300 ms"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(code(&s.cmd(&["tab", "9"]).await), 2);
+
+    s.ok(&["open", &s.site.url("scroll.html")]).await;
+    s.ok(&["scroll", "down", "600"]).await;
+    let y = s.eval("window.scrollY").await.as_f64().unwrap();
+    assert!(y > 300.0, "scrolled to {y}");
+    s.ok(&["scroll", "up"]).await;
+    assert!(s.eval("window.scrollY").await.as_f64().unwrap() < y);
+
+    let full = s.ok(&["snapshot"]).await.lines().count();
+    let shallow = s.ok(&["snapshot", "-c", "-d", "1"]).await.lines().count();
+    assert!(shallow < full, "{shallow} < {full}");
+
+    s.ok(&["cookies", "set", "flavour=rye"]).await;
+    assert!(s.ok(&["cookies"]).await.contains("flavour=rye"));
+    let saved = s.state.path().join("state.json");
+    s.ok(&["state", "save", saved.to_str().unwrap()]).await;
+    s.ok(&["cookies", "clear"]).await;
+    assert!(!s.ok(&["cookies", "get"]).await.contains("flavour"));
+    s.ok(&["state", "load", saved.to_str().unwrap()]).await;
+    assert!(s.ok(&["cookies"]).await.contains("flavour=rye"));
+    s.ok(&["close"]).await;
+    assert_eq!(s.profile_processes(), 0);
+}

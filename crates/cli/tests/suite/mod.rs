@@ -1,0 +1,9 @@
+//! Integration suites, one module per area.
+
+mod direct;
+mod errors;
+mod harness;
+mod replay;
+mod report;
+mod run;
+mod serve;

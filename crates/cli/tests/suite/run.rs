@@ -1,0 +1,241 @@
+//! `lumen run`: exit codes, the JSON event stream, the trace folder,
+//! secrets, and Ctrl-C.
+
+use std::time::Duration;
+
+use lumen_test_support::mock_provider::{Reply, Route};
+use serde_json::Value;
+
+use super::harness::{
+    API_KEY, Env, alive, assert_absent, code, descendants, done, events, key, names, navigate,
+    text, type_text,
+};
+
+/// Timestamps, durations and ports vary between runs; effect receipts carry
+/// page timings. Everything else in the stream is pinned.
+fn normalize(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            map.remove("effect");
+            for (k, v) in map.iter_mut() {
+                if matches!(k.as_str(), "timestampMs" | "durationMs" | "modelMs") {
+                    *v = Value::from("[redacted]");
+                } else {
+                    normalize(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize),
+        Value::String(s) => {
+            if let Some(at) = s.find("127.0.0.1:") {
+                let rest = &s[at + 10..];
+                let digits = rest.chars().take_while(char::is_ascii_digit).count();
+                *s = format!("{}127.0.0.1:[port]{}", &s[..at], &rest[digits..]);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successful_run_exits_0_streams_json_events_and_writes_a_complete_trace() {
+    let env = Env::new().await;
+    let page2 = env.site.url("links/page2.html");
+    env.script(vec![
+        navigate(0, &page2),
+        done(1, "Page 2 is open", "success"),
+    ]);
+    let out = env.run("links/page1.html", &["--json"]).await;
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+
+    let mut stream: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The stream is the same log as the trace's events.jsonl.
+    assert_eq!(stream.len(), events(&env.trace()).len());
+    stream.iter_mut().for_each(normalize);
+    insta::assert_json_snapshot!("success_events", stream);
+
+    let trace = env.trace();
+    let names = names(&trace);
+    for f in [
+        "events.jsonl",
+        "report.html",
+        "result.json",
+        "run.gif",
+        "session.json",
+        "screenshots/step-001.jpg",
+        "screenshots/step-002.jpg",
+    ] {
+        assert!(names.contains(f), "{f} missing from {names:?}");
+    }
+    let gif = std::fs::read(trace.join("run.gif")).unwrap();
+    assert!(gif.starts_with(b"GIF89a"), "run.gif is a GIF");
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(trace.join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["status"], "success");
+    assert_eq!(result["result"], "Page 2 is open");
+    assert_absent(&trace, API_KEY);
+    assert!(!text(&out.stdout).contains(API_KEY) && !text(&out.stderr).contains(API_KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_the_model_gives_up_on_exits_1() {
+    let env = Env::new().await;
+    env.script(vec![done(0, "The page has no such button", "failure")]);
+    let out = env.run("links/page1.html", &[]).await;
+    assert_eq!(code(&out), 1, "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("failed after 1 steps"), "{stdout}");
+    assert!(stdout.contains("The page has no such button"), "{stdout}");
+    assert!(env.trace().join("report.html").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_out_of_steps_exits_3() {
+    let env = Env::new().await;
+    let (p2, p3) = (
+        env.site.url("links/page2.html"),
+        env.site.url("links/page3.html"),
+    );
+    env.script(vec![navigate(0, &p2), navigate(1, &p3)]);
+    let out = env.run("links/page1.html", &["--max-steps", "2"]).await;
+    assert_eq!(code(&out), 3, "stderr: {}", text(&out.stderr));
+    let last = events(&env.trace()).pop().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["status"].as_str()),
+        (Some("done"), Some("maxSteps"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_typed_but_never_reach_output_or_any_artefact() {
+    let env = Env::new().await;
+    let secret = "hunter2-Zq9v7";
+    // The model types the placeholder; then, as if it had read the value
+    // back from the page, echoes it in its answer.
+    env.script(vec![
+        key(0, "Tab"),
+        type_text(1, "<secret:PASSWORD>"),
+        done(2, &format!("Typed {secret} into the name field"), "success"),
+    ]);
+    let out = env
+        .run_command("form.html", &["--secret", "PASSWORD=LUMEN_TEST_PASSWORD"])
+        .env("LUMEN_TEST_PASSWORD", secret)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    let trace = env.trace();
+    assert_absent(&trace, secret);
+    assert_absent(&trace, API_KEY);
+    for stream in [&out.stdout, &out.stderr] {
+        let s = text(stream);
+        assert!(!s.contains(secret) && !s.contains(API_KEY), "{s}");
+    }
+    // The secret reached the page, and only the page.
+    let typed = events(&trace).into_iter().any(|e| {
+        e["type"] == "action_result" && e["call"]["action"]["text"] == "<secret:PASSWORD>"
+    });
+    assert!(typed, "the placeholder was typed");
+    // (Whether the model's requests are clean is the loop's business and
+    // is tested there; this test is about what the CLI writes and prints.)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_closes_chromium_and_leaves_a_complete_trace() {
+    let env = Env::new().await;
+    // The model never answers: the run sits in a model request.
+    env.mock
+        .push(Route::AnthropicMessages, Reply::Stall(Vec::new()));
+    let child = env
+        .run_command("links/page1.html", &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    let mut waited = 0;
+    while env.mock.requests().is_empty() {
+        assert!(waited < 600, "the run never reached the model");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        waited += 1;
+    }
+    let browser = descendants(pid);
+    assert!(!browser.is_empty(), "a Chromium runs under lumen");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(code(&out), 130, "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("■ cancelled after 0 steps"), "{stdout}");
+    // Chromium is closed before lumen exits; the browser crate's watchdog
+    // shell notices the exit through its pipe a moment later. Allow it a
+    // generous while to go, then name whatever is left.
+    let mut left: Vec<u32> = browser.clone();
+    for _ in 0..300 {
+        left.retain(|p| alive(*p));
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let described: Vec<String> = left
+        .iter()
+        .map(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            format!("{p}: {}", String::from_utf8_lossy(&cmd).replace('\0', " "))
+        })
+        .collect();
+    assert_eq!(described, Vec::<String>::new(), "processes left behind");
+    let trace = env.trace();
+    let last = events(&trace).pop().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["status"].as_str()),
+        (Some("done"), Some("cancelled"))
+    );
+    let names = names(&trace);
+    for f in [
+        "report.html",
+        "result.json",
+        "session.json",
+        "screenshots/step-001.jpg",
+    ] {
+        assert!(names.contains(f), "{f} missing from {names:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_action_is_shown_live_and_highlighted_in_the_report() {
+    let env = Env::new().await;
+    let forbidden = env.site.cross_origin_url("links/page2.html");
+    env.script(vec![
+        navigate(0, &forbidden),
+        done(1, "page 2 is off limits", "success"),
+    ]);
+    let out = env
+        .run(
+            "links/page1.html",
+            &["--block-domain", "localhost", "--no-gif"],
+        )
+        .await;
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("⛔ blocked go to"), "{stdout}");
+    let report = std::fs::read_to_string(env.trace().join("report.html")).unwrap();
+    assert_eq!(
+        report.matches("<section class=\"step problem\"").count(),
+        1,
+        "step 1 is flagged"
+    );
+    assert_eq!(report.matches("<li class=\"action blocked\">").count(), 1);
+    assert!(
+        report.contains("stroke-dasharray") || report.contains("go to"),
+        "drawn or listed"
+    );
+    assert!(!env.trace().join("run.gif").exists(), "--no-gif");
+}
