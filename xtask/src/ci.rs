@@ -6,8 +6,10 @@
 //! 2. fmt: `cargo fmt --all -- --check`;
 //! 3. clippy: `cargo clippy --workspace --all-targets -- -D warnings`;
 //! 4. tidy: the checks of `cargo xtask tidy`, in-process;
-//! 5. tests: `cargo nextest run` when nextest is installed, else `cargo test`;
-//! 6. doctests: `cargo test --doc`, which nextest does not run.
+//! 5. eval: `cargo xtask eval --offline --quick`, the whole engine on the
+//!    replica sites and MiniWoB++ for all four adapters (scripted models);
+//! 6. tests: `cargo nextest run` when nextest is installed, else `cargo test`;
+//! 7. doctests: `cargo test --doc`, which nextest does not run.
 //!
 //! Tests run with `INSTA_UPDATE=no`, so a changed snapshot fails instead of
 //! being written, and with `LUMEN_CHROME` set to the Chromium found in step 1.
@@ -77,6 +79,21 @@ fn run_steps(
         ]))
     })?;
     step(timings, "tidy", tidy::run)?;
+    step(timings, "eval", || {
+        util::run(
+            util::cargo()
+                .current_dir(root)
+                .env("LUMEN_CHROME", &chromium)
+                .args([
+                    "xtask",
+                    "eval",
+                    "--offline",
+                    "--quick",
+                    "--concurrency",
+                    "2",
+                ]),
+        )
+    })?;
     let nextest = util::succeeds(
         util::cargo()
             .current_dir(root)

@@ -10,7 +10,12 @@
 // xtask is a command-line tool: printing to the terminal is its job.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod bench_agent;
+mod bench_browser;
+mod bench_server;
 mod ci;
+mod decode_stream;
+mod eval;
 mod tidy;
 mod util;
 
@@ -33,12 +38,40 @@ enum Task {
     Tidy,
     /// Run what CI runs: Chromium check, fmt, clippy, tidy, tests, doctests.
     Ci(ci::Options),
+    /// Replay a recorded provider stream through its parser and print the
+    /// events and decoded actions as JSON lines.
+    DecodeStream(decode_stream::Options),
+    /// Run WebVoyager tasks live, or the offline replica suites with a
+    /// scripted model (`cargo xtask eval --offline --quick`).
+    Eval(Box<eval::Options>),
+    /// Measure latency against the raw floor (`cargo xtask bench browser`).
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+/// What `cargo xtask bench` measures.
+#[derive(Debug, Subcommand)]
+enum Bench {
+    /// lumen-browser against raw CDP: screenshots, input, settling.
+    Browser(bench_browser::Options),
+    /// A 20-step scripted run through the whole engine: per-step overhead
+    /// against the raw CDP floor, tokens against a naive loop, memory, cold
+    /// start, concurrency.
+    Agent(bench_agent::Options),
+    /// `lumen serve` under a bounded loopback load: runs/min, step latency,
+    /// peak memory, nothing lost.
+    Server(bench_server::Options),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().task {
         Task::Tidy => tidy::run(),
         Task::Ci(options) => ci::run(&options),
+        Task::DecodeStream(options) => decode_stream::run(&options),
+        Task::Eval(options) => eval::run(&options),
+        Task::Bench(Bench::Browser(options)) => bench_browser::run(&options),
+        Task::Bench(Bench::Agent(options)) => bench_agent::run(&options),
+        Task::Bench(Bench::Server(options)) => bench_server::run(&options),
     };
     // Print the error chain on one line ourselves: returning the error from
     // `main` would add a backtrace whenever RUST_BACKTRACE is set.

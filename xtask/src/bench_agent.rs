@@ -1,0 +1,842 @@
+//! `cargo xtask bench agent`: what one step of the real engine costs, as
+//! ratios measured in one run.
+//!
+//! A fixed 20-step scripted trajectory (type, key, scroll, hover, click,
+//! navigate, read, terminate) runs on fixture pages in real headless
+//! Chromium through the real `lumen` session and a real adapter, with the
+//! mock provider answering instantly in that provider's wire format.
+//! Configurations alternate run by run so they see the same machine load:
+//! - `adaptive`: the defaults (JPEG q80, 2 screenshots kept, adaptive settle);
+//! - `fixed-sleep`: the original's post-action sleeps (`RouterTiming`);
+//! - `naive`: full-size PNG, `keep_recent + 1` screenshots, the baseline the
+//!   token ratio is measured against.
+//!
+//! The tab and the adapter are wrapped (not modified) to time capture,
+//! dispatch, settle, request building and stream decoding. The mock answers
+//! from memory: its serving time is counted as engine overhead, which only
+//! makes our figures worse. The raw CDP floor (a bare
+//! `Page.captureScreenshot` plus the `Input.dispatchMouseEvent` pair a step
+//! needs) is measured on the same browser in the same run.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, anyhow};
+use async_trait::async_trait;
+use futures::{Stream, StreamExt as _};
+use lumen::browser::{CdpTab, LaunchOptions};
+use lumen::models::{AdapterOptions, ApiKey};
+use lumen::perception::router::{RouterTiming, SettleMode};
+use lumen::{
+    ActionOutcome, BrowserTab, ClickOptions, ImageFormat, ModelAdapter, ModelInfo, ModelResponse,
+    ModelStream, Modifiers, MouseButton, Point, RunStatus, Screenshot, ScreenshotOptions, Session,
+    SessionOptions, SettleOptions, SettleReport, Size, StepContext, TaskState, WireRecord,
+};
+use lumen_mock::FixtureServer;
+use lumen_mock::mock_provider::MockProvider;
+use lumen_mock::mock_provider::trajectory::{ScriptStep, Wire};
+use serde_json::{Value, json};
+
+/// Options of `cargo xtask bench agent`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Options {
+    /// A shorter run: 2 runs per configuration, concurrency 1 and 2.
+    #[arg(long)]
+    quick: bool,
+    /// Runs per configuration.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// The wire protocol the mock answers in.
+    #[arg(long, default_value = "anthropic")]
+    provider: Wire,
+}
+
+pub(crate) fn run(options: &Options) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    runtime.block_on(bench(options))
+}
+
+/// Nanosecond counters of where a run's time went.
+#[derive(Debug, Default)]
+struct Phases {
+    capture: AtomicU64,
+    dispatch: AtomicU64,
+    settle: AtomicU64,
+    request: AtomicU64,
+    decode: AtomicU64,
+}
+
+impl Phases {
+    fn add(counter: &AtomicU64, since: Instant) {
+        counter.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    fn ms(counter: &AtomicU64, steps: usize) -> f64 {
+        counter.load(Ordering::Relaxed) as f64 / 1e6 / steps.max(1) as f64
+    }
+}
+
+/// The real tab, with each call timed into a phase.
+struct TimedTab {
+    inner: Arc<CdpTab>,
+    phases: Arc<Phases>,
+}
+
+macro_rules! timed {
+    ($self:ident, $phase:ident, $call:expr) => {{
+        let t = Instant::now();
+        let r = $call.await;
+        Phases::add(&$self.phases.$phase, t);
+        r
+    }};
+}
+
+#[async_trait]
+impl BrowserTab for TimedTab {
+    async fn screenshot(&self, o: &ScreenshotOptions) -> lumen::Result<Screenshot> {
+        timed!(self, capture, self.inner.screenshot(o))
+    }
+    async fn viewport(&self) -> lumen::Result<Size> {
+        self.inner.viewport().await
+    }
+    async fn set_viewport(&self, size: Size, dpr: f64) -> lumen::Result<()> {
+        self.inner.set_viewport(size, dpr).await
+    }
+    async fn url(&self) -> lumen::Result<String> {
+        self.inner.url().await
+    }
+    async fn title(&self) -> lumen::Result<String> {
+        self.inner.title().await
+    }
+    fn cursor(&self) -> Option<Point> {
+        self.inner.cursor()
+    }
+    async fn click(&self, at: Point, o: ClickOptions) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.click(at, o))
+    }
+    async fn hover(&self, at: Point) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.hover(at))
+    }
+    async fn drag(&self, from: Point, to: Point, path: &[Point]) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.drag(from, to, path))
+    }
+    async fn mouse_down(&self, at: Option<Point>, b: MouseButton) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.mouse_down(at, b))
+    }
+    async fn mouse_up(&self, at: Option<Point>, b: MouseButton) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.mouse_up(at, b))
+    }
+    async fn scroll(
+        &self,
+        at: Point,
+        dx: f64,
+        dy: f64,
+        m: Modifiers,
+    ) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.scroll(at, dx, dy, m))
+    }
+    async fn type_text(&self, text: &str) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.type_text(text))
+    }
+    async fn key_press(&self, keys: &[String]) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.key_press(keys))
+    }
+    async fn hold_key(&self, keys: &[String], d: Duration) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.hold_key(keys, d))
+    }
+    async fn goto(&self, url: &str) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.goto(url))
+    }
+    async fn back(&self) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.back())
+    }
+    async fn forward(&self) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.forward())
+    }
+    async fn reload(&self) -> lumen::Result<ActionOutcome> {
+        timed!(self, dispatch, self.inner.reload())
+    }
+    async fn settle(&self, o: &SettleOptions) -> lumen::Result<SettleReport> {
+        timed!(self, settle, self.inner.settle(o))
+    }
+    async fn evaluate(&self, expression: &str) -> lumen::Result<Value> {
+        self.inner.evaluate(expression).await
+    }
+    async fn close(&self) -> lumen::Result<()> {
+        self.inner.close().await
+    }
+}
+
+/// The real adapter, with request building/sending and stream decoding
+/// timed. Action execution happens between polls and is not counted here.
+struct TimedAdapter {
+    inner: Arc<dyn ModelAdapter>,
+    phases: Arc<Phases>,
+}
+
+struct TimedStream {
+    inner: ModelStream,
+    phases: Arc<Phases>,
+}
+
+impl Stream for TimedStream {
+    type Item = <ModelStream as Stream>::Item;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let t = Instant::now();
+        let r = self.inner.poll_next_unpin(cx);
+        Phases::add(&self.phases.decode, t);
+        r
+    }
+}
+
+#[async_trait]
+impl ModelAdapter for TimedAdapter {
+    fn info(&self) -> &ModelInfo {
+        self.inner.info()
+    }
+    async fn stream(&self, ctx: &StepContext<'_>) -> lumen::Result<ModelStream> {
+        let inner = timed!(self, request, self.inner.stream(ctx))?;
+        Ok(Box::pin(TimedStream {
+            inner,
+            phases: self.phases.clone(),
+        }))
+    }
+    async fn step(&self, ctx: &StepContext<'_>) -> lumen::Result<ModelResponse> {
+        self.inner.step(ctx).await
+    }
+    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
+        self.inner.estimate_tokens(ctx)
+    }
+    async fn summarize(
+        &self,
+        wire: &[WireRecord],
+        state: Option<&TaskState>,
+    ) -> lumen::Result<String> {
+        self.inner.summarize(wire, state).await
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Config {
+    Adaptive,
+    FixedSleep,
+    Naive,
+}
+
+impl Config {
+    const ALL: [Config; 3] = [Config::Adaptive, Config::FixedSleep, Config::Naive];
+
+    fn name(self) -> &'static str {
+        match self {
+            Config::Adaptive => "adaptive",
+            Config::FixedSleep => "fixed-sleep",
+            Config::Naive => "naive",
+        }
+    }
+
+    fn session(self) -> SessionOptions {
+        let mut o = SessionOptions {
+            max_steps: 25,
+            ..SessionOptions::default()
+        };
+        match self {
+            Config::Adaptive => {}
+            Config::FixedSleep => o.settle = SettleMode::Fixed(RouterTiming::default()),
+            Config::Naive => {
+                o.screenshot = ScreenshotOptions {
+                    format: ImageFormat::Png,
+                    ..ScreenshotOptions::default()
+                };
+                o.history.keep_recent += 1;
+            }
+        }
+        o
+    }
+}
+
+/// Where the trajectory's targets are, read from the pages once.
+struct Targets {
+    name: Point,
+    email: Point,
+    submit: Point,
+    inc: Point,
+    hover: Point,
+    next: Point,
+}
+
+async fn center(tab: &CdpTab, selector: &str) -> Result<Point> {
+    let js = format!(
+        "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; }})()"
+    );
+    let v = tab.evaluate(&js).await.map_err(|e| anyhow!("{e}"))?;
+    let n = |i: usize| {
+        v[i].as_i64()
+            .map(|n| n as i32)
+            .ok_or_else(|| anyhow!("no element {selector}"))
+    };
+    Ok(Point::new(n(0)?, n(1)?))
+}
+
+async fn goto(tab: &CdpTab, url: &str) -> Result<()> {
+    let o = tab.goto(url).await.map_err(|e| anyhow!("{e}"))?;
+    if !o.ok {
+        return Err(anyhow!("could not open {url}: {:?}", o.error));
+    }
+    Ok(())
+}
+
+async fn targets(tab: &CdpTab, site: &FixtureServer) -> Result<Targets> {
+    goto(tab, &site.url("form.html")).await?;
+    let (name, email, submit) = (
+        center(tab, "#name").await?,
+        center(tab, "#email").await?,
+        center(tab, "#submit").await?,
+    );
+    goto(tab, &site.url("counter.html")).await?;
+    let (inc, hover) = (center(tab, "#inc").await?, center(tab, "#hover").await?);
+    goto(tab, &site.url("links/page1.html")).await?;
+    let next = center(tab, "#next").await?;
+    Ok(Targets {
+        name,
+        email,
+        submit,
+        inc,
+        hover,
+        next,
+    })
+}
+
+/// The 20 turns: one action each (the first two click then type).
+fn trajectory(t: &Targets, site: &FixtureServer) -> Vec<Vec<ScriptStep>> {
+    use ScriptStep::*;
+    let p = |p: Point| (p.x, p.y);
+    let (nx, ny) = p(t.name);
+    let (ex, ey) = p(t.email);
+    vec![
+        vec![TypeAt(nx, ny, "Ada Lovelace".into())],
+        vec![TypeAt(ex, ey, "ada@example.com".into())],
+        vec![Key("Tab".into())],
+        vec![ScrollDown],
+        vec![Hover(t.submit.x, t.submit.y)],
+        vec![Click(t.submit.x, t.submit.y)],
+        vec![Goto(site.url("counter.html"))],
+        vec![Click(t.inc.x, t.inc.y)],
+        vec![Click(t.inc.x, t.inc.y)],
+        vec![Type("abc".into())],
+        vec![Hover(t.hover.x, t.hover.y)],
+        vec![Goto(site.url("scroll.html"))],
+        vec![ScrollDown],
+        vec![Key("Page_Down".into())],
+        vec![Key("Home".into())],
+        vec![Goto(site.url("links/page1.html"))],
+        vec![Click(t.next.x, t.next.y)],
+        vec![Click(t.next.x, t.next.y)],
+        vec![ScrollDown],
+        vec![Done("Page 3 of 3".into())],
+    ]
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Default)]
+struct RunStats {
+    step_ms: Vec<f64>,
+    capture: f64,
+    dispatch: f64,
+    settle: f64,
+    request: f64,
+    decode: f64,
+    bytes: Vec<usize>,
+    images: Vec<usize>,
+    tokens: Vec<f64>,
+    cacheable: Vec<f64>,
+}
+
+/// Anthropic's estimate: an image costs width × height / 750 tokens, text
+/// about one token per 4 characters.
+fn estimate_tokens(body: &Value, image: Size) -> (f64, usize, usize) {
+    fn walk(v: &Value, images: &mut usize, image_chars: &mut usize) {
+        match v {
+            Value::String(s)
+                if s.len() > 512
+                    && (s.starts_with("/9j/")
+                        || s.starts_with("iVBOR")
+                        || s.contains(";base64,")) =>
+            {
+                *images += 1;
+                *image_chars += s.len();
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, images, image_chars)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, images, image_chars)),
+            _ => {}
+        }
+    }
+    let text = body.to_string();
+    let (mut images, mut image_chars) = (0, 0);
+    walk(body, &mut images, &mut image_chars);
+    let per_image = image.width as f64 * image.height as f64 / 750.0;
+    let tokens = images as f64 * per_image + text.len().saturating_sub(image_chars) as f64 / 4.0;
+    (tokens, images, text.len())
+}
+
+async fn one_run(
+    wire: Wire,
+    config: Config,
+    site: &FixtureServer,
+    targets: &Targets,
+    tab: Arc<CdpTab>,
+) -> Result<RunStats> {
+    let mock = MockProvider::start()
+        .await
+        .context("starting the mock provider")?;
+    let vp = tab.viewport().await.map_err(|e| anyhow!("{e}"))?;
+    for (i, turn) in trajectory(targets, site).iter().enumerate() {
+        mock.push(wire.route(), wire.turn(i, turn, (vp.width, vp.height)));
+    }
+    goto(&tab, &site.url("form.html")).await?;
+    let phases = Arc::new(Phases::default());
+    let adapter = lumen::models::create_adapter(
+        wire.model(),
+        AdapterOptions {
+            api_key: Some(ApiKey::new("bench")),
+            base_url: Some(wire.base_url(&mock)),
+            ..AdapterOptions::default()
+        },
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    let adapter = Arc::new(TimedAdapter {
+        inner: adapter,
+        phases: phases.clone(),
+    });
+    let timed = Arc::new(TimedTab {
+        inner: tab,
+        phases: phases.clone(),
+    });
+    let mut session = Session::new(timed, adapter, config.session()).map_err(|e| anyhow!("{e}"))?;
+    let result = session
+        .run("Fill the form, use the counter, scroll the list and read page 3")
+        .await;
+    if result.status != RunStatus::Success {
+        return Err(anyhow!(
+            "{} run ended {:?}: {:?}",
+            config.name(),
+            result.status,
+            result.error
+        ));
+    }
+    let steps = result.history.len();
+    let mut s = RunStats {
+        step_ms: result
+            .history
+            .iter()
+            .map(|h| h.duration_ms as f64)
+            .collect(),
+        capture: Phases::ms(&phases.capture, steps),
+        dispatch: Phases::ms(&phases.dispatch, steps),
+        settle: Phases::ms(&phases.settle, steps),
+        request: Phases::ms(&phases.request, steps),
+        decode: Phases::ms(&phases.decode, steps),
+        ..RunStats::default()
+    };
+    for r in mock.requests() {
+        let (tokens, images, bytes) = estimate_tokens(&r.body, vp);
+        let text = r.body.to_string();
+        // What a steady-state request reads from the prompt cache: the
+        // prefix up to the second-to-last breakpoint (the last one marks
+        // what this request writes for the next).
+        let marks: Vec<usize> = text
+            .match_indices("cache_control")
+            .map(|(i, _)| i)
+            .collect();
+        let cacheable = match marks.len() {
+            0 | 1 => 0.0,
+            n => marks[n - 2] as f64 / text.len() as f64,
+        };
+        s.tokens.push(tokens);
+        s.images.push(images);
+        s.bytes.push(bytes);
+        s.cacheable.push(cacheable);
+    }
+    Ok(s)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max)
+}
+
+/// A bare capture plus the pressed/released pair, on the same browser.
+async fn floor(tab: &CdpTab, samples: usize) -> Result<Vec<f64>> {
+    let mut out = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t = Instant::now();
+        tab.cdp(
+            "Page.captureScreenshot",
+            json!({"format": "jpeg", "quality": 80}),
+        )
+        .await
+        .map_err(|e| anyhow!("{e}"))?;
+        for kind in ["mousePressed", "mouseReleased"] {
+            tab.cdp(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": 5, "y": 5, "button": "left", "clickCount": 1}),
+            )
+            .await
+            .map_err(|e| anyhow!("{e}"))?;
+        }
+        out.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(out)
+}
+
+fn status_kb(field: &str, pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// RSS of a process and all its descendants, in MiB.
+fn tree_rss_mib(root: u32) -> f64 {
+    let mut pids = vec![root];
+    let mut i = 0;
+    while i < pids.len() {
+        let parent = pids[i];
+        if let Ok(entries) = std::fs::read_dir("/proc") {
+            for e in entries.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit(')')
+                            .next()
+                            .and_then(|r| r.split_whitespace().nth(1))
+                            .and_then(|p| p.parse::<u32>().ok())
+                    });
+                if ppid == Some(parent) && !pids.contains(&pid) {
+                    pids.push(pid);
+                }
+            }
+        }
+        i += 1;
+    }
+    pids.iter()
+        .filter_map(|p| status_kb("VmRSS:", *p))
+        .sum::<u64>() as f64
+        / 1024.0
+}
+
+fn self_peak_mib() -> f64 {
+    status_kb("VmHWM:", std::process::id()).unwrap_or(0) as f64 / 1024.0
+}
+
+fn self_rss_mib() -> f64 {
+    status_kb("VmRSS:", std::process::id()).unwrap_or(0) as f64 / 1024.0
+}
+
+async fn launch() -> Result<Arc<CdpTab>> {
+    Ok(Arc::new(
+        CdpTab::launch(LaunchOptions::default())
+            .await
+            .map_err(|e| anyhow!("{e}"))?,
+    ))
+}
+
+async fn bench(options: &Options) -> Result<()> {
+    let runs = if options.quick {
+        2
+    } else {
+        options.runs.max(1)
+    };
+    let wire = options.provider;
+    let site = FixtureServer::start()
+        .await
+        .context("starting the fixture server")?;
+    let tab = launch().await?;
+    let t = targets(&tab, &site).await?;
+
+    // Configurations alternate run by run.
+    let mut stats: Vec<(Config, Vec<RunStats>)> =
+        Config::ALL.iter().map(|c| (*c, Vec::new())).collect();
+    for _ in 0..runs {
+        for (config, list) in stats.iter_mut() {
+            list.push(one_run(wire, *config, &site, &t, tab.clone()).await?);
+        }
+    }
+    let floor_ms = floor(&tab, if options.quick { 20 } else { 60 }).await?;
+    let floor_median = median(floor_ms.clone());
+    let chromium_mib = tab.browser_pid().map(tree_rss_mib).unwrap_or(0.0);
+
+    // Cold start: Agent::run until the first provider request, against the
+    // Chromium launch alone.
+    let mut cold = Vec::new();
+    let mut launch_only = Vec::new();
+    for _ in 0..if options.quick { 1 } else { 3 } {
+        let t0 = Instant::now();
+        let probe = launch().await?;
+        launch_only.push(t0.elapsed().as_secs_f64() * 1000.0);
+        probe.close().await.map_err(|e| anyhow!("{e}"))?;
+        cold.push(cold_start(wire).await?);
+    }
+
+    // Concurrency: N agents, each with its own browser and mock.
+    let levels: &[usize] = if options.quick {
+        &[1, 2]
+    } else {
+        &[1, 2, 4, 8]
+    };
+    let mut concurrency = Vec::new();
+    for &n in levels {
+        concurrency.push(concurrent(wire, n, &site, &t).await?);
+    }
+
+    report(
+        wire,
+        &stats,
+        floor_median,
+        chromium_mib,
+        &cold,
+        &launch_only,
+        &concurrency,
+    )?;
+    tab.close().await.map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
+
+async fn cold_start(wire: Wire) -> Result<f64> {
+    let mock = MockProvider::start().await?;
+    mock.push(
+        wire.route(),
+        wire.turn(0, &[ScriptStep::Done("ok".into())], (1280, 720)),
+    );
+    let options = lumen::AgentOptions {
+        adapter: AdapterOptions {
+            api_key: Some(ApiKey::new("bench")),
+            base_url: Some(wire.base_url(&mock)),
+            ..AdapterOptions::default()
+        },
+        ..lumen::AgentOptions::new(wire.model()).max_steps(2)
+    };
+    let mut agent = lumen::Agent::new(options);
+    let t0 = Instant::now();
+    let watch = async {
+        while mock.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        t0.elapsed().as_secs_f64() * 1000.0
+    };
+    let (first, run) = tokio::join!(watch, agent.run("finish", None));
+    run.map_err(|e| anyhow!("{e}"))?;
+    agent.close().await.map_err(|e| anyhow!("{e}"))?;
+    Ok(first)
+}
+
+async fn concurrent(
+    wire: Wire,
+    n: usize,
+    site: &FixtureServer,
+    t: &Targets,
+) -> Result<(usize, f64, f64)> {
+    let base = self_rss_mib();
+    let mut tabs = Vec::new();
+    for _ in 0..n {
+        tabs.push(launch().await?);
+    }
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                peak.fetch_max((self_rss_mib() * 1024.0) as u64, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let runs = futures::future::join_all(
+        tabs.iter()
+            .map(|tab| one_run(wire, Config::Adaptive, site, t, tab.clone())),
+    )
+    .await;
+    sampler.abort();
+    for tab in &tabs {
+        tab.close().await.map_err(|e| anyhow!("{e}"))?;
+    }
+    let mut step_ms = Vec::new();
+    for r in runs {
+        step_ms.extend(r?.step_ms);
+    }
+    let peak_mib = peak.load(Ordering::Relaxed) as f64 / 1024.0;
+    Ok((n, median(step_ms), (peak_mib - base).max(0.0)))
+}
+
+fn report(
+    wire: Wire,
+    stats: &[(Config, Vec<RunStats>)],
+    floor_ms: f64,
+    chromium_mib: f64,
+    cold: &[f64],
+    launch_only: &[f64],
+    concurrency: &[(usize, f64, f64)],
+) -> Result<()> {
+    let agg = |list: &[RunStats], f: &dyn Fn(&RunStats) -> f64| -> Vec<f64> {
+        list.iter().map(f).collect()
+    };
+    let per_step = |list: &[RunStats]| -> Vec<f64> {
+        list.iter().map(|r| median(r.step_ms.clone())).collect()
+    };
+    let total_tokens =
+        |list: &[RunStats]| -> Vec<f64> { list.iter().map(|r| r.tokens.iter().sum()).collect() };
+    let find = |c: Config| {
+        stats
+            .iter()
+            .find(|(x, _)| *x == c)
+            .map(|(_, l)| l.as_slice())
+            .unwrap_or(&[])
+    };
+    let (adaptive, fixed, naive) = (
+        find(Config::Adaptive),
+        find(Config::FixedSleep),
+        find(Config::Naive),
+    );
+
+    println!(
+        "cargo xtask bench agent — {} wire format, {} runs per configuration",
+        wire.name(),
+        adaptive.len()
+    );
+    println!();
+    println!(
+        "| configuration | per-step wall (ms) median [min–max] | input tokens / 20 steps | bytes / request | images / request |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for (config, list) in stats {
+        let step = per_step(list);
+        let (lo, hi) = min_max(&step);
+        let tokens = median(total_tokens(list));
+        let bytes = median(
+            list.iter()
+                .flat_map(|r| r.bytes.iter().map(|b| *b as f64))
+                .collect(),
+        );
+        let images = median(
+            list.iter()
+                .flat_map(|r| r.images.iter().map(|b| *b as f64))
+                .collect(),
+        );
+        println!(
+            "| {} | {:.1} [{:.1}–{:.1}] | {:.0} | {:.0} | {:.0} |",
+            config.name(),
+            median(step),
+            lo,
+            hi,
+            tokens,
+            bytes,
+            images
+        );
+    }
+    let overhead = median(per_step(adaptive));
+    println!();
+    println!("Breakdown of an adaptive step (ms, medians over runs):");
+    for (name, f) in [
+        (
+            "capture (incl. encode)",
+            (|r: &RunStats| r.capture) as fn(&RunStats) -> f64,
+        ),
+        ("request build + send", |r| r.request),
+        ("stream decode", |r| r.decode),
+        ("action dispatch", |r| r.dispatch),
+        ("settle", |r| r.settle),
+    ] {
+        println!("  {name:<24} {:.2}", median(agg(adaptive, &f)));
+    }
+    let accounted: f64 = ["capture", "request", "decode", "dispatch", "settle"]
+        .iter()
+        .map(|k| {
+            median(agg(adaptive, &|r: &RunStats| match *k {
+                "capture" => r.capture,
+                "request" => r.request,
+                "decode" => r.decode,
+                "dispatch" => r.dispatch,
+                _ => r.settle,
+            }))
+        })
+        .sum();
+    println!(
+        "  {:<24} {:.2}",
+        "bookkeeping (rest)",
+        (overhead - accounted).max(0.0)
+    );
+    let overhead_to_floor = overhead / floor_ms.max(1e-6);
+    let tokens_vs_naive = median(total_tokens(adaptive)) / median(total_tokens(naive)).max(1.0);
+    let fixed_ratio = median(per_step(fixed)) / overhead.max(1e-6);
+    let cacheable = median(adaptive.iter().flat_map(|r| r.cacheable.clone()).collect());
+    // List prices (Anthropic Claude Sonnet 4.x, USD per million tokens, as of
+    // 2026-11): input 3.00, cache read 0.30, output 15.00.
+    let tokens = median(total_tokens(adaptive));
+    let cost = tokens * (1.0 - cacheable) * 3.0 / 1e6
+        + tokens * cacheable * 0.30 / 1e6
+        + 20.0 * 20.0 * 15.0 / 1e6;
+    let cold_ms = median(cold.to_vec());
+    let launch_ms = median(launch_only.to_vec());
+    println!();
+    println!("raw CDP floor (capture + press/release): {floor_ms:.2} ms");
+    println!("overhead_to_floor: {overhead_to_floor:.2}x  (target ≤ 1.3x)");
+    println!("fixed-sleep / adaptive per step: {fixed_ratio:.2}x");
+    println!(
+        "tokens_vs_naive: {tokens_vs_naive:.2}  (target ≤ 0.5); share of request bytes read from the prompt cache ≈ {:.0}%",
+        cacheable * 100.0
+    );
+    println!("estimated cost of the 20 steps at list prices: ${cost:.4}");
+    println!(
+        "engine peak RSS: {:.1} MiB (this process, mock and fixture server included); Chromium tree RSS: {chromium_mib:.0} MiB",
+        self_peak_mib()
+    );
+    println!(
+        "cold start: Agent::run → first request {cold_ms:.0} ms vs Chromium launch {launch_ms:.0} ms ({:.2}x, target ≤ 1.1x)",
+        cold_ms / launch_ms.max(1e-6)
+    );
+    println!();
+    println!("| agents | per-step wall (ms) | engine RSS growth (MiB) |");
+    println!("|---:|---:|---:|");
+    for (n, step, growth) in concurrency {
+        println!("| {n} | {step:.1} | {growth:.1} |");
+    }
+
+    let json = json!({
+        "provider": wire.name(),
+        "runs_per_config": adaptive.len(),
+        "per_step_ms": {"adaptive": median(per_step(adaptive)), "fixed_sleep": median(per_step(fixed)), "naive": median(per_step(naive))},
+        "floor_ms": floor_ms,
+        "overhead_to_floor": overhead_to_floor,
+        "tokens_20_steps": {"adaptive": median(total_tokens(adaptive)), "naive": median(total_tokens(naive))},
+        "tokens_vs_naive": tokens_vs_naive,
+        "cacheable_share": cacheable,
+        "estimated_cost_usd": cost,
+        "engine_peak_rss_mib": self_peak_mib(),
+        "chromium_rss_mib": chromium_mib,
+        "cold_start_ms": cold_ms,
+        "chromium_launch_ms": launch_ms,
+        "concurrency": concurrency.iter().map(|(n, s, g)| json!({"agents": n, "per_step_ms": s, "rss_growth_mib": g})).collect::<Vec<_>>(),
+    });
+    let dir = crate::util::project_root()?.join("target/bench");
+    std::fs::create_dir_all(&dir).context("creating target/bench")?;
+    let path = dir.join("agent.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!();
+    println!("wrote {}", path.display());
+    Ok(())
+}
