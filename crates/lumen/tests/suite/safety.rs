@@ -1,0 +1,273 @@
+//! The safety layers on a real run: the policy judging effects after
+//! clicks and popups, the model verifier through every adapter, and secrets
+//! that never reach an artefact. Real Chromium, fixture pages on 127.0.0.1,
+//! the mock provider speaking each protocol.
+
+use std::sync::Arc;
+
+use lumen::browser::{CdpTab, LaunchOptions};
+use lumen::models::{AdapterOptions, ApiKey};
+use lumen::perception::monitor::jsonl_recorder;
+use lumen::safety::{ModelVerifier, PolicyConfig, Secrets};
+use lumen::{BrowserTab, ModelAdapter, Point, RunStatus, Session, SessionOptions};
+use lumen_test_support::FixtureServer;
+use lumen_test_support::StatusCode;
+use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
+use lumen_test_support::mock_provider::{MockProvider, Reply};
+use serde_json::json;
+
+async fn setup(page: &str) -> (FixtureServer, MockProvider, Arc<CdpTab>) {
+    let site = FixtureServer::start().await.unwrap();
+    let mock = MockProvider::start().await.unwrap();
+    let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
+    assert!(tab.goto(&site.url(page)).await.unwrap().ok);
+    (site, mock, tab)
+}
+
+fn adapter(wire: Wire, mock: &MockProvider) -> Arc<dyn ModelAdapter> {
+    lumen::models::create_adapter(
+        wire.model(),
+        AdapterOptions {
+            api_key: Some(ApiKey::new("test-key")),
+            base_url: Some(wire.base_url(mock)),
+            ..AdapterOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+async fn center(tab: &CdpTab, selector: &str) -> Point {
+    let js = format!(
+        "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; }})()"
+    );
+    let v = tab.evaluate(&js).await.unwrap();
+    Point::new(v[0].as_i64().unwrap() as i32, v[1].as_i64().unwrap() as i32)
+}
+
+fn block_localhost() -> PolicyConfig {
+    PolicyConfig {
+        blocked_domains: vec!["localhost".into()],
+        ..PolicyConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_that_navigates_to_a_blocked_domain_is_taken_back_and_reported() {
+    let (site, mock, tab) = setup("redirect.html").await;
+    let link = center(&tab, "#cross-link").await;
+    let wire = Wire::Anthropic;
+    mock.push(
+        wire.route(),
+        wire.turn(0, &[ScriptStep::Click(link.x, link.y)], (1280, 720)),
+    );
+    mock.push(
+        wire.route(),
+        wire.turn(1, &[ScriptStep::Done("stayed".into())], (1280, 720)),
+    );
+    let options = SessionOptions {
+        policy: block_localhost(),
+        max_steps: 4,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+    let r = session.run("Follow the cross-host link").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let click = &r.history[0].actions[0].execution;
+    assert!(!click.ok, "the click landed on a blocked domain: {click:?}");
+    assert!(
+        click
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("Blocked after the action"),
+        "{click:?}"
+    );
+    let url = tab.url().await.unwrap();
+    assert!(
+        url.starts_with(&site.url("")) && url.ends_with("redirect.html"),
+        "taken back to {url}"
+    );
+    assert!(
+        mock.requests()[1]
+            .body
+            .to_string()
+            .contains("Blocked after the action")
+    );
+    tab.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_popup_on_a_blocked_domain_is_undone_and_reported() {
+    let (site, mock, tab) = setup("popup.html").await;
+    let button = center(&tab, "#open-cross").await;
+    let wire = Wire::Anthropic;
+    mock.push(
+        wire.route(),
+        wire.turn(0, &[ScriptStep::Click(button.x, button.y)], (1280, 720)),
+    );
+    mock.push(
+        wire.route(),
+        wire.turn(1, &[ScriptStep::Done("no popup".into())], (1280, 720)),
+    );
+    let options = SessionOptions {
+        policy: block_localhost(),
+        max_steps: 4,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+    let r = session.run("Open the popup").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let click = &r.history[0].actions[0].execution;
+    assert!(
+        !click.ok
+            && click
+                .error
+                .as_deref()
+                .unwrap_or("")
+                .contains("Blocked after the action"),
+        "{click:?}"
+    );
+    let url = tab.url().await.unwrap();
+    assert!(
+        !url.contains("localhost"),
+        "the agent is not left on the blocked popup: {url}"
+    );
+    assert!(url.starts_with(&site.url("")), "{url}");
+    let open = tab.tabs().await.unwrap();
+    assert!(
+        open.iter().all(|t| !t.url.contains("localhost")),
+        "the popup was closed: {open:?}"
+    );
+    tab.close().await.unwrap();
+}
+
+/// A non-streaming "YES"/"NO" answer in each protocol's JSON shape.
+fn verdict(wire: Wire, text: &str) -> Reply {
+    let body = match wire {
+        Wire::Anthropic => {
+            json!({"id": "msg_v", "type": "message", "role": "assistant", "model": "mock",
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 3}})
+        }
+        Wire::OpenAi => json!({"id": "resp_v", "object": "response", "status": "completed",
+            "output": [{"type": "message", "id": "msg_v", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+            "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}}),
+        Wire::Google => {
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
+            "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 3}})
+        }
+        Wire::Compatible => {
+            json!({"id": "chatcmpl-v", "object": "chat.completion", "model": "mock",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}})
+        }
+    };
+    Reply::Json(StatusCode::OK, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_verifier_rejects_then_accepts_through_every_adapter() {
+    for wire in Wire::ALL {
+        let (site, mock, tab) = setup("links/page1.html").await;
+        let vp = (1280, 720);
+        // The agent's turns and the verifier's questions share the route, in
+        // the order the loop asks them.
+        mock.push(
+            wire.route(),
+            wire.turn(0, &[ScriptStep::Done("page 1".into())], vp),
+        );
+        mock.push(wire.route(), verdict(wire, "NO: the task asks for page 2."));
+        mock.push(
+            wire.route(),
+            wire.turn(1, &[ScriptStep::Goto(site.url("links/page2.html"))], vp),
+        );
+        mock.push(
+            wire.route(),
+            wire.turn(2, &[ScriptStep::Done("page 2".into())], vp),
+        );
+        mock.push(wire.route(), verdict(wire, "YES, page 2 is open."));
+        let verifier = Arc::new(ModelVerifier::new(adapter(wire, &mock)));
+        let options = SessionOptions {
+            verifier: Some(verifier),
+            max_steps: 5,
+            ..SessionOptions::default()
+        };
+        let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+        let r = session.run("Open page 2").await;
+        assert_eq!(
+            (r.status, r.result.as_deref()),
+            (RunStatus::Success, Some("page 2")),
+            "{wire:?}: {:?}",
+            r.error
+        );
+        let first = &r.history[0].actions[0].execution;
+        assert!(
+            !first.ok && first.error.as_deref().unwrap_or("").contains("page 2"),
+            "{wire:?}: {first:?}"
+        );
+        assert_eq!(
+            mock.requests().len(),
+            5,
+            "{wire:?}: every scripted answer was asked for"
+        );
+        tab.close().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_secret_never_reaches_requests_events_or_the_saved_session() {
+    const SECRET: &str = "hunter2-Zq9!s3cret";
+    let (_site, mock, tab) = setup("form.html").await;
+    let field = center(&tab, "#password").await;
+    // A visible text field too: its value comes back in the next prompt's
+    // form state, which must show the placeholder, not the value.
+    let name = center(&tab, "#name").await;
+    let wire = Wire::Anthropic;
+    let typed = |p: Point| ScriptStep::TypeAt(p.x, p.y, "<secret:password>".into());
+    mock.push(wire.route(), wire.turn(0, &[typed(field)], (1280, 720)));
+    mock.push(wire.route(), wire.turn(1, &[typed(name)], (1280, 720)));
+    mock.push(
+        wire.route(),
+        wire.turn(2, &[ScriptStep::Done("logged in".into())], (1280, 720)),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let options = SessionOptions {
+        secrets: Secrets::new().with("password", SECRET).unwrap(),
+        recorders: vec![jsonl_recorder(&events, true).unwrap()],
+        max_steps: 5,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+    let r = session.run("Type the password").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(
+        tab.evaluate("document.querySelector('#password').value")
+            .await
+            .unwrap(),
+        SECRET,
+        "the value was typed"
+    );
+    let saved = dir.path().join("session.json");
+    session.save(&saved, true).unwrap();
+    let result = serde_json::to_string(&r).unwrap();
+    for (what, text) in [
+        ("events.jsonl", std::fs::read_to_string(&events).unwrap()),
+        ("session.json", std::fs::read_to_string(&saved).unwrap()),
+        ("the run result", result),
+        (
+            "the provider requests",
+            mock.requests()
+                .iter()
+                .map(|r| r.body.to_string())
+                .collect::<String>(),
+        ),
+    ] {
+        assert!(
+            !text.contains(SECRET) && !text.contains("hunter2"),
+            "the secret leaked into {what}"
+        );
+    }
+    tab.close().await.unwrap();
+}
