@@ -35,9 +35,9 @@ use lumen::{
     ModelStream, Modifiers, MouseButton, Point, RunStatus, Screenshot, ScreenshotOptions, Session,
     SessionOptions, SettleOptions, SettleReport, Size, StepContext, TaskState, WireRecord,
 };
-use lumen_mock::FixtureServer;
 use lumen_mock::mock_provider::MockProvider;
 use lumen_mock::mock_provider::trajectory::{ScriptStep, Wire};
+use lumen_mock::{FixtureServer, element_center};
 use serde_json::{Value, json};
 
 /// Options of `cargo xtask bench agent`.
@@ -272,16 +272,10 @@ struct Targets {
 }
 
 async fn center(tab: &CdpTab, selector: &str) -> Result<Point> {
-    let js = format!(
-        "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; }})()"
-    );
-    let v = tab.evaluate(&js).await.map_err(|e| anyhow!("{e}"))?;
-    let n = |i: usize| {
-        v[i].as_i64()
-            .map(|n| n as i32)
-            .ok_or_else(|| anyhow!("no element {selector}"))
-    };
-    Ok(Point::new(n(0)?, n(1)?))
+    element_center(tab, selector)
+        .await
+        .map_err(|e| anyhow!("{e}"))?
+        .ok_or_else(|| anyhow!("no element {selector}"))
 }
 
 async fn goto(tab: &CdpTab, url: &str) -> Result<()> {

@@ -128,17 +128,10 @@ async fn measure(tab: &CdpTab, site: &FixtureServer) -> Result<Vec<Turn>, CliErr
         }
     };
     let center = |selector: &'static str| async move {
-        let js = format!(
-            "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); \
-             return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; }})()"
-        );
-        let v = tab
-            .evaluate(&js)
-            .await
-            .map_err(|e| fail("find an element", &e))?;
-        match (v[0].as_i64(), v[1].as_i64()) {
-            (Some(x), Some(y)) => Ok(Point::new(x as i32, y as i32)),
-            _ => Err(fail("find an element", &selector)),
+        match lumen_mock::element_center(tab, selector).await {
+            Ok(Some(p)) => Ok(p),
+            Ok(None) => Err(fail("find an element", &selector)),
+            Err(e) => Err(fail("find an element", &e)),
         }
     };
     goto(open("index.html")).await?;

@@ -44,6 +44,8 @@
 
 mod fixture_server;
 pub mod mock_provider;
+mod page;
 
 pub use axum::http::StatusCode;
 pub use fixture_server::{FixtureServer, MAX_QUERY_DELAY, RequestRecord, fixtures_root};
+pub use page::element_center;

@@ -55,4 +55,6 @@ pub use chromium::{ChromiumNotFound, locate_chromium, locate_headless_shell};
 /// The mock model provider; it lives in `lumen-mock` (so `lumen demo` can
 /// use it at runtime) and is re-exported here for the tests.
 pub use lumen_mock::mock_provider;
-pub use lumen_mock::{FixtureServer, MAX_QUERY_DELAY, RequestRecord, StatusCode, fixtures_root};
+pub use lumen_mock::{
+    FixtureServer, MAX_QUERY_DELAY, RequestRecord, StatusCode, element_center, fixtures_root,
+};

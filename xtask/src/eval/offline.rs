@@ -595,17 +595,10 @@ async fn eval(tab: &CdpTab, js: &str) -> anyhow::Result<Value> {
 
 /// The centre of the first element matching `selector`, in viewport pixels.
 async fn centre(tab: &CdpTab, selector: &str, page: &str) -> anyhow::Result<(i32, i32)> {
-    let sel = serde_json::to_string(selector)?;
-    let js = format!(
-        "(() => {{ const e = document.querySelector({sel}); if (!e) return null; const r = e.getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; }})()"
-    );
-    let v = eval(tab, &js).await?;
-    match (v[0].as_i64(), v[1].as_i64()) {
-        (Some(x), Some(y)) => Ok((
-            i32::try_from(x).unwrap_or(i32::MAX),
-            i32::try_from(y).unwrap_or(i32::MAX),
-        )),
-        _ => bail!("oracle: no element {selector:?} on {page}"),
+    match lumen_mock::element_center(tab, selector).await {
+        Ok(Some(p)) => Ok((p.x, p.y)),
+        Ok(None) => bail!("oracle: no element {selector:?} on {page}"),
+        Err(e) => Err(anyhow::anyhow!("evaluating JavaScript: {e}")),
     }
 }
 

@@ -10,9 +10,9 @@ use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::models::{AdapterOptions, ApiKey};
 use lumen::safety::{PolicyConfig, UrlMatchesGate};
 use lumen::{BrowserTab, Point, RunResult, RunStatus, Session, SessionOptions, StreamEvent};
-use lumen_test_support::FixtureServer;
 use lumen_test_support::mock_provider::MockProvider;
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
+use lumen_test_support::{FixtureServer, element_center};
 use serde_json::Value;
 
 type Provider = Wire;
@@ -40,11 +40,10 @@ impl Harness {
     }
 
     async fn center(&self, selector: &str) -> Point {
-        let js = format!(
-            "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; }})()"
-        );
-        let v = self.tab.evaluate(&js).await.unwrap();
-        Point::new(v[0].as_i64().unwrap() as i32, v[1].as_i64().unwrap() as i32)
+        element_center(self.tab.as_ref(), selector)
+            .await
+            .unwrap()
+            .expect(selector)
     }
 
     async fn script(&self, turns: &[Vec<ScriptStep>]) {

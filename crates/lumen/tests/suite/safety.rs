@@ -10,10 +10,10 @@ use lumen::models::{AdapterOptions, ApiKey};
 use lumen::perception::monitor::jsonl_recorder;
 use lumen::safety::{ModelVerifier, PolicyConfig, Secrets};
 use lumen::{BrowserTab, ModelAdapter, Point, RunStatus, Session, SessionOptions};
-use lumen_test_support::FixtureServer;
 use lumen_test_support::StatusCode;
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
 use lumen_test_support::mock_provider::{MockProvider, Reply};
+use lumen_test_support::{FixtureServer, element_center};
 use serde_json::json;
 
 async fn setup(page: &str) -> (FixtureServer, MockProvider, Arc<CdpTab>) {
@@ -37,11 +37,10 @@ fn adapter(wire: Wire, mock: &MockProvider) -> Arc<dyn ModelAdapter> {
 }
 
 async fn center(tab: &CdpTab, selector: &str) -> Point {
-    let js = format!(
-        "(() => {{ const r = document.querySelector({selector:?}).getBoundingClientRect(); return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]; }})()"
-    );
-    let v = tab.evaluate(&js).await.unwrap();
-    Point::new(v[0].as_i64().unwrap() as i32, v[1].as_i64().unwrap() as i32)
+    element_center(tab, selector)
+        .await
+        .unwrap()
+        .expect(selector)
 }
 
 fn block_localhost() -> PolicyConfig {
