@@ -40,6 +40,20 @@ pub(crate) struct Options {
     skip_install: bool,
 }
 
+/// `cargo xtask demo`: the README's main job. Makes sure Chromium is there
+/// (installing it as `ci` does), then runs `lumen demo` with `args`.
+pub(crate) fn demo(options: &Options, args: &[String]) -> anyhow::Result<()> {
+    let root = util::project_root()?;
+    let chromium = ensure_chromium(options)?;
+    util::run(
+        util::cargo()
+            .current_dir(&root)
+            .env("LUMEN_CHROME", &chromium)
+            .args(["run", "--quiet", "-p", "lumen-cli", "--", "demo"])
+            .args(args),
+    )
+}
+
 /// Runs every step, then prints how long each took (also after a failure).
 pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     let root = util::project_root()?;
@@ -138,7 +152,7 @@ fn test_commands(nextest: bool) -> [Command; 2] {
 
 /// Finds Chromium, or installs it with apt-get when that is possible and
 /// allowed, or fails with the command to run.
-fn ensure_chromium(options: &Options) -> anyhow::Result<PathBuf> {
+pub(crate) fn ensure_chromium(options: &Options) -> anyhow::Result<PathBuf> {
     let env = |name: &str| std::env::var_os(name);
     if let Some(path) = locate_chromium(&env, &is_executable)? {
         println!("Chromium: {}", path.display());

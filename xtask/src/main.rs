@@ -38,6 +38,15 @@ enum Task {
     Tidy,
     /// Run what CI runs: Chromium check, fmt, clippy, tidy, tests, doctests.
     Ci(ci::Options),
+    /// The main job: make sure Chromium is installed, then run `lumen demo`
+    /// (an offline task on a fixture site with a scripted mock model).
+    Demo {
+        #[command(flatten)]
+        options: ci::Options,
+        /// Arguments passed on to `lumen demo`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Replay a recorded provider stream through its parser and print the
     /// events and decoded actions as JSON lines.
     DecodeStream(decode_stream::Options),
@@ -67,6 +76,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse().task {
         Task::Tidy => tidy::run(),
         Task::Ci(options) => ci::run(&options),
+        Task::Demo { options, args } => ci::demo(&options, &args),
         Task::DecodeStream(options) => decode_stream::run(&options),
         Task::Eval(options) => eval::run(&options),
         Task::Bench(Bench::Browser(options)) => bench_browser::run(&options),
