@@ -28,6 +28,10 @@ impl std::fmt::Debug for RemoteSession {
 }
 
 fn client(timeout: Duration) -> Result<reqwest::Client, LumenError> {
+    // Feature unification can build reqwest with `rustls-no-provider` (any
+    // binary that also links lumen-models); building a client then needs a
+    // process-wide provider. Installing it twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .timeout(timeout)
         .build()
