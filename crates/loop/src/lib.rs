@@ -23,9 +23,11 @@
 //! Never on `lumen-browser` or `lumen-models`: the loop drives any
 //! `BrowserTab` with any `ModelAdapter`, which is what makes both swappable.
 //!
-//! Status: site tips, workflow suggestions, the action cache, the action
-//! verifier and the planner are wired in by the facade work that follows;
-//! the loop itself runs today against any tab and adapter.
+//! The loop also takes a site knowledge base, workflow memory, an action
+//! cache and the action verifier from `lumen-memory` and `lumen-safety`
+//! (`PerceptionLoop::with_*`); the `lumen` facade wires them from its
+//! options. Known gap: `zoom` is answered with a fresh full screenshot on the
+//! next step, not an image of the region.
 
 #![deny(missing_docs)]
 
