@@ -337,6 +337,9 @@ fn trajectory(t: &Targets, site: &FixtureServer) -> Vec<Vec<ScriptStep>> {
     ]
 }
 
+/// Reads one phase's milliseconds per step out of a run.
+type Phase = fn(&RunStats) -> f64;
+
 /// What one run measured.
 #[derive(Debug, Clone, Default)]
 struct RunStats {
@@ -744,30 +747,19 @@ fn report(
     let overhead = median(per_step(adaptive));
     println!();
     println!("Breakdown of an adaptive step (ms, medians over runs):");
-    for (name, f) in [
-        (
-            "capture (incl. encode)",
-            (|r: &RunStats| r.capture) as fn(&RunStats) -> f64,
-        ),
+    let phases: [(&str, Phase); 5] = [
+        ("capture (incl. encode)", |r| r.capture),
         ("request build + send", |r| r.request),
         ("stream decode", |r| r.decode),
         ("action dispatch", |r| r.dispatch),
         ("settle", |r| r.settle),
-    ] {
-        println!("  {name:<24} {:.2}", median(agg(adaptive, &f)));
+    ];
+    let mut accounted = 0.0;
+    for (name, f) in phases {
+        let ms = median(agg(adaptive, &f));
+        accounted += ms;
+        println!("  {name:<24} {ms:.2}");
     }
-    let accounted: f64 = ["capture", "request", "decode", "dispatch", "settle"]
-        .iter()
-        .map(|k| {
-            median(agg(adaptive, &|r: &RunStats| match *k {
-                "capture" => r.capture,
-                "request" => r.request,
-                "decode" => r.decode,
-                "dispatch" => r.dispatch,
-                _ => r.settle,
-            }))
-        })
-        .sum();
     println!(
         "  {:<24} {:.2}",
         "bookkeeping (rest)",

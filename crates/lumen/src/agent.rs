@@ -275,8 +275,14 @@ impl Agent {
         stream: Option<lumen_loop::monitor::EventSender>,
     ) -> Result<RunResult> {
         self.connect().await?;
+        // Plan mode plans with the main model when no planner model is set.
         let (tab, planner) = match &self.connected {
-            Some(c) => (c.tab.clone(), c.planner.clone()),
+            Some(c) => (
+                c.tab.clone(),
+                c.planner
+                    .clone()
+                    .or_else(|| (mode == RunMode::Plan).then(|| c.adapter.clone())),
+            ),
             None => return Err(LumenError::config("agent", "not connected")),
         };
         if let Some(url) = start_url {
@@ -292,27 +298,12 @@ impl Agent {
             }
         }
         let screenshot = self.options.session.screenshot.clone();
-        let plan = match (&planner, mode) {
-            (Some(p), _) => Some(
+        let plan = match &planner {
+            Some(p) => Some(
                 lumen_loop::planner::plan(p.as_ref(), tab.as_ref(), instruction, &screenshot)
                     .await?,
             ),
-            (None, RunMode::Plan) => {
-                let adapter = self.connected.as_ref().map(|c| c.adapter.clone());
-                match adapter {
-                    Some(a) => Some(
-                        lumen_loop::planner::plan(
-                            a.as_ref(),
-                            tab.as_ref(),
-                            instruction,
-                            &screenshot,
-                        )
-                        .await?,
-                    ),
-                    None => None,
-                }
-            }
-            (None, _) => None,
+            None => None,
         };
         if mode == RunMode::Plan {
             let plan = plan.unwrap_or_else(|| lumen_loop::planner::Plan {
