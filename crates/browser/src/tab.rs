@@ -1611,11 +1611,14 @@ impl BrowserTab for CdpTab {
             })
             .await?;
         // The wheel scrolls asynchronously (smooth scrolling off in
-        // headless, but the compositor still needs a frame): wait a frame or
-        // two for the position to move, bounded.
+        // headless, but the compositor still needs a frame): wait frame by
+        // frame until the position has moved and holds still. Nothing moving
+        // within a few frames means nothing under the pointer can scroll
+        // that way; waiting longer would only add latency.
         if outcome.ok {
             let deadline = Instant::now() + Duration::from_millis(400);
             let mut last = before.clone();
+            let mut still_frames = 0;
             loop {
                 let now = self
                     .eval_in(
@@ -1627,7 +1630,8 @@ impl BrowserTab for CdpTab {
                     .await
                     .unwrap_or_default();
                 let moved = now != before;
-                if (moved && now == last) || Instant::now() >= deadline {
+                still_frames = if moved { 0 } else { still_frames + 1 };
+                if (moved && now == last) || still_frames >= 3 || Instant::now() >= deadline {
                     if moved && let Some(e) = outcome.effect.as_mut() {
                         e.page_changed = Some(true);
                     }

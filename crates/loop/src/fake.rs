@@ -117,8 +117,14 @@ impl BrowserTab for FakeTab {
     async fn back(&self) -> Result<ActionOutcome> {
         Ok(self.log("back".into()))
     }
+    /// Reports the navigation as done, the way `CdpTab` does after waiting
+    /// for commit and load.
     async fn forward(&self) -> Result<ActionOutcome> {
-        Ok(self.log("forward".into()))
+        let out = self.log("forward".into());
+        Ok(out.with_effect(lumen_core::EffectReceipt {
+            navigated: true,
+            ..Default::default()
+        }))
     }
     async fn reload(&self) -> Result<ActionOutcome> {
         Ok(self.log("reload".into()))

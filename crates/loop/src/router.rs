@@ -112,7 +112,10 @@ impl ActionRouter {
         let started = Instant::now();
         let mut exec = self.dispatch(&call.action, tab, viewport).await?;
         if exec.ok && exec.control.is_none() && call.action.touches_browser() {
-            self.settle_after(&call.action, tab).await?;
+            // A tab that reports the navigation already happened (CdpTab
+            // waits for commit and load) needs no further wait for one.
+            let navigated = exec.effect.as_ref().is_some_and(|e| e.navigated);
+            self.settle_after(&call.action, navigated, tab).await?;
         }
         exec.duration_ms = started.elapsed().as_millis() as u64;
         Ok(exec)
@@ -234,11 +237,16 @@ impl ActionRouter {
         Ok(outcome.into())
     }
 
-    async fn settle_after(&self, action: &Action, tab: &dyn BrowserTab) -> Result<()> {
+    async fn settle_after(
+        &self,
+        action: &Action,
+        navigated: bool,
+        tab: &dyn BrowserTab,
+    ) -> Result<()> {
         let navigation = matches!(action, Action::Goto { .. } | Action::Back | Action::Forward);
         match self.settle {
             SettleMode::Adaptive(mut opts) => {
-                opts.expect_navigation = navigation;
+                opts.expect_navigation = navigation && !navigated;
                 tab.settle(&opts).await?;
             }
             SettleMode::Fixed(t) => {
@@ -368,6 +376,13 @@ mod tests {
                 "settle nav=true",
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_navigation_the_tab_already_waited_for_is_not_awaited_again() {
+        let tab = FakeTab::new("http://x/");
+        assert!(run(&ActionRouter::new(), &tab, Action::Forward).await.ok);
+        assert_eq!(tab.calls(), vec!["forward", "settle nav=false"]);
     }
 
     #[tokio::test]
