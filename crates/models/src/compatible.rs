@@ -60,7 +60,8 @@ impl CompatibleAdapter {
             options.retry,
             options.idle_timeout,
             options.connect_timeout,
-        )?;
+        )?
+        .observed(options.wire_observer.clone());
         Ok(Self {
             info: ModelInfo {
                 model_id: model.to_owned(),

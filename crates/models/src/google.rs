@@ -63,7 +63,8 @@ impl GoogleAdapter {
             options.retry,
             options.idle_timeout,
             options.connect_timeout,
-        )?;
+        )?
+        .observed(options.wire_observer.clone());
         Ok(Self {
             info: ModelInfo {
                 model_id: model.to_owned(),

@@ -5,10 +5,15 @@
 //! Retries happen only *before the first byte of the answer*: once a stream
 //! has started, actions may already be running in the browser, so a failure
 //! mid-stream is reported to the loop, never silently replayed.
+//!
+//! A [`WireObserver`] (set through `AdapterOptions::wire_observer`) sees
+//! every request and every byte of every answer as it arrives, for
+//! recording provider streams (`cargo xtask record`). Secret header values
+//! never reach it. Without one, nothing changes.
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -102,6 +107,89 @@ impl fmt::Debug for ApiKey {
     }
 }
 
+/// What the HTTP layer saw of one model call, handed to a [`WireObserver`]
+/// as it happens.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum WireEvent<'a> {
+    /// A request is about to be sent; a retried call sends (and reports)
+    /// one per attempt.
+    Request {
+        /// Identifies the call in the events that follow; unique within the
+        /// process, counting from 1.
+        call: u64,
+        /// 0 for the first attempt, then 1, 2, … for retries.
+        attempt: u32,
+        /// The provider's name (`anthropic`, `openai`, `google`,
+        /// `compatible`).
+        provider: &'a str,
+        /// The URL, with the API key removed should it appear in it.
+        url: &'a str,
+        /// The headers Lumen sets, in order, plus `content-type`; the value
+        /// of every secret header (`authorization`, `x-api-key`,
+        /// `x-goog-api-key`, `api-key`) is `[redacted]`.
+        headers: &'a [(&'a str, String)],
+        /// The JSON body, exactly as sent (screenshots included).
+        body: &'a serde_json::Value,
+        /// Whether the answer is read as server-sent events.
+        stream: bool,
+    },
+    /// The status line and headers of the answer to an attempt arrived.
+    Response {
+        /// The call (see [`WireEvent::Request`]).
+        call: u64,
+        /// The attempt this answers.
+        attempt: u32,
+        /// The HTTP status.
+        status: u16,
+        /// The response headers as received, in order (values that are not
+        /// text are shown lossily).
+        headers: &'a [(String, String)],
+    },
+    /// Bytes of the answer's body, exactly as received, in arrival order
+    /// (an error answer's body comes whole, in one piece).
+    Body {
+        /// The call.
+        call: u64,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// The body ended: cleanly (`error` is `None`) or with a transport
+    /// error. A stream dropped before its end reports no `End`.
+    End {
+        /// The call.
+        call: u64,
+        /// Why the body stopped early, if it did.
+        error: Option<&'a str>,
+    },
+}
+
+/// A callback that sees the raw traffic of an adapter: requests (keys
+/// masked) and answer bytes as received. Cheap to clone; called on the
+/// task that makes the request, so it must be quick and must not block.
+#[derive(Clone)]
+pub struct WireObserver(Arc<dyn Fn(&WireEvent<'_>) + Send + Sync>);
+
+impl WireObserver {
+    /// Wraps a callback.
+    pub fn new(f: impl Fn(&WireEvent<'_>) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    fn see(&self, event: &WireEvent<'_>) {
+        (self.0)(event);
+    }
+}
+
+impl fmt::Debug for WireObserver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WireObserver(..)")
+    }
+}
+
+/// Numbers calls across every adapter of the process.
+static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
+
 static TLS_PROVIDER: Once = Once::new();
 
 /// Installs rustls' ring provider once per process (reqwest is built with
@@ -121,6 +209,7 @@ pub(crate) struct Http {
     key: ApiKey,
     retry: RetryPolicy,
     idle_timeout: Duration,
+    observer: Option<WireObserver>,
 }
 
 impl fmt::Debug for Http {
@@ -129,6 +218,7 @@ impl fmt::Debug for Http {
             .field("provider", &self.provider)
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
+            .field("observed", &self.observer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -152,7 +242,14 @@ impl Http {
             key,
             retry,
             idle_timeout,
+            observer: None,
         })
+    }
+
+    /// Reports this client's traffic to `observer` (none: no reporting).
+    pub(crate) fn observed(mut self, observer: Option<WireObserver>) -> Self {
+        self.observer = observer;
+        self
     }
 
     pub(crate) fn key(&self) -> &ApiKey {
@@ -166,12 +263,18 @@ impl Http {
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
     ) -> Result<serde_json::Value> {
-        let response = self.send_with_retry(url, headers, body).await?;
+        let (call, response) = self.send_with_retry(url, headers, body, false).await?;
         let status = response.status().as_u16();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| self.transport_error(&e, false))?;
+        let text = match response.text().await {
+            Ok(text) => text,
+            Err(e) => {
+                let error = self.transport_error(&e, false);
+                self.see_end(call, Some(&error.to_string()));
+                return Err(error);
+            }
+        };
+        self.see_body(call, text.as_bytes());
+        self.see_end(call, None);
         serde_json::from_str(&text).map_err(|e| {
             self.api_error(
                 Some(status),
@@ -192,14 +295,42 @@ impl Http {
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
     ) -> Result<SseStream> {
-        let response = self.send_with_retry(url, headers, body).await?;
+        let (call, response) = self.send_with_retry(url, headers, body, true).await?;
         let provider = self.provider;
+        // The observer sees each chunk, then one `End`: the first transport
+        // error, or a clean end once the body is exhausted.
+        let observer = self.observer.clone();
+        let ended = Arc::new(AtomicBool::new(false));
+        let ended_early = Arc::clone(&ended);
         let bytes = response.bytes_stream().map(move |chunk| {
-            chunk.map_err(|e| ApiFailure {
+            let chunk = chunk.map_err(|e| ApiFailure {
                 provider,
                 message: format!("connection lost mid-stream: {e}"),
-            })
+            });
+            if let Some(o) = &observer {
+                match &chunk {
+                    Ok(bytes) => o.see(&WireEvent::Body { call, bytes }),
+                    Err(e) if !ended_early.swap(true, Ordering::Relaxed) => {
+                        o.see(&WireEvent::End {
+                            call,
+                            error: Some(&e.message),
+                        })
+                    }
+                    Err(_) => {}
+                }
+            }
+            chunk
         });
+        let observer = self.observer.clone();
+        let end = futures::stream::once(async move {
+            if let Some(o) = &observer
+                && !ended.swap(true, Ordering::Relaxed)
+            {
+                o.see(&WireEvent::End { call, error: None });
+            }
+        })
+        .filter_map(|()| async { None });
+        let bytes = bytes.chain(end);
         Ok(with_idle_timeout(
             sse_events(provider, bytes),
             provider,
@@ -207,15 +338,42 @@ impl Http {
         ))
     }
 
+    /// Sends until an attempt succeeds or retrying cannot help; returns the
+    /// call's number (for the observer) and the answer.
     async fn send_with_retry(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
-    ) -> Result<reqwest::Response> {
+        stream: bool,
+    ) -> Result<(u64, reqwest::Response)> {
         let header_map = self.header_map(headers)?;
+        let call = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
         let mut attempt: u32 = 0;
         loop {
+            if let Some(o) = &self.observer {
+                let mut shown: Vec<(&str, String)> = headers
+                    .iter()
+                    .map(|(name, value)| {
+                        let value = if is_secret_header(name) {
+                            "[redacted]".to_owned()
+                        } else {
+                            self.key.scrub(value)
+                        };
+                        (*name, value)
+                    })
+                    .collect();
+                shown.push(("content-type", "application/json".to_owned()));
+                o.see(&WireEvent::Request {
+                    call,
+                    attempt,
+                    provider: self.provider,
+                    url: &self.key.scrub(url),
+                    headers: &shown,
+                    body,
+                    stream,
+                });
+            }
             let result = self
                 .client
                 .post(url)
@@ -223,10 +381,32 @@ impl Http {
                 .json(body)
                 .send()
                 .await;
+            if let (Some(o), Ok(response)) = (&self.observer, &result) {
+                let headers: Vec<(String, String)> = response
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().to_owned(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
+                    .collect();
+                o.see(&WireEvent::Response {
+                    call,
+                    attempt,
+                    status: response.status().as_u16(),
+                    headers: &headers,
+                });
+            }
             let error = match result {
-                Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) => self.status_error(response).await,
-                Err(e) => self.transport_error(&e, true),
+                Ok(response) if response.status().is_success() => return Ok((call, response)),
+                Ok(response) => self.status_error(call, response).await,
+                Err(e) => {
+                    let error = self.transport_error(&e, true);
+                    self.see_end(call, Some(&error.to_string()));
+                    error
+                }
             };
             if !error.is_retryable() {
                 return Err(error);
@@ -272,10 +452,24 @@ impl Http {
         Ok(map)
     }
 
-    async fn status_error(&self, response: reqwest::Response) -> LumenError {
+    fn see_body(&self, call: u64, bytes: &[u8]) {
+        if let Some(o) = &self.observer {
+            o.see(&WireEvent::Body { call, bytes });
+        }
+    }
+
+    fn see_end(&self, call: u64, error: Option<&str>) {
+        if let Some(o) = &self.observer {
+            o.see(&WireEvent::End { call, error });
+        }
+    }
+
+    async fn status_error(&self, call: u64, response: reqwest::Response) -> LumenError {
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
+        self.see_body(call, text.as_bytes());
+        self.see_end(call, None);
         let text = self.key.scrub(&text);
         let message = provider_message(&text).unwrap_or_else(|| {
             if text.trim().is_empty() {
@@ -629,6 +823,99 @@ mod tests {
         );
         assert_eq!(provider_message(r#"{"error":"m3"}"#).as_deref(), Some("m3"));
         assert_eq!(provider_message("not json"), None);
+    }
+
+    /// An observer sees every attempt of a call (the key masked), each
+    /// answer's status, and the streamed bytes exactly as served; the parser
+    /// still gets the same events.
+    #[tokio::test]
+    async fn an_observer_sees_attempts_and_the_bytes_as_received() {
+        use lumen_test_support::StatusCode;
+        use lumen_test_support::mock_provider::{MockProvider, Reply, Route};
+
+        const KEY: &str = "sk-observer-test-0123456789";
+        let mock = MockProvider::start().await.unwrap();
+        mock.push(
+            Route::AnthropicMessages,
+            Reply::Status {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                retry_after: None,
+                body: r#"{"error":{"message":"slow down"}}"#.into(),
+            },
+        );
+        let sse = "event: ping\ndata: {\"n\":1}\n\nevent: ping\ndata: {\"n\":2}\n\n";
+        mock.push(
+            Route::AnthropicMessages,
+            Reply::SseChunked {
+                body: sse.into(),
+                sizes: vec![3, 7],
+            },
+        );
+        let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+        let bytes: Arc<std::sync::Mutex<Vec<u8>>> = Arc::default();
+        let (log, body) = (Arc::clone(&seen), Arc::clone(&bytes));
+        let observer = WireObserver::new(move |e| {
+            let line = match e {
+                WireEvent::Request {
+                    attempt,
+                    headers,
+                    stream,
+                    ..
+                } => format!("request {attempt} {headers:?} stream={stream}"),
+                WireEvent::Response {
+                    attempt, status, ..
+                } => format!("response {attempt} {status}"),
+                WireEvent::Body { bytes, .. } => {
+                    body.lock().unwrap().extend_from_slice(bytes);
+                    return;
+                }
+                WireEvent::End { error, .. } => format!("end {error:?}"),
+            };
+            log.lock().unwrap().push(line);
+        });
+        let http = Http::new(
+            "anthropic",
+            ApiKey::new(KEY),
+            RetryPolicy {
+                max_retries: 2,
+                base_delay: Duration::from_millis(1),
+                max_delay: Duration::from_millis(10),
+            },
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+        )
+        .unwrap()
+        .observed(Some(observer));
+        let url = format!("{}/v1/messages", mock.base_url());
+        let headers = [("x-api-key", KEY.to_owned())];
+        let events: Vec<SseEvent> = http
+            .post_sse(&url, &headers, &serde_json::json!({"stream": true}))
+            .await
+            .unwrap()
+            .map(|e| e.unwrap())
+            .collect()
+            .await;
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].data, r#"{"n":2}"#);
+        let masked = r#"[("x-api-key", "[redacted]"), ("content-type", "application/json")]"#;
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                format!("request 0 {masked} stream=true"),
+                "response 0 429".to_owned(),
+                "end None".to_owned(),
+                format!("request 1 {masked} stream=true"),
+                "response 1 200".to_owned(),
+                "end None".to_owned(),
+            ]
+        );
+        let received = String::from_utf8(bytes.lock().unwrap().clone()).unwrap();
+        // The 429's body, then the stream byte for byte.
+        assert_eq!(
+            received,
+            format!(r#"{{"error":{{"message":"slow down"}}}}{sse}"#)
+        );
+        assert!(!seen.lock().unwrap().concat().contains(KEY));
     }
 
     #[test]

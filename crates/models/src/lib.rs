@@ -22,7 +22,8 @@
 //!   (tests and `cargo xtask decode-stream`).
 //!
 //! HTTP (retries with backoff and jitter, Retry-After, typed errors, idle
-//! timeout) lives in [`http`]. Keys are [`ApiKey`]s, which never print.
+//! timeout) lives in [`http`]. Keys are [`ApiKey`]s, which never print. An
+//! optional [`WireObserver`] sees the raw traffic (for recording streams).
 //!
 //! May depend on: `lumen-core`, `reqwest`, `eventsource-stream`, `tokio`.
 //! Must never be named by `lumen-loop`, `lumen-memory` or `lumen-safety`: the
@@ -60,7 +61,7 @@ use futures::StreamExt as _;
 use lumen_core::{LumenError, ModelAdapter, ModelEvent, Result, Screenshot};
 
 pub use decoder::{ActionDecoder, CoordinateSpace, base_call_id, call_ids};
-pub use http::{ApiKey, RetryPolicy, SseEvent, reframe_recording};
+pub use http::{ApiKey, RetryPolicy, SseEvent, WireEvent, WireObserver, reframe_recording};
 
 /// Options for building an adapter. Everything is optional: keys and base
 /// URLs fall back to the environment, the rest to sensible defaults.
@@ -94,6 +95,11 @@ pub struct AdapterOptions {
     /// instead of `computer_use_preview`. Default: `computer` for models
     /// other than `computer-use-preview*`.
     pub openai_batched_computer_tool: Option<bool>,
+    /// Sees every request (secret headers masked) and every byte of every
+    /// answer as received, for recording provider streams (`cargo xtask
+    /// record`). `None` (the default): nothing is observed and nothing
+    /// changes.
+    pub wire_observer: Option<WireObserver>,
 }
 
 impl Default for AdapterOptions {
@@ -110,6 +116,7 @@ impl Default for AdapterOptions {
             coordinate_space: CoordinateSpace::default(),
             openai_chain_responses: false,
             openai_batched_computer_tool: None,
+            wire_observer: None,
         }
     }
 }

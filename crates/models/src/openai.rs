@@ -85,7 +85,8 @@ impl OpenAiAdapter {
             options.retry,
             options.idle_timeout,
             options.connect_timeout,
-        )?;
+        )?
+        .observed(options.wire_observer.clone());
         let batched = options
             .openai_batched_computer_tool
             .unwrap_or(!model.starts_with("computer-use-preview"));
