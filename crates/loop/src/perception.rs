@@ -28,13 +28,13 @@ use std::time::Instant;
 use futures::StreamExt;
 use lumen_core::{
     Action, ActionCall, ActionExecution, ActionRecord, BrowserTab, ControlRequest, ErrorInfo,
-    HookContext, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelResponse, Result,
-    RunResult, RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext, StreamEvent,
-    TaskState, TerminateStatus, ToolResult, Verifier, VerifyInput,
+    HookContext, Image, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelResponse,
+    Result, RunResult, RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext,
+    StreamEvent, TaskState, TerminateStatus, ToolResult, Verifier, VerifyInput,
 };
 use lumen_memory::{
     ActionCache, CacheKey, CacheLookup, HistoryConfig, HistoryManager, SiteKB, StateStore,
-    WorkflowMemory,
+    WorkflowMemory, shrink_image,
 };
 use lumen_safety::{ActionGuard, ActionVerifier, Violation};
 
@@ -119,6 +119,14 @@ impl std::fmt::Debug for PerceptionLoop {
     }
 }
 
+/// A screenshot being reduced for the next step's request.
+#[derive(Debug)]
+struct Shrinking {
+    step: u32,
+    image: Image,
+    job: tokio::task::JoinHandle<Result<Image>>,
+}
+
 /// Mutable state of one run, separate from the loop's shared parts.
 #[derive(Debug)]
 pub struct RunState {
@@ -131,6 +139,9 @@ pub struct RunState {
     rejections: u32,
     last_failed: bool,
     form_state: Option<String>,
+    /// The reduced copy of the previous step's screenshot, being made on a
+    /// blocking thread while that step's model call and actions run.
+    shrinking: Option<Shrinking>,
 }
 
 impl RunState {
@@ -152,6 +163,7 @@ impl RunState {
             checkpoints: CheckpointManager::new(config.checkpoint_interval),
             rejections: 0,
             last_failed: false,
+            shrinking: None,
             form_state: None,
         }
     }
@@ -408,6 +420,7 @@ impl PerceptionLoop {
             .await;
         run.history
             .push_screenshot(step, shot.image.clone(), Some(url.clone()));
+        self.shrink_older_screenshots(step, &shot, run).await;
 
         let folds: Vec<String> = run
             .history
@@ -685,6 +698,36 @@ impl PerceptionLoop {
             }
         }
         Ok(terminated)
+    }
+
+    /// Swaps the previous screenshot for its reduced copy (made while the
+    /// previous step ran) and starts reducing this one for the next step.
+    /// A previous screenshot with exactly the same pixels as this one is not
+    /// sent again; a copy that could not be made leaves the full image.
+    async fn shrink_older_screenshots(&self, step: u32, shot: &Screenshot, run: &mut RunState) {
+        if let Some(previous) = run.shrinking.take() {
+            if previous.image == shot.image {
+                previous.job.abort();
+                run.history.drop_older_image(previous.step);
+            } else {
+                match previous.job.await {
+                    Ok(Ok(small)) => {
+                        run.history.replace_older_image(previous.step, small);
+                    }
+                    Ok(Err(e)) => tracing::warn!("the previous screenshot was sent full size: {e}"),
+                    Err(e) => tracing::warn!("the previous screenshot was sent full size: {e}"),
+                }
+            }
+        }
+        let config = run.history.config();
+        if config.keep_recent >= 2 && config.older_image_scale < 1.0 {
+            let (image, scale) = (shot.image.clone(), config.older_image_scale);
+            run.shrinking = Some(Shrinking {
+                step,
+                image: shot.image.clone(),
+                job: tokio::task::spawn_blocking(move || shrink_image(&image, scale)),
+            });
+        }
     }
 
     /// Runs one action through the safety layers, the router and the

@@ -11,18 +11,15 @@ use std::fmt::Write as _;
 use lumen_core::TaskState;
 
 /// Our base rules for browsing agents. Short on purpose: every token here is
-/// paid on every step.
+/// paid on every step. They name no tools: each adapter describes its own
+/// tools (and their names) in its provider's format.
 pub const BASE_RULES: &str = "\
-You operate a web browser to complete the user's task. Each turn you see a screenshot of the page; \
-answer with the actions to take next, in viewport pixels of that screenshot.
-- Finish as soon as the answer is visible: call terminate with status success and the answer, or \
-status failure and the reason if the task cannot be done.
-- Prefer navigating straight to a URL when you know it. Dismiss cookie banners and pop-ups first.
-- To read further down a page, scroll or press Page_Down; read list and table pages directly.
-- Click an input before typing into it; check the result of every form action on the next screenshot.
-- Save facts you will need later with writeState; it survives when old history is summarised.
-- When a sub-goal is done, fold it into one line so the history stays short.
-- Never invent an answer you have not seen on a page.";
+Coordinates are pixels of the newest screenshot; an older, smaller one is only for comparison.
+- Finish as soon as the answer is visible; if the task cannot be done, finish with failure and \
+say why.
+- Prefer opening known URLs directly. Dismiss cookie banners and pop-ups first.
+- Click an input before typing; check each form action on the next screenshot.
+- Never invent an answer you have not seen.";
 
 /// Everything the prompt is built from for one step.
 #[derive(Debug, Clone, Copy, Default)]

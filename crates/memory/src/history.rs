@@ -10,6 +10,19 @@
 //!   what must be sent: a request never carries more than `keep_recent`
 //!   images (the original engine compressed after sending and so sent one
 //!   more than configured).
+//! - **Older screenshots shrink.** Only the newest screenshot is what the
+//!   model grounds its coordinates on; the others kept by tier 1 are there
+//!   to compare with, so they are sent at
+//!   [`HistoryConfig::older_image_scale`] (half size by default, a quarter
+//!   of the image tokens). The loop makes the reduced copy with
+//!   [`shrink_image`] off the step's critical path and swaps it in with
+//!   [`HistoryManager::replace_older_image`].
+//! - **Old turns condense** ([`HistoryConfig::keep_turns`]): once the wire
+//!   holds twice `keep_turns` model turns, the oldest `keep_turns` of them
+//!   (with their results and screenshot markers) become one line each in a
+//!   leading [`WireRecord::Summary`] (`step 3: click x=5 y=9 -> ok`).
+//!   Condensing in blocks keeps the request prefix stable between blocks, so
+//!   prompt caching still works; the semantic history keeps everything.
 //! - **Tier 2** ([`HistoryManager::compact_if_needed`]) asks the adapter to
 //!   estimate the tokens of the request that would be sent *now* and, past
 //!   `compaction_threshold × context window`, replaces the wire history with
@@ -37,6 +50,12 @@ pub const DEFAULT_KEEP_RECENT: usize = 2;
 pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
 /// Longest fold record kept, in characters; longer summaries are cut.
 pub const MAX_FOLD_CHARS: usize = 300;
+/// The default scale of screenshots older than the newest one.
+pub const DEFAULT_OLDER_IMAGE_SCALE: f64 = 0.5;
+/// The default number of newest model turns always sent verbatim.
+pub const DEFAULT_KEEP_TURNS: usize = 2;
+/// Longest text kept from one condensed turn or result, in characters.
+const MAX_CONDENSED_CHARS: usize = 160;
 
 /// How history is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -48,6 +67,13 @@ pub struct HistoryConfig {
     /// Tier-2 compaction runs when the estimated size of the next request
     /// exceeds this share of the model's context window (0–1).
     pub compaction_threshold: f64,
+    /// Scale (0–1] of the screenshots kept besides the newest one: `0.5`
+    /// sends them at half width and height. `1.0` keeps them full size.
+    pub older_image_scale: f64,
+    /// How many of the newest model turns are always sent verbatim; older
+    /// ones are condensed into one summary line each, `keep_turns` at a
+    /// time. `None` never condenses.
+    pub keep_turns: Option<usize>,
 }
 
 impl Default for HistoryConfig {
@@ -55,6 +81,8 @@ impl Default for HistoryConfig {
         Self {
             keep_recent: DEFAULT_KEEP_RECENT,
             compaction_threshold: DEFAULT_COMPACTION_THRESHOLD,
+            older_image_scale: DEFAULT_OLDER_IMAGE_SCALE,
+            keep_turns: Some(DEFAULT_KEEP_TURNS),
         }
     }
 }
@@ -69,6 +97,19 @@ impl HistoryConfig {
                 format!(
                     "{t} is not a share of the context window; use a value in (0, 1], e.g. 0.8"
                 ),
+            ));
+        }
+        let s = self.older_image_scale;
+        if !(s > 0.0 && s <= 1.0) {
+            return Err(LumenError::config(
+                "olderImageScale",
+                format!("{s} is not a scale; use a value in (0, 1], e.g. 0.5 (1 keeps full size)"),
+            ));
+        }
+        if self.keep_turns == Some(0) {
+            return Err(LumenError::config(
+                "keepTurns",
+                "0 would send no model turn at all; use at least 1, or null to never condense",
             ));
         }
         Ok(())
@@ -161,6 +202,108 @@ impl HistoryManager {
             url,
         }));
         self.compress();
+        self.condense();
+    }
+
+    /// Swaps in the reduced copy of the screenshot of `step` (made with
+    /// [`shrink_image`]) when that screenshot still carries an image and is
+    /// no longer the newest. Returns whether it was replaced.
+    pub fn replace_older_image(&mut self, step: u32, image: Image) -> bool {
+        let newest = self
+            .wire
+            .iter()
+            .rposition(|r| matches!(r, WireRecord::Screenshot(_)));
+        for (i, record) in self.wire.iter_mut().enumerate().rev() {
+            if let WireRecord::Screenshot(shot) = record
+                && shot.step == step
+                && shot.image.is_some()
+                && Some(i) != newest
+            {
+                shot.image = Some(image);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Drops the image of the screenshot of `step` (it becomes a marker)
+    /// when it is not the newest: for a page that did not change, the same
+    /// pixels need not be sent twice. Returns whether it was dropped.
+    pub fn drop_older_image(&mut self, step: u32) -> bool {
+        let newest = self
+            .wire
+            .iter()
+            .rposition(|r| matches!(r, WireRecord::Screenshot(_)));
+        for (i, record) in self.wire.iter_mut().enumerate().rev() {
+            if let WireRecord::Screenshot(shot) = record
+                && shot.step == step
+                && shot.image.is_some()
+                && Some(i) != newest
+            {
+                shot.image = None;
+                shot.compressed = true;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Condenses the oldest `keep_turns` model turns into the leading
+    /// summary once the wire holds twice `keep_turns` of them. Cuts only at
+    /// a screenshot (a step boundary), so every tool call stays with its
+    /// result.
+    fn condense(&mut self) {
+        let Some(keep) = self.config.keep_turns.filter(|k| *k > 0) else {
+            return;
+        };
+        let turns: Vec<usize> = self
+            .wire
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(r, WireRecord::Assistant(_)))
+            .map(|(i, _)| i)
+            .collect();
+        if turns.len() < 2 * keep {
+            return;
+        }
+        // The first screenshot after the last turn to condense, before the
+        // next turn.
+        let Some(cut) = self.wire[turns[keep - 1]..turns[keep]]
+            .iter()
+            .position(|r| matches!(r, WireRecord::Screenshot(_)))
+            .map(|p| p + turns[keep - 1])
+        else {
+            return;
+        };
+        let first_kept_step = match &self.wire[cut] {
+            WireRecord::Screenshot(s) => s.step,
+            _ => return,
+        };
+        let block: Vec<WireRecord> = self.wire.drain(..cut).collect();
+        let mut content = String::new();
+        let mut step = None;
+        for record in &block {
+            match record {
+                WireRecord::Summary { content: c, .. } => content.push_str(c),
+                WireRecord::Screenshot(s) => step = Some(s.step),
+                WireRecord::Assistant(turn) => {
+                    let label = step.map(|s| format!("step {}", s + 1));
+                    let line = condensed_turn(label.as_deref(), turn, &block);
+                    if !content.is_empty() {
+                        content.push('\n');
+                    }
+                    content.push_str(&line);
+                }
+                _ => {}
+            }
+        }
+        self.wire.insert(
+            0,
+            WireRecord::Summary {
+                content,
+                compacted_at: first_kept_step,
+            },
+        );
     }
 
     /// Records a model turn. Call it before the tool results of its calls.
@@ -179,6 +322,7 @@ impl HistoryManager {
         self.wire.push(record);
         if is_screenshot {
             self.compress();
+            self.condense();
         }
     }
 
@@ -405,6 +549,93 @@ impl HistoryManager {
             .filter(|c| !answered.contains(&c.id.as_str()))
             .collect()
     }
+}
+
+/// One line for a condensed model turn: its text (cut short) and each call
+/// with what became of it.
+fn condensed_turn(label: Option<&str>, turn: &AssistantTurn, block: &[WireRecord]) -> String {
+    let mut parts = Vec::new();
+    if let Some(text) = turn
+        .text
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        parts.push(format!("said \"{}\"", clip(text)));
+    }
+    for call in &turn.calls {
+        let action = terse(&call.action);
+        let result = block.iter().find_map(|r| match r {
+            WireRecord::ToolResult(t) if t.call_id == call.id => Some(t),
+            _ => None,
+        });
+        let outcome = match result {
+            Some(t) if t.ok => "ok".to_owned(),
+            Some(t) => format!("error: {}", clip(t.error.as_deref().unwrap_or("failed"))),
+            None => "not run".to_owned(),
+        };
+        parts.push(format!("{action} -> {outcome}"));
+    }
+    match label {
+        Some(l) => format!("{l}: {}", parts.join("; ")),
+        None => parts.join("; "),
+    }
+}
+
+/// An action as `click x=5 y=9`: its JSON form without the punctuation
+/// that costs tokens and says nothing.
+fn terse(action: &lumen_core::Action) -> String {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(action) else {
+        return String::from("?");
+    };
+    let mut out = fields
+        .get("type")
+        .and_then(|t| t.as_str())
+        .unwrap_or("?")
+        .to_owned();
+    for (key, value) in fields.iter().filter(|(k, _)| *k != "type") {
+        out.push_str(&format!(" {key}={value}"));
+    }
+    out
+}
+
+fn clip(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(MAX_CONDENSED_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+/// A copy of `image` scaled by `scale` (0–1], in the same format (JPEG at
+/// quality 80), for screenshots kept only for comparison. CPU-bound: run it
+/// off the async runtime's worker threads.
+pub fn shrink_image(image: &Image, scale: f64) -> Result<Image> {
+    let bad = |e: String| LumenError::invalid_data("screenshot", e);
+    if !(scale > 0.0 && scale <= 1.0) {
+        return Err(bad(format!("{scale} is not a scale in (0, 1]")));
+    }
+    let format = match image.format {
+        lumen_core::ImageFormat::Png => image::ImageFormat::Png,
+        lumen_core::ImageFormat::Jpeg => image::ImageFormat::Jpeg,
+    };
+    let decoded = image::load_from_memory_with_format(&image.data, format)
+        .map_err(|e| bad(format!("cannot decode it: {e}")))?
+        .to_rgb8();
+    let width = ((decoded.width() as f64 * scale).round() as u32).max(1);
+    let height = ((decoded.height() as f64 * scale).round() as u32).max(1);
+    let small = image::imageops::thumbnail(&decoded, width, height);
+    let mut out = Vec::new();
+    let encoded = match image.format {
+        lumen_core::ImageFormat::Png => small.write_with_encoder(
+            image::codecs::png::PngEncoder::new(std::io::Cursor::new(&mut out)),
+        ),
+        lumen_core::ImageFormat::Jpeg => small.write_with_encoder(
+            image::codecs::jpeg::JpegEncoder::new_with_quality(std::io::Cursor::new(&mut out), 80),
+        ),
+    };
+    encoded.map_err(|e| bad(format!("cannot encode the reduced copy: {e}")))?;
+    Ok(Image::new(image.format, width, height, out))
 }
 
 /// The text a compressed screenshot stands for in a request:

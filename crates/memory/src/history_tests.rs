@@ -46,6 +46,7 @@ fn the_request_carries_exactly_keep_recent_images() {
         for shots in 0..=6u32 {
             let mut h = HistoryManager::new(HistoryConfig {
                 keep_recent,
+                keep_turns: None,
                 ..HistoryConfig::default()
             });
             for step in 0..shots {
@@ -217,6 +218,7 @@ async fn compaction_follows_the_current_estimate_not_the_cumulative_spend() {
     let mut h = HistoryManager::new(HistoryConfig {
         keep_recent: 2,
         compaction_threshold: 0.5,
+        ..HistoryConfig::default()
     });
     let shot = screenshot_for_ctx();
     let mut cumulative = 0;
@@ -639,4 +641,153 @@ fn save_with_scrubs_before_writing() {
     let written = std::fs::read_to_string(&path).unwrap();
     assert!(!written.contains("hunter2"));
     assert!(written.contains("<secret:pw>"));
+}
+
+fn turns_in(wire: &[WireRecord]) -> usize {
+    wire.iter()
+        .filter(|r| matches!(r, WireRecord::Assistant(_)))
+        .count()
+}
+
+#[test]
+fn old_turns_condense_in_blocks_and_every_call_keeps_its_result() {
+    let mut h = HistoryManager::new(HistoryConfig {
+        keep_turns: Some(3),
+        ..HistoryConfig::default()
+    });
+    let mut verbatim = Vec::new();
+    for step in 0..12 {
+        push_step(&mut h, step, (step == 1).then(|| "no such element".into()));
+        verbatim.push(turns_in(h.wire()));
+    }
+    // Turns pile up to 2 × 3, then the oldest 3 condense at the next
+    // screenshot (a request never carries more than 5 turns verbatim): the
+    // prefix changes once every 3 steps.
+    assert_eq!(verbatim, vec![1, 2, 3, 4, 5, 6, 4, 5, 6, 4, 5, 6]);
+    let WireRecord::Summary {
+        content,
+        compacted_at,
+    } = &h.wire()[0]
+    else {
+        panic!(
+            "the wire starts with the condensed summary: {:?}",
+            h.wire()[0]
+        );
+    };
+    assert_eq!(*compacted_at, 6, "the first step still sent verbatim");
+    let lines: Vec<&str> = content.lines().collect();
+    assert_eq!(lines.len(), 6, "{content}");
+    assert_eq!(lines[0], "step 1: wait ms=10 -> ok");
+    assert_eq!(lines[1], "step 2: wait ms=10 -> error: no such element");
+    // What stays verbatim starts at a step boundary, and every call in it
+    // has its result.
+    assert!(matches!(&h.wire()[1], WireRecord::Screenshot(s) if s.step == 6));
+    for record in h.wire() {
+        if let WireRecord::Assistant(turn) = record {
+            for c in &turn.calls {
+                assert!(
+                    h.wire()
+                        .iter()
+                        .any(|r| matches!(r, WireRecord::ToolResult(t) if t.call_id == c.id))
+                );
+            }
+        }
+    }
+    // Nothing is lost: the semantic history is untouched by condensing.
+    assert_eq!(images_in(h.wire()), vec![10, 11]);
+}
+
+#[test]
+fn condensing_is_off_when_keep_turns_is_none_and_zero_is_refused() {
+    let mut h = HistoryManager::new(HistoryConfig {
+        keep_turns: None,
+        ..HistoryConfig::default()
+    });
+    for step in 0..20 {
+        push_step(&mut h, step, None);
+    }
+    assert_eq!(turns_in(h.wire()), 20);
+    let zero = HistoryConfig {
+        keep_turns: Some(0),
+        ..HistoryConfig::default()
+    };
+    assert!(
+        zero.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("keepTurns")
+    );
+    for scale in [0.0, -1.0, 1.5, f64::NAN] {
+        let c = HistoryConfig {
+            older_image_scale: scale,
+            ..HistoryConfig::default()
+        };
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("olderImageScale"),
+            "{scale}"
+        );
+    }
+}
+
+fn real_jpeg(width: u32, height: u32) -> Image {
+    let pixels = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 128])
+    });
+    let mut data = Vec::new();
+    pixels
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+            std::io::Cursor::new(&mut data),
+            80,
+        ))
+        .unwrap();
+    Image::new(ImageFormat::Jpeg, width, height, data)
+}
+
+#[test]
+fn older_screenshots_are_swapped_for_reduced_copies_but_never_the_newest() {
+    let full = real_jpeg(1280, 720);
+    let small = shrink_image(&full, 0.5).unwrap();
+    assert_eq!((small.width, small.height), (640, 360));
+    assert_eq!(small.format, ImageFormat::Jpeg);
+    assert!(small.data.len() < full.data.len());
+    // It really is a JPEG of that size.
+    let decoded = image::load_from_memory(&small.data).unwrap();
+    assert_eq!((decoded.width(), decoded.height()), (640, 360));
+
+    let mut h = HistoryManager::new(HistoryConfig::default());
+    h.push_screenshot(0, full.clone(), None);
+    assert!(
+        !h.replace_older_image(0, small.clone()),
+        "the newest screenshot is what the model grounds on"
+    );
+    h.push_screenshot(1, full.clone(), None);
+    assert!(h.replace_older_image(0, small.clone()));
+    let sizes: Vec<(u32, u32)> = h
+        .wire()
+        .iter()
+        .filter_map(|r| match r {
+            WireRecord::Screenshot(s) => s.image.as_ref().map(|i| (i.width, i.height)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sizes, vec![(640, 360), (1280, 720)]);
+    // Once tier 1 dropped it, there is nothing left to replace.
+    h.push_screenshot(2, full, None);
+    assert!(!h.replace_older_image(0, small));
+    // An unchanged page: the older copy is dropped, never the newest.
+    assert!(!h.drop_older_image(2));
+    assert!(h.drop_older_image(1));
+    assert_eq!(images_in(h.wire()), vec![2]);
+    assert_eq!(markers_in(h.wire()), vec![0, 1]);
+}
+
+#[test]
+fn shrinking_garbage_or_a_bad_scale_is_an_error_not_a_panic() {
+    let garbage = Image::new(ImageFormat::Jpeg, 10, 10, vec![1, 2, 3]);
+    assert!(shrink_image(&garbage, 0.5).is_err());
+    assert!(shrink_image(&real_jpeg(8, 8), 0.0).is_err());
+    assert!(shrink_image(&real_jpeg(8, 8), 2.0).is_err());
 }

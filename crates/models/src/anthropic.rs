@@ -344,14 +344,13 @@ fn build_messages(ctx: &StepContext<'_>) -> Vec<Value> {
             WireRecord::Screenshot(shot) => {
                 b.flush_results();
                 saw_screenshot = true;
-                let block = match &shot.image {
-                    Some(img) => json!({
+                match &shot.image {
+                    Some(img) => b.screenshot(json!({
                         "type": "image",
                         "source": {"type": "base64", "media_type": img.format.mime(), "data": img.to_base64()},
-                    }),
-                    None => json!({"type": "text", "text": prompt::screenshot_marker(shot.step)}),
-                };
-                b.screenshot(block);
+                    })),
+                    None => b.marker(shot.step),
+                }
             }
             WireRecord::Assistant(turn) => {
                 b.flush_results();
@@ -413,6 +412,25 @@ impl MessageBuilder {
             return;
         }
         self.user_block(block);
+    }
+
+    /// A compressed screenshot. Inside a tool result that already says
+    /// what happened, its marker would add tokens and nothing else; alone
+    /// in a user turn it keeps the turn from being empty.
+    fn marker(&mut self, step: u32) {
+        let in_result = self.messages.last().is_some_and(|last| {
+            last["role"] == "user"
+                && last["content"]
+                    .as_array()
+                    .and_then(|c| c.last())
+                    .is_some_and(|r| {
+                        r["type"] == "tool_result"
+                            && r["content"].as_array().is_some_and(|c| !c.is_empty())
+                    })
+        });
+        if !in_result {
+            self.user_block(json!({"type": "text", "text": prompt::screenshot_marker(step)}));
+        }
     }
 
     fn assistant(&mut self, turn: &AssistantTurn, scale: ImageScale) {

@@ -11,13 +11,11 @@ use crate::decoder::base_call_id;
 
 /// Provider mechanics only: the loop's own system prompt carries the task,
 /// tips, state and budget.
-pub(crate) const MECHANICS: &str = "You operate a web browser through tools. \
-Each user turn shows the current screenshot of the browser viewport. \
-Act with the computer-control tools; use `navigate` to open a URL, `update_state` to save \
-facts you will need later, `fold` to collapse a finished sub-goal into one line, \
-`delegate` to hand a self-contained sub-task to a helper, and `task_complete` \
-as soon as the task is done (or cannot be done). Tool results tell you what \
-each action changed; an error explains what went wrong.";
+pub(crate) const MECHANICS: &str = "You control a web browser with tools; each user turn \
+shows the current screenshot. Act with the computer tool; `navigate` opens a URL, \
+`update_state` saves facts for later, `fold` closes a finished sub-goal in one line, \
+`delegate` hands off a self-contained sub-task, `task_complete` finishes. Tool results say \
+what each action changed or why it failed.";
 
 /// The instruction for `summarize`.
 pub(crate) const SUMMARIZE: &str = "Summarise this browser-agent run for the agent \
@@ -31,27 +29,27 @@ pub(crate) fn own_tools() -> Vec<(&'static str, &'static str, Value)> {
     vec![
         (
             "navigate",
-            "Open a URL in the current tab.",
-            json!({"type": "object", "properties": {"url": {"type": "string", "description": "Absolute URL"}}, "required": ["url"]}),
+            "Open an absolute URL in the current tab.",
+            json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
         ),
         (
             "update_state",
-            "Replace the task state: a JSON object of facts to keep for later steps (it survives history compaction).",
+            "Replace the saved task state with `data`, a JSON object of facts for later steps.",
             json!({"type": "object", "properties": {"data": {"type": "object", "additionalProperties": true}}, "required": ["data"]}),
         ),
         (
             "task_complete",
-            "Finish the task. `result` is the answer (or why the task cannot be done).",
+            "Finish: `result` is the answer, or why the task cannot be done.",
             json!({"type": "object", "properties": {"result": {"type": "string"}, "status": {"type": "string", "enum": ["success", "failure"]}}, "required": ["result"]}),
         ),
         (
             "fold",
-            "Collapse a finished sub-goal into a one-line summary kept in the prompt.",
+            "Close a finished sub-goal with a one-line summary kept in the prompt.",
             json!({"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}),
         ),
         (
             "delegate",
-            "Hand a self-contained sub-task to a helper agent on the same tab.",
+            "Hand a self-contained sub-task to a helper agent on this tab.",
             json!({"type": "object", "properties": {"instruction": {"type": "string"}, "max_steps": {"type": "integer", "minimum": 1}}, "required": ["instruction"]}),
         ),
     ]
