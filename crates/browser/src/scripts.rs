@@ -3,7 +3,8 @@
 //! The init script runs before any page script (`Page.addScriptToEvaluateOnNewDocument`)
 //! and keeps a hidden, non-enumerable `window.__lumenAgent` with:
 //! - `mutations`: DOM mutation records seen (one `MutationObserver` on the
-//!   document);
+//!   document), and `lastMutation`, when the last batch was seen
+//!   (`performance.now()`);
 //! - `changes`: scroll, focus, input and change events seen;
 //! - `timers`: pending short `setTimeout`s (≤ 1.5 s, at most two levels of
 //!   chaining, so polling loops are ignored), which settling waits for;
@@ -13,11 +14,11 @@
 /// Installed in every document before page scripts run.
 pub(crate) const INIT_SCRIPT: &str = r#"(() => {
   if (window.__lumenAgent) return;
-  const A = { mutations: 0, changes: 0, timers: new Map(), depth: 0, clickable: new WeakSet(),
-              st: window.setTimeout.bind(window) };
+  const A = { mutations: 0, lastMutation: 0, changes: 0, timers: new Map(), depth: 0,
+              clickable: new WeakSet(), st: window.setTimeout.bind(window) };
   Object.defineProperty(window, '__lumenAgent', { value: A, enumerable: false });
   try {
-    new MutationObserver((records) => { A.mutations += records.length; })
+    new MutationObserver((records) => { A.mutations += records.length; A.lastMutation = performance.now(); })
       .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   } catch (e) {}
   for (const type of ['scroll', 'focusin', 'input', 'change']) {
@@ -166,7 +167,10 @@ pub(crate) const PROBE_FN: &str = r#"((x, y) => {
 
 /// Resolves at the next animation frame (or after 250 ms when frames are
 /// not being produced) saying whether the layout signature held from now to
-/// that frame, and with the pending short timers.
+/// that frame, and with the pending short timers. A loaded document whose
+/// DOM has already been still for two frames answers at once: waiting one
+/// more frame could only repeat what those two showed (and the screenshot
+/// that follows waits for a fresh frame anyway).
 pub(crate) const SETTLE_PROBE: &str = r#"new Promise((resolve) => {
   const A = window.__lumenAgent;
   const later = A ? A.st : setTimeout;
@@ -185,6 +189,10 @@ pub(crate) const SETTLE_PROBE: &str = r#"new Promise((resolve) => {
     resolve({ stable: sig() === before, pending, nextIn: next === null ? null : Math.max(0, next - now),
               ready: document.readyState });
   };
+  if (A && document.readyState === 'complete' && performance.now() - A.lastMutation >= 34) {
+    finish();
+    return;
+  }
   requestAnimationFrame(finish);
   later(finish, 250);
 })"#;

@@ -678,26 +678,43 @@ impl CdpTab {
         at: Point,
         press: Press,
     ) -> Result<()> {
-        let Press {
-            button,
-            buttons,
-            count: click_count,
-            modifiers,
-        } = press;
-        let name = button.map(|b| button_name(b).0).unwrap_or("none");
-        let params = serde_json::json!({
-            "type": kind,
-            "x": at.x as f64,
-            "y": at.y as f64,
-            "button": name,
-            "buttons": buttons,
-            "clickCount": click_count,
-            "modifiers": modifiers,
+        self.mouse_events(ctx, &[(kind, at, press)]).await
+    }
+
+    /// Sends mouse events in order, without waiting for each one's
+    /// acknowledgement before the next: the renderer's input queue keeps
+    /// their order, and a pointer move (which Chromium delivers aligned to
+    /// animation frames) is flushed by the press that follows it instead of
+    /// costing a frame of its own.
+    async fn mouse_events(
+        &self,
+        ctx: &PageCtx,
+        events: &[(&'static str, Point, Press)],
+    ) -> Result<()> {
+        let calls = events.iter().map(|&(kind, at, press)| {
+            let Press {
+                button,
+                buttons,
+                count: click_count,
+                modifiers,
+            } = press;
+            let name = button.map(|b| button_name(b).0).unwrap_or("none");
+            let params = serde_json::json!({
+                "type": kind,
+                "x": at.x as f64,
+                "y": at.y as f64,
+                "button": name,
+                "buttons": buttons,
+                "clickCount": click_count,
+                "modifiers": modifiers,
+            });
+            self.conn()
+                .page_raw(&ctx.page, "Input.dispatchMouseEvent", params)
         });
-        self.conn()
-            .page_raw(&ctx.page, "Input.dispatchMouseEvent", params)
-            .await?;
-        *lock(&self.shared.cursor) = Some(at);
+        futures::future::try_join_all(calls).await?;
+        if let Some(&(_, at, _)) = events.last() {
+            *lock(&self.shared.cursor) = Some(at);
+        }
         Ok(())
     }
 
@@ -1464,26 +1481,16 @@ impl BrowserTab for CdpTab {
         let (_, bit) = button_name(options.button);
         let mods = options.modifiers.cdp_mask();
         self.act(Some(at), true, |ctx| async move {
+            let mut events = Vec::with_capacity(1 + 2 * count as usize);
             if self.cursor() != Some(at) {
-                self.move_to(&ctx, at, 0).await?;
+                events.push(("mouseMoved", at, Press::new(None, 0, 0, 0)));
             }
             for n in 1..=count {
-                self.mouse_event(
-                    &ctx,
-                    "mousePressed",
-                    at,
-                    Press::new(Some(options.button), bit, n, mods),
-                )
-                .await?;
-                self.mouse_event(
-                    &ctx,
-                    "mouseReleased",
-                    at,
-                    Press::new(Some(options.button), 0, n, mods),
-                )
-                .await?;
+                let button = Some(options.button);
+                events.push(("mousePressed", at, Press::new(button, bit, n, mods)));
+                events.push(("mouseReleased", at, Press::new(button, 0, n, mods)));
             }
-            Ok(())
+            self.mouse_events(&ctx, &events).await
         })
         .await
     }
