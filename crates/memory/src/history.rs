@@ -621,7 +621,7 @@ pub fn shrink_image(image: &Image, scale: f64) -> Result<Image> {
     };
     let decoded = image::load_from_memory_with_format(&image.data, format)
         .map_err(|e| bad(format!("cannot decode it: {e}")))?
-        .to_rgb8();
+        .into_rgb8();
     let width = ((decoded.width() as f64 * scale).round() as u32).max(1);
     let height = ((decoded.height() as f64 * scale).round() as u32).max(1);
     let small = image::imageops::thumbnail(&decoded, width, height);
