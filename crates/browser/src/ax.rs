@@ -6,7 +6,7 @@
 //! the DOM backend node id, so the same element keeps its ref across
 //! snapshots for as long as the document lives; a new document starts over.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use lumen_core::{Point, Result};
 use serde::{Deserialize, Serialize};
@@ -150,12 +150,6 @@ pub(crate) async fn snapshot(tab: &CdpTab) -> Result<AxSnapshot> {
             serde_json::json!({}),
         )
         .await?;
-    let nodes: Vec<RawNode> = serde_json::from_value(raw["nodes"].clone()).unwrap_or_default();
-    let index: HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.node_id.as_str(), i))
-        .collect();
     let mut refs = lock(&ctx.ax_refs);
     if refs.url != url {
         *refs = AxRefs {
@@ -163,6 +157,55 @@ pub(crate) async fn snapshot(tab: &CdpTab) -> Result<AxSnapshot> {
             ..AxRefs::default()
         };
     }
+    let nodes = walk(&raw, &mut refs, None)
+        .into_iter()
+        .map(|(node, _)| node)
+        .collect();
+    Ok(AxSnapshot { url, nodes })
+}
+
+impl AxRefs {
+    /// Numbering that goes on from earlier `(number, backend node id)`
+    /// pairs of the same document.
+    pub(crate) fn seeded(pairs: &[(u32, i64)]) -> Self {
+        let mut refs = AxRefs::default();
+        for &(num, backend) in pairs {
+            refs.by_node.insert(backend, num);
+            refs.by_ref.insert(num, backend);
+            refs.next = refs.next.max(num);
+        }
+        refs
+    }
+
+    /// Every `(number, backend node id)` pair given so far.
+    pub(crate) fn pairs(&self) -> Vec<(u32, i64)> {
+        let mut pairs: Vec<(u32, i64)> = self.by_ref.iter().map(|(n, b)| (*n, *b)).collect();
+        pairs.sort_unstable();
+        pairs
+    }
+}
+
+/// Flattens a `getFullAXTree` answer into listed nodes in document order,
+/// numbering refs with `refs`, each with its DOM backend node id.
+///
+/// With a `scope` (backend node ids), only the subtrees rooted at those
+/// nodes are returned, their depth counted from each subtree's root; the
+/// numbering still covers the whole tree, so a ref names the same element
+/// in a scoped and an unscoped snapshot.
+pub(crate) fn walk(
+    raw: &serde_json::Value,
+    refs: &mut AxRefs,
+    scope: Option<&HashSet<i64>>,
+) -> Vec<(AxNode, Option<i64>)> {
+    let nodes: Vec<RawNode> = match raw.get("nodes") {
+        Some(list) => Vec::<RawNode>::deserialize(list).unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.node_id.as_str(), i))
+        .collect();
     let mut out = Vec::new();
     // Depth-first from the root(s): nodes no one lists as a child.
     let mut is_child = vec![false; nodes.len()];
@@ -173,21 +216,27 @@ pub(crate) async fn snapshot(tab: &CdpTab) -> Result<AxSnapshot> {
             }
         }
     }
-    let mut stack: Vec<(usize, u32)> = (0..nodes.len())
+    // (node, depth, depth inside a scoped subtree)
+    let mut stack: Vec<(usize, u32, Option<u32>)> = (0..nodes.len())
         .rev()
         .filter(|i| !is_child[*i])
-        .map(|i| (i, 0))
+        .map(|i| (i, 0, None))
         .collect();
     let mut seen = vec![false; nodes.len()];
-    while let Some((i, depth)) = stack.pop() {
+    while let Some((i, depth, scoped)) = stack.pop() {
         if std::mem::replace(&mut seen[i], true) {
             continue;
         }
         let n = &nodes[i];
+        let scoped = match (scoped, scope, n.backend_dom_node_id) {
+            (Some(d), _, _) => Some(d),
+            (None, Some(roots), Some(b)) if roots.contains(&b) => Some(0),
+            _ => None,
+        };
         let role = text(&n.role);
         let name = text(&n.name);
         let keep = listed(n.ignored, &role, &name);
-        let child_depth = if keep { depth + 1 } else { depth };
+        let step = u32::from(keep);
         if keep {
             let number = match n.backend_dom_node_id {
                 Some(b) => {
@@ -204,26 +253,35 @@ pub(crate) async fn snapshot(tab: &CdpTab) -> Result<AxSnapshot> {
                     refs.next
                 }
             };
-            let value = text(&n.value);
-            let focusable = n.properties.iter().any(|p| {
-                p["name"] == "focusable" && p["value"]["value"] == serde_json::Value::Bool(true)
-            });
-            out.push(AxNode {
-                reference: format!("@e{number}"),
-                role,
-                name,
-                value: (!value.is_empty()).then_some(value),
-                depth,
-                focusable,
-            });
+            let shown = match scope {
+                None => Some(depth),
+                Some(_) => scoped,
+            };
+            if let Some(depth) = shown {
+                let value = text(&n.value);
+                let focusable = n.properties.iter().any(|p| {
+                    p["name"] == "focusable" && p["value"]["value"] == serde_json::Value::Bool(true)
+                });
+                out.push((
+                    AxNode {
+                        reference: format!("@e{number}"),
+                        role,
+                        name,
+                        value: (!value.is_empty()).then_some(value),
+                        depth,
+                        focusable,
+                    },
+                    n.backend_dom_node_id,
+                ));
+            }
         }
         for c in n.child_ids.iter().rev() {
             if let Some(&ci) = index.get(c.as_str()) {
-                stack.push((ci, child_depth));
+                stack.push((ci, depth + step, scoped.map(|d| d + step)));
             }
         }
     }
-    Ok(AxSnapshot { url, nodes: out })
+    out
 }
 
 pub(crate) async fn ref_center(tab: &CdpTab, reference: &str) -> Result<Option<Point>> {

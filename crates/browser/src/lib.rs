@@ -6,6 +6,11 @@
 //!   [`CdpTab::connect`] attaches to a running browser by WebSocket URL or
 //!   `http://host:port`; [`CdpTab::browserbase`] creates a Browserbase
 //!   session.
+//! - **One-shot commands**: [`PageLink::attach`] opens a single WebSocket
+//!   to a page that already exists (no new tab, no domains enabled up
+//!   front, no background task) for short-lived processes such as
+//!   `lumen browser click @e3`; [`page_tabs`], [`activate_tab`] and
+//!   [`browser_command`] talk to the browser itself the same way.
 //! - **Never hang**: chromiumoxide's handler is polled by a task this crate
 //!   owns; every CDP call has a deadline; a dead socket or a crashed browser
 //!   turns into [`LumenError::BrowserDisconnected`](lumen_core::LumenError)
@@ -52,6 +57,7 @@ mod cdp;
 mod frames;
 mod imaging;
 mod keys;
+mod link;
 mod options;
 mod process;
 mod remote;
@@ -61,5 +67,9 @@ mod tracker;
 
 pub use ax::{AxNode, AxSnapshot};
 pub use keys::{KeyDef, normalize_key, parse_chord};
+pub use link::{
+    ElementSpot, FillResult, LinkedSnapshot, PageLink, activate_tab, browser_command, page_info,
+    page_tabs,
+};
 pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
 pub use tab::CdpTab;
