@@ -12,19 +12,18 @@
 //! Exit codes: 0 success, 1 the task failed, 2 configuration error (nothing
 //! ran), 3 the step budget ran out, 4 a replay diverged, 130 cancelled. See
 //! `docs/cli.md`.
+//!
+//! The trace folder, `report.html` and `run.gif` are written by this
+//! package's library (`lumen_cli::trace`), which other tools reuse.
 
 mod args;
 mod config;
 mod demo;
 mod direct;
 mod exit;
-mod gif;
 mod progress;
 mod replay;
-mod report;
 mod runner;
-mod timeline;
-mod trace;
 
 use std::process::ExitCode;
 
@@ -32,6 +31,10 @@ use clap::Parser as _;
 use lumen::browser::{LaunchOptions, TabOptions};
 use lumen::models::AdapterOptions;
 use lumen::{AgentOptions, BrowserSource, RunMode, SessionOptions};
+
+// The trace folder and its report come from this package's library.
+use lumen_cli::trace::TraceError;
+use lumen_cli::{timeline, trace};
 
 use crate::args::{Cli, Command, Mode, RunArgs, ServeArgs};
 use crate::config::RunConfig;
@@ -47,11 +50,19 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // A direct browser command is one short exchange on one socket: a
+    // single-threaded runtime without signal handling starts and stops
+    // faster (no worker threads to spawn, wake and join).
+    let mut builder = if matches!(cli.command, Command::Browser(_)) {
+        let mut b = tokio::runtime::Builder::new_current_thread();
+        b.enable_io().enable_time();
+        b
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2).enable_all();
+        b
+    };
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
             return CliError::failure(format!("cannot start the async runtime: {e}")).report();
@@ -76,6 +87,17 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => e.report(),
+    }
+}
+
+/// A trace folder that cannot be used is a configuration error (nothing
+/// ran); a failed write at the end of a run is a failure.
+impl From<TraceError> for CliError {
+    fn from(e: TraceError) -> Self {
+        match e {
+            TraceError::Setup(m) => CliError::config(m),
+            TraceError::Io(m) => CliError::failure(m),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use base64::Engine as _;
 use lumen::safety::Secrets;
 use lumen::{Action, RunStatus, ScrollDirection};
 
-use crate::progress::cost;
+use crate::pricing::cost;
 use crate::timeline::{ActionView, Outcome, StepView, Timeline, describe};
 
 const CSS: &str = r#"

@@ -1,5 +1,6 @@
-//! A run as a list of steps, folded from its recorded events: what the
-//! report and the GIF draw, and what `describe` prints live.
+//! A run as a list of steps, folded from its recorded events (what the
+//! report and the GIF draw), and [`describe`], the one-line description of
+//! an action that the live progress, the report and replays print.
 
 use lumen::{
     Action, ActionCall, ActionExecution, RecordedEvent, RunStatus, Screenshot, StreamEvent,
@@ -197,8 +198,9 @@ impl Timeline {
     }
 }
 
-/// A one-line description of an action for people.
-pub(crate) fn describe(action: &Action) -> String {
+/// A one-line description of an action for people (`click (12, 40)`,
+/// `type "hello"`, `finish (success): …`).
+pub fn describe(action: &Action) -> String {
     match action {
         Action::Click { x, y, .. } => format!("click ({x}, {y})"),
         Action::DoubleClick { x, y, .. } => format!("double-click ({x}, {y})"),
@@ -245,8 +247,9 @@ pub(crate) fn describe(action: &Action) -> String {
     }
 }
 
-/// `text` cut to `max` characters with an ellipsis.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
+/// `text` cut to at most `max` characters, the last one an ellipsis when
+/// anything was cut.
+pub fn shorten(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         text.to_owned()
     } else {

@@ -1,16 +1,24 @@
-//! The trace folder every run writes:
+//! The trace folder a run leaves behind:
 //!
 //! - `events.jsonl`: the recorded events, one per line, images left out;
-//! - `screenshots/step-NNN.jpg`: every step's screenshot;
+//! - `screenshots/step-NNN.<ext>`: every step's screenshot (NNN counts steps
+//!   from 1; a step's second and later screenshots get `-2`, `-3`, …);
 //! - `session.json`: the serialized session (resumable; secrets scrubbed);
 //! - `result.json`: how the run ended;
 //! - `report.html`: a self-contained report (opens offline);
 //! - `run.gif`: the screenshots with the actions drawn on them.
 //!
+//! [`Trace`] writes such a folder while a run goes (the `lumen` binary's
+//! `run` and `demo`). [`render`] writes `report.html` and `run.gif` for a
+//! folder written by anyone who follows the layout (`cargo xtask eval` does):
+//! it needs only `events.jsonl` and the screenshots, named by
+//! [`screenshot_name`].
+//!
 //! Secret values are scrubbed from every text artefact before it is
 //! closed; screenshots are pictures of the page and carry no typed secret
 //! in text form.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,17 +27,157 @@ use lumen::perception::monitor::{Recorder, jsonl_recorder};
 use lumen::safety::Secrets;
 use lumen::{RecordedEvent, RunResult, StreamEvent};
 
-use crate::exit::CliError;
 use crate::timeline::Timeline;
 use crate::{gif, report};
 
-/// File names inside the trace folder.
-pub(crate) const EVENTS: &str = "events.jsonl";
-pub(crate) const REPORT: &str = "report.html";
-pub(crate) const GIF: &str = "run.gif";
-pub(crate) const SESSION: &str = "session.json";
-pub(crate) const RESULT: &str = "result.json";
-pub(crate) const SCREENSHOTS: &str = "screenshots";
+/// The event log: one JSON [`RecordedEvent`] a line, screenshot bytes left
+/// out.
+pub const EVENTS: &str = "events.jsonl";
+/// The self-contained HTML report.
+pub const REPORT: &str = "report.html";
+/// The animated GIF of the screenshots with the actions drawn on them.
+pub const GIF: &str = "run.gif";
+/// The serialized session.
+pub const SESSION: &str = "session.json";
+/// The run's result without its history.
+pub const RESULT: &str = "result.json";
+/// The folder of screenshot files.
+pub const SCREENSHOTS: &str = "screenshots";
+
+/// The file name, relative to the trace folder, of screenshot number `nth`
+/// (0-based) of step `step` (0-based, as recorded), with extension `ext`:
+/// `screenshots/step-001.jpg`, then `screenshots/step-001-2.jpg`, ….
+pub fn screenshot_name(step: u32, nth: usize, ext: &str) -> String {
+    let suffix = if nth == 0 {
+        String::new()
+    } else {
+        format!("-{}", nth + 1)
+    };
+    format!(
+        "{SCREENSHOTS}/step-{:03}{suffix}.{ext}",
+        u64::from(step) + 1
+    )
+}
+
+/// Why a trace could not be written or rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TraceError {
+    /// The folder cannot be used (not writable, or it holds a trace
+    /// already): nothing was recorded.
+    Setup(String),
+    /// Writing or reading an artefact failed.
+    Io(String),
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TraceError::Setup(m) | TraceError::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// How [`render`] draws a folder.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// Values replaced by their placeholders in every text of the report.
+    pub secrets: Secrets,
+    /// Write `run.gif` as well as `report.html`.
+    pub gif: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        Self {
+            secrets: Secrets::default(),
+            gif: true,
+        }
+    }
+}
+
+/// What [`render`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The report's path.
+    pub report: PathBuf,
+    /// The GIF's path; `None` when it was not asked for or no screenshot
+    /// could be drawn.
+    pub gif: Option<PathBuf>,
+    /// Steps in the report.
+    pub steps: usize,
+}
+
+/// Writes `report.html` (and `run.gif`) into `dir` from its `events.jsonl`
+/// and the screenshot files [`screenshot_name`] names. Lines of the log
+/// that do not parse (an event from a newer version, or the half-written
+/// last line of a killed run) are skipped; a screenshot whose file is
+/// missing is left out of the report. Fails only when the log cannot be
+/// read or an artefact cannot be written.
+pub fn render(dir: &Path, options: &RenderOptions) -> Result<Rendered, TraceError> {
+    let path = dir.join(EVENTS);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| TraceError::Io(format!("cannot read {}: {e}", path.display())))?;
+    let mut events = Vec::new();
+    let mut files = Vec::new();
+    let mut seen: Vec<(u32, usize)> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(mut e) = serde_json::from_str::<RecordedEvent>(line) else {
+            continue;
+        };
+        if let StreamEvent::Screenshot { step, screenshot } = &mut e.event {
+            let nth = match seen.iter_mut().find(|(s, _)| s == step) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    seen.push((*step, 0));
+                    0
+                }
+            };
+            let name = screenshot_name(*step, nth, screenshot.image.format.extension());
+            match std::fs::read(dir.join(&name)) {
+                Ok(bytes) => {
+                    screenshot.image.data = Arc::from(bytes);
+                    files.push((*step, name));
+                }
+                Err(_) => continue,
+            }
+        }
+        events.push(e);
+    }
+    write_artefacts(dir, &events, &files, &options.secrets, options.gif)
+}
+
+/// Renders the timeline of `events` into `dir`.
+fn write_artefacts(
+    dir: &Path,
+    events: &[RecordedEvent],
+    files: &[(u32, String)],
+    secrets: &Secrets,
+    gif: bool,
+) -> Result<Rendered, TraceError> {
+    let io = |what: &str, e: &dyn fmt::Display| {
+        TraceError::Io(format!("could not write {what} in {}: {e}", dir.display()))
+    };
+    let timeline = Timeline::build(events, files);
+    let html = report::render(&timeline, secrets);
+    let report = dir.join(REPORT);
+    std::fs::write(&report, html).map_err(|e| io(REPORT, &e))?;
+    let mut gif_path = None;
+    if gif && let Some(bytes) = gif::render(&timeline) {
+        let path = dir.join(GIF);
+        std::fs::write(&path, bytes).map_err(|e| io(GIF, &e))?;
+        gif_path = Some(path);
+    }
+    Ok(Rendered {
+        report,
+        gif: gif_path,
+        steps: timeline.steps.len(),
+    })
+}
 
 #[derive(Default)]
 struct Collected {
@@ -39,8 +187,10 @@ struct Collected {
     write_error: Option<String>,
 }
 
-/// Writes one run's trace folder.
-pub(crate) struct Trace {
+/// Writes one run's trace folder while the run goes: add
+/// [`recorders`](Self::recorders) to the session, then call
+/// [`finish`](Self::finish) with the result.
+pub struct Trace {
     dir: PathBuf,
     collected: Arc<Mutex<Collected>>,
 }
@@ -53,16 +203,16 @@ impl std::fmt::Debug for Trace {
 
 impl Trace {
     /// Creates `dir` (which must not hold a trace already).
-    pub(crate) fn create(dir: &Path) -> Result<Self, CliError> {
+    pub fn create(dir: &Path) -> Result<Self, TraceError> {
         let fail = |e: std::io::Error| {
-            CliError::config(format!(
+            TraceError::Setup(format!(
                 "cannot create the trace folder {}: {e}; pass a writable --trace-dir",
                 dir.display()
             ))
         };
         std::fs::create_dir_all(dir.join(SCREENSHOTS)).map_err(fail)?;
         if dir.join(EVENTS).exists() {
-            return Err(CliError::config(format!(
+            return Err(TraceError::Setup(format!(
                 "{} already holds a trace; pass another --trace-dir",
                 dir.display()
             )));
@@ -74,15 +224,15 @@ impl Trace {
     }
 
     /// The folder.
-    pub(crate) fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The recorders to add to the session: the JSON-lines log (images
     /// stripped) and the collector that saves screenshots as files.
-    pub(crate) fn recorders(&self) -> Result<Vec<Recorder>, CliError> {
+    pub fn recorders(&self) -> Result<Vec<Recorder>, TraceError> {
         let log = jsonl_recorder(&self.dir.join(EVENTS), false).map_err(|e| {
-            CliError::config(format!(
+            TraceError::Setup(format!(
                 "cannot write {}: {e}; pass a writable --trace-dir",
                 self.dir.join(EVENTS).display()
             ))
@@ -93,16 +243,7 @@ impl Trace {
             let mut c = collected.lock().unwrap_or_else(PoisonError::into_inner);
             if let StreamEvent::Screenshot { step, screenshot } = &e.event {
                 let n = c.files.iter().filter(|(s, _)| s == step).count();
-                let suffix = if n == 0 {
-                    String::new()
-                } else {
-                    format!("-{}", n + 1)
-                };
-                let name = format!(
-                    "{SCREENSHOTS}/step-{:03}{suffix}.{}",
-                    step + 1,
-                    screenshot.image.format.extension()
-                );
+                let name = screenshot_name(*step, n, screenshot.image.format.extension());
                 match std::fs::write(dir.join(&name), &*screenshot.image.data) {
                     Ok(()) => c.files.push((*step, name)),
                     Err(err) => {
@@ -116,7 +257,7 @@ impl Trace {
     }
 
     /// Whether any event was recorded.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.collected
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -124,16 +265,16 @@ impl Trace {
             .is_empty()
     }
 
-    /// Writes the report, the GIF and the result, and scrubs `secrets` from
-    /// the event log. Returns the report's path.
-    pub(crate) fn finish(
+    /// Writes the report, the GIF (when `gif`) and the result, and scrubs
+    /// `secrets` from the event log. Returns the report's path.
+    pub fn finish(
         &self,
         result: &RunResult,
         secrets: &Secrets,
         gif: bool,
-    ) -> Result<PathBuf, CliError> {
+    ) -> Result<PathBuf, TraceError> {
         let io = |what: &str, e: &dyn std::fmt::Display| {
-            CliError::failure(format!(
+            TraceError::Io(format!(
                 "could not write {what} in {}: {e}",
                 self.dir.display()
             ))
@@ -156,13 +297,8 @@ impl Trace {
             .map_err(|e| io(RESULT, &e))?;
         let text = serde_json::to_string_pretty(&summary).map_err(|e| io(RESULT, &e))?;
         std::fs::write(self.dir.join(RESULT), text).map_err(|e| io(RESULT, &e))?;
-        let timeline = Timeline::build(&events, &files);
-        let html = report::render(&timeline, secrets);
-        std::fs::write(self.dir.join(REPORT), html).map_err(|e| io(REPORT, &e))?;
-        if gif && let Some(bytes) = gif::render(&timeline) {
-            std::fs::write(self.dir.join(GIF), bytes).map_err(|e| io(GIF, &e))?;
-        }
-        Ok(self.dir.join(REPORT))
+        let rendered = write_artefacts(&self.dir, &events, &files, secrets, gif)?;
+        Ok(rendered.report)
     }
 }
 
@@ -189,8 +325,9 @@ fn scrub_lines(path: &Path, secrets: &Secrets) -> std::io::Result<()> {
     std::fs::rename(tmp, path)
 }
 
+/// The `lumen` binary's default trace folder for a task:
 /// `./lumen-traces/<UTC timestamp>-<slug of the task>`.
-pub(crate) fn default_dir(instruction: &str) -> PathBuf {
+pub fn default_dir(instruction: &str) -> PathBuf {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -220,8 +357,9 @@ fn timestamp(secs: u64) -> String {
     )
 }
 
-/// Lower-case words of the task joined by `-`, at most 40 characters.
-fn slug(text: &str) -> String {
+/// Lower-case ASCII words of `text` joined by `-`, at most 40 characters
+/// (`run` when there is none): a safe folder name for a task.
+pub fn slug(text: &str) -> String {
     let mut s = String::new();
     for word in text
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -240,7 +378,130 @@ fn slug(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use lumen::{
+        Action, ActionCall, Image, ImageFormat, ImageScale, RunStatus, Screenshot, Size, TokenUsage,
+    };
+
     use super::*;
+
+    fn event(seq: u64, event: StreamEvent) -> RecordedEvent {
+        RecordedEvent {
+            seq,
+            timestamp_ms: 1_795_000_000_000 + seq * 500,
+            event,
+        }
+    }
+
+    /// A 64×36 PNG of one colour.
+    fn png() -> Vec<u8> {
+        let img = image::RgbaImage::from_pixel(64, 36, image::Rgba([30, 90, 200, 255]));
+        let mut out = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+        out.into_inner()
+    }
+
+    fn shot(step: u32) -> StreamEvent {
+        StreamEvent::Screenshot {
+            step,
+            screenshot: Screenshot {
+                // As the event log holds it: the bytes are in the file.
+                image: Image::new(ImageFormat::Png, 64, 36, Vec::new()),
+                viewport: Size::new(64, 36),
+                scale: ImageScale::IDENTITY,
+            },
+        }
+    }
+
+    /// A folder written by someone else (as `cargo xtask eval` does): the
+    /// log without images and the screenshot files. `render` draws every
+    /// step, embeds the pictures it finds, skips a torn last line and keeps
+    /// secrets out of the report.
+    #[test]
+    fn render_draws_a_folder_from_its_log_and_screenshot_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(SCREENSHOTS)).unwrap();
+        let click = ActionCall::new(
+            "c1",
+            serde_json::from_value::<Action>(
+                serde_json::json!({"type": "click", "x": 10, "y": 20}),
+            )
+            .unwrap(),
+        );
+        let typed = ActionCall::new(
+            "c2",
+            serde_json::from_value::<Action>(
+                serde_json::json!({"type": "type", "text": "hunter2-SECRET"}),
+            )
+            .unwrap(),
+        );
+        let events = [
+            StreamEvent::RunStarted {
+                instruction: "Log in".into(),
+                model: "anthropic/claude-sonnet-4-6".into(),
+                max_steps: 5,
+            },
+            StreamEvent::StepStarted {
+                step: 0,
+                url: "http://127.0.0.1/login".into(),
+            },
+            shot(0),
+            StreamEvent::Action {
+                step: 0,
+                call: click,
+            },
+            StreamEvent::Action {
+                step: 0,
+                call: typed,
+            },
+            StreamEvent::StepStarted {
+                step: 1,
+                url: "http://127.0.0.1/home".into(),
+            },
+            // Step 2's file is missing: the step is shown without a picture.
+            shot(1),
+            StreamEvent::Done {
+                status: RunStatus::Success,
+                result: Some("logged in".into()),
+                steps: 2,
+                usage: TokenUsage::default(),
+                state: None,
+            },
+        ];
+        let mut log = String::new();
+        for (i, e) in events.into_iter().enumerate() {
+            log.push_str(&serde_json::to_string(&event(i as u64, e)).unwrap());
+            log.push('\n');
+        }
+        log.push_str("{\"seq\": 99, \"type\": \"step_sta");
+        std::fs::write(dir.path().join(EVENTS), log).unwrap();
+        std::fs::write(dir.path().join(screenshot_name(0, 0, "png")), png()).unwrap();
+
+        let secrets = Secrets::new().with("password", "hunter2-SECRET").unwrap();
+        let rendered = render(dir.path(), &RenderOptions { secrets, gif: true }).unwrap();
+        assert_eq!(rendered.steps, 2);
+        assert_eq!(rendered.report, dir.path().join(REPORT));
+        assert_eq!(
+            rendered.gif.as_deref(),
+            Some(dir.path().join(GIF).as_path())
+        );
+        let html = std::fs::read_to_string(&rendered.report).unwrap();
+        assert_eq!(html.matches("<section class=\"step").count(), 2);
+        assert_eq!(html.matches("data:image/png;base64,").count(), 1);
+        assert!(html.contains("logged in"));
+        assert!(!html.contains("hunter2-SECRET"), "secrets stay out");
+        let gif = std::fs::read(dir.path().join(GIF)).unwrap();
+        assert!(gif.starts_with(b"GIF89a"));
+    }
+
+    #[test]
+    fn render_needs_an_event_log_and_screenshot_names_count_from_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = render(dir.path(), &RenderOptions::default()).unwrap_err();
+        assert!(matches!(err, TraceError::Io(_)), "{err}");
+        assert!(err.to_string().contains("events.jsonl"), "{err}");
+        assert_eq!(screenshot_name(0, 0, "jpg"), "screenshots/step-001.jpg");
+        assert_eq!(screenshot_name(11, 2, "png"), "screenshots/step-012-3.png");
+    }
 
     #[test]
     fn timestamps_are_utc_calendar_dates() {
