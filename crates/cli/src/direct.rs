@@ -1,21 +1,25 @@
 //! `lumen browser …`: direct control of a background Chromium, agent-browser
 //! style. `open` starts a detached Chromium for a named session and writes
 //! its DevTools endpoint and page id to a state file; every later command
-//! reattaches over CDP (no daemon of our own) and drives that page.
+//! reattaches with one WebSocket straight to that page
+//! ([`PageLink`](lumen::browser::PageLink): no daemon of our own, no new
+//! tab, no setup beyond the calls the command makes).
 //!
 //! Snapshot refs (`@e3`) survive between commands: `snapshot` stores each
-//! ref's role and name and marks the document; a later command that uses a
-//! ref checks the mark (a navigation loses it) and that the ref still names
-//! the same element, and fails with "run snapshot again" otherwise — it
-//! never clicks whatever now sits where the element used to be.
+//! ref's DOM backend node id and marks the document; a later command that
+//! uses a ref finds the element by its node and checks, in one call inside
+//! the page, that the mark is still there (a navigation loses it) and what
+//! sits on top of the element, and fails with "run snapshot again" (or
+//! names what covers it) otherwise — it never clicks whatever now sits
+//! where the element used to be.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use lumen::browser::{AxSnapshot, CdpTab, TabOptions};
-use lumen::{BrowserTab, ClickOptions, ImageFormat, Point, ScreenshotOptions};
+use lumen::browser::{AxSnapshot, ElementSpot, FillResult, PageLink};
+use lumen::{LumenError, MouseButton, Point};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -70,6 +74,9 @@ enum BrowserCommand {
         /// Only nodes this deep or shallower.
         #[arg(short = 'd')]
         depth: Option<u32>,
+        /// Only the subtrees of the elements matching this CSS selector.
+        #[arg(short = 's')]
+        scope: Option<String>,
     },
     /// List the open tabs.
     Tabs,
@@ -119,17 +126,23 @@ struct State {
     pid: u32,
     ws_url: String,
     profile: PathBuf,
+    /// The page target being driven.
     target: String,
-    /// The last snapshot: its document mark and (ref, role, name).
+    /// The refs of the current document, from the last snapshot.
     #[serde(default)]
-    snapshot: Option<SavedSnapshot>,
+    refs: Option<SavedRefs>,
 }
 
+/// A document's mark and every ref given in it: (number, DOM backend node
+/// id).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct SavedSnapshot {
+struct SavedRefs {
     mark: String,
-    refs: Vec<(String, String, String)>,
+    nodes: Vec<(u32, i64)>,
 }
+
+/// The deadline of each CDP call (and of the load after a navigation).
+const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 fn state_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("LUMEN_STATE_DIR") {
@@ -171,7 +184,7 @@ fn save(session: &str, state: &State) -> Result<(), CliError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
     }
-    let text = serde_json::to_string_pretty(state).map_err(|e| fail(&e))?;
+    let text = serde_json::to_string(state).map_err(|e| fail(&e))?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text).map_err(|e| fail(&e))?;
     std::fs::rename(&tmp, &path).map_err(|e| fail(&e))
@@ -202,77 +215,107 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         );
     }
     if let BrowserCommand::Open { url } = &args.command {
-        let (tab, mut state) = match attach(&session).await {
-            Ok(pair) => pair,
-            Err(_) => start(&session, args.headed).await?,
+        let (link, mut state, fresh) = match attach(&session).await {
+            Ok((link, state)) => (link, state, false),
+            Err(_) => {
+                let (link, state) = start(&session, args.headed).await?;
+                (link, state, true)
+            }
         };
-        let outcome = tab
-            .goto(url)
-            .await
-            .map_err(|e| CliError::failure(e.to_string()))?;
-        state.snapshot = None;
+        state.refs = None;
         save(&session, &state)?;
-        if !outcome.ok {
-            return Err(CliError::failure(format!(
-                "could not open {url}: {}",
-                outcome.error.unwrap_or_default()
-            )));
+        link.goto(url).await.map_err(fail)?;
+        if fresh && !args.headed {
+            // New headless keeps room for bars it does not draw: grow the
+            // window until the page itself is 1280x720 (a window size,
+            // unlike an emulated viewport, outlives this process).
+            if let Err(e) = link
+                .resize_viewport(&state.ws_url, lumen::Size::new(1280, 720))
+                .await
+            {
+                tracing::debug!("resizing the window: {e}");
+            }
         }
-        let now = tab.url().await.unwrap_or_default();
+        let now = link.url().await.unwrap_or_default();
         return print(&args, json!({"url": now}), now);
     }
-    let (tab, mut state) = attach(&session).await?;
-    let fail = |e: lumen::LumenError| CliError::failure(e.to_string());
-    let outcome_text = |o: lumen::ActionOutcome| -> Result<String, CliError> {
-        if o.ok {
-            Ok("ok".to_owned())
-        } else {
-            Err(CliError::failure(
-                o.error.unwrap_or_else(|| "failed".to_owned()),
-            ))
-        }
-    };
+    if let BrowserCommand::Url | BrowserCommand::Title = args.command {
+        // The browser knows both: no need to attach to the page at all.
+        let state = opened(&session)?;
+        let (url, title) = lumen::browser::page_info(&state.ws_url, &state.target, CALL_TIMEOUT)
+            .await
+            .map_err(|e| unreachable_session(&session, &state, e))?;
+        return match args.command {
+            BrowserCommand::Url => print(&args, json!({"url": url}), url),
+            _ => print(&args, json!({"title": title}), title),
+        };
+    }
+    let (link, mut state) = attach(&session).await?;
     match &args.command {
         BrowserCommand::Click { target } | BrowserCommand::Dblclick { target } => {
-            let at = point(&tab, &state, target).await?;
-            let options = ClickOptions {
-                click_count: if matches!(args.command, BrowserCommand::Dblclick { .. }) {
-                    2
-                } else {
-                    1
-                },
-                ..ClickOptions::default()
+            let at = point(&link, &state, target).await?;
+            let count = if matches!(args.command, BrowserCommand::Dblclick { .. }) {
+                2
+            } else {
+                1
             };
-            let text = outcome_text(tab.click(at, options).await.map_err(fail)?)?;
-            print(&args, json!({"ok": true, "x": at.x, "y": at.y}), text)
+            let navigated = link
+                .click(at, MouseButton::Left, count)
+                .await
+                .map_err(fail)?;
+            let text = if navigated {
+                format!("ok (now at {})", link.url().await.map_err(fail)?)
+            } else {
+                "ok".to_owned()
+            };
+            print(
+                &args,
+                json!({"ok": true, "x": at.x, "y": at.y, "navigated": navigated}),
+                text,
+            )
         }
         BrowserCommand::Hover { target } => {
-            let at = point(&tab, &state, target).await?;
-            let text = outcome_text(tab.hover(at).await.map_err(fail)?)?;
-            print(&args, json!({"ok": true}), text)
+            let at = point(&link, &state, target).await?;
+            link.hover(at).await.map_err(fail)?;
+            print(
+                &args,
+                json!({"ok": true, "x": at.x, "y": at.y}),
+                "ok".to_owned(),
+            )
         }
         BrowserCommand::Type { text } => {
-            let t = outcome_text(tab.type_text(text).await.map_err(fail)?)?;
-            print(&args, json!({"ok": true}), t)
+            if text.is_empty() {
+                return Err(CliError::config("there is no text to type"));
+            }
+            link.type_text(text).await.map_err(fail)?;
+            print(&args, json!({"ok": true}), "ok".to_owned())
         }
         BrowserCommand::Fill { target, text } => {
-            let at = point(&tab, &state, std::slice::from_ref(target)).await?;
-            outcome_text(tab.click(at, ClickOptions::default()).await.map_err(fail)?)?;
-            tab.evaluate(
-                "(() => { const e = document.activeElement; if (e && 'select' in e) e.select(); })()",
-            )
-            .await
-            .map_err(fail)?;
-            let t = outcome_text(tab.type_text(text).await.map_err(fail)?)?;
-            print(&args, json!({"ok": true}), t)
+            let (backend, mark) = saved_ref(&state, target)?;
+            match link.fill(backend, mark, text).await.map_err(fail)? {
+                FillResult::Filled => print(&args, json!({"ok": true}), "ok".to_owned()),
+                FillResult::Refused(spot) => Err(refusal(target, spot)),
+                FillResult::NotEditable(what) => Err(CliError::failure(format!(
+                    "{target} is {what}, which takes no text; pick a textbox from \
+                     `lumen browser snapshot -i`"
+                ))),
+                other => Err(CliError::failure(format!("{target}: {other:?}"))),
+            }
         }
         BrowserCommand::Press { key } => {
-            let keys: Vec<String> = key.split('+').map(str::to_owned).collect();
-            let t = outcome_text(tab.key_press(&keys).await.map_err(fail)?)?;
-            print(&args, json!({"ok": true}), t)
+            let keys: Vec<String> = if key == "+" {
+                vec![key.clone()]
+            } else {
+                key.split('+').map(str::to_owned).collect()
+            };
+            link.press(&keys).await.map_err(|e| match e {
+                LumenError::InvalidData { .. } => CliError::config(e.to_string()),
+                other => fail(other),
+            })?;
+            print(&args, json!({"ok": true}), "ok".to_owned())
         }
         BrowserCommand::Scroll { direction, px } => {
-            let size = tab.viewport().await.map_err(fail)?;
+            let size = link.viewport().await.map_err(fail)?;
             let page = f64::from(size.height) * 0.8;
             let amount = px.unwrap_or(page);
             let (dx, dy) = match direction.as_str() {
@@ -287,39 +330,42 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 }
             };
             let center = Point::new(size.width as i32 / 2, size.height as i32 / 2);
-            let o = tab
-                .scroll(center, dx, dy, lumen::Modifiers::NONE)
-                .await
-                .map_err(fail)?;
-            let t = outcome_text(o)?;
-            print(&args, json!({"ok": true}), t)
+            let (before, after) = link.wheel(center, dx, dy).await.map_err(fail)?;
+            if before == after {
+                return Err(CliError::failure(format!(
+                    "nothing scrolled: the page is already at its {direction} edge, or nothing \
+                     under the viewport centre scrolls"
+                )));
+            }
+            print(
+                &args,
+                json!({"ok": true, "scrollX": after[0], "scrollY": after[1]}),
+                format!("scrolled to {}, {}", after[0], after[1]),
+            )
         }
         BrowserCommand::Snapshot {
             interactive,
             compact,
             depth,
+            scope,
         } => {
-            let snap = tab.accessibility_snapshot().await.map_err(fail)?;
-            let mark = format!(
-                "{:x}",
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0)
-            );
-            tab.evaluate(&format!("window.__lumenSnapshot = {mark:?}"))
+            let (mark, earlier) = match &state.refs {
+                Some(r) => (Some(r.mark.as_str()), r.nodes.as_slice()),
+                None => (None, &[][..]),
+            };
+            let taken = link
+                .snapshot(scope.as_deref(), mark, earlier)
                 .await
-                .map_err(fail)?;
-            let snap = filter(snap, *interactive, *compact, *depth);
-            state.snapshot = Some(SavedSnapshot {
-                mark,
-                refs: snap
-                    .nodes
-                    .iter()
-                    .map(|n| (n.reference.clone(), n.role.clone(), n.name.clone()))
-                    .collect(),
+                .map_err(|e| match e {
+                    LumenError::InvalidData { .. } => CliError::failure(e.to_string()),
+                    other => fail(other),
+                })?;
+            state.refs = Some(SavedRefs {
+                mark: taken.mark,
+                nodes: taken.refs,
             });
             save(&session, &state)?;
+            let snap = filter(taken.snapshot, *interactive, *compact, *depth);
             let text = snap.to_text();
             print(
                 &args,
@@ -331,46 +377,41 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             let path = path
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("screenshot.png"));
-            let shot = tab
-                .screenshot(&ScreenshotOptions {
-                    format: ImageFormat::Png,
-                    ..ScreenshotOptions::default()
-                })
-                .await
-                .map_err(fail)?;
-            std::fs::write(&path, &*shot.image.data)
+            let png = link.screenshot_png().await.map_err(fail)?;
+            std::fs::write(&path, png)
                 .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
             let shown = path.display().to_string();
             print(&args, json!({"path": shown}), shown)
         }
         BrowserCommand::Eval { js } => {
-            let v = tab.evaluate(js).await.map_err(fail)?;
+            let v = link.evaluate(js).await.map_err(fail)?;
             let text = match &v {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
             print(&args, v, text)
         }
-        BrowserCommand::Url => {
-            let u = tab.url().await.map_err(fail)?;
-            print(&args, json!({"url": u}), u)
-        }
-        BrowserCommand::Title => {
-            let t = tab.title().await.map_err(fail)?;
-            print(&args, json!({"title": t}), t)
-        }
         BrowserCommand::Back | BrowserCommand::Forward | BrowserCommand::Reload => {
-            let o = match args.command {
-                BrowserCommand::Back => tab.back().await,
-                BrowserCommand::Forward => tab.forward().await,
-                _ => tab.reload().await,
+            match args.command {
+                BrowserCommand::Back => link.history(-1).await,
+                BrowserCommand::Forward => link.history(1).await,
+                _ => link.reload().await,
             }
-            .map_err(fail)?;
-            let t = outcome_text(o)?;
-            print(&args, json!({"ok": true}), t)
+            .map_err(|e| match e {
+                LumenError::InvalidData { .. } => CliError::failure(e.to_string()),
+                other => fail(other),
+            })?;
+            let now = link.url().await.map_err(fail)?;
+            print(
+                &args,
+                json!({"ok": true, "url": now}),
+                format!("ok (now at {now})"),
+            )
         }
         BrowserCommand::Tabs => {
-            let tabs = tab.tabs().await.map_err(fail)?;
+            let tabs = lumen::browser::page_tabs(&state.ws_url, CALL_TIMEOUT)
+                .await
+                .map_err(fail)?;
             let lines: Vec<String> = tabs
                 .iter()
                 .enumerate()
@@ -387,16 +428,20 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             print(&args, Value::Array(value), lines.join("\n"))
         }
         BrowserCommand::Tab { index } => {
-            let tabs = tab.tabs().await.map_err(fail)?;
+            let tabs = lumen::browser::page_tabs(&state.ws_url, CALL_TIMEOUT)
+                .await
+                .map_err(fail)?;
             let Some(t) = tabs.get(*index) else {
                 return Err(CliError::config(format!(
                     "there is no tab {index}; `lumen browser tabs` lists {} tab(s)",
                     tabs.len()
                 )));
             };
-            tab.switch_to_tab(&t.id).await.map_err(fail)?;
+            lumen::browser::activate_tab(&state.ws_url, &t.id, CALL_TIMEOUT)
+                .await
+                .map_err(fail)?;
             state.target = t.id.clone();
-            state.snapshot = None;
+            state.refs = None;
             save(&session, &state)?;
             print(&args, json!({"index": index, "url": t.url}), t.url.clone())
         }
@@ -412,7 +457,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             let deadline = Instant::now() + Duration::from_millis(*timeout);
             loop {
                 let text_ok = match text {
-                    Some(t) => tab
+                    Some(t) => link
                         .evaluate(&format!(
                             "(document.body ? document.body.innerText : '').includes({t:?})"
                         ))
@@ -423,7 +468,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                     None => true,
                 };
                 let url_ok = match url {
-                    Some(u) => tab.url().await.map_err(fail)?.contains(u.as_str()),
+                    Some(u) => link.url().await.map_err(fail)?.contains(u.as_str()),
                     None => true,
                 };
                 if text_ok && url_ok {
@@ -448,8 +493,8 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         }
         BrowserCommand::Cookies { action, pair } => match action.as_deref().unwrap_or("get") {
             "get" => {
-                let v = tab
-                    .cdp("Network.getCookies", json!({}))
+                let v = link
+                    .call("Network.getCookies", json!({}))
                     .await
                     .map_err(fail)?;
                 let cookies = v["cookies"].clone();
@@ -474,8 +519,8 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                         "usage: lumen browser cookies set NAME=VALUE",
                     ));
                 };
-                let url = tab.url().await.map_err(fail)?;
-                tab.cdp(
+                let url = link.url().await.map_err(fail)?;
+                link.call(
                     "Network.setCookies",
                     json!({"cookies": [{"name": name, "value": value, "url": url}]}),
                 )
@@ -484,7 +529,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 print(&args, json!({"ok": true}), "ok".to_owned())
             }
             "clear" => {
-                tab.cdp("Network.clearBrowserCookies", json!({}))
+                link.call("Network.clearBrowserCookies", json!({}))
                     .await
                     .map_err(fail)?;
                 print(&args, json!({"ok": true}), "ok".to_owned())
@@ -495,8 +540,8 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         },
         BrowserCommand::State { action, file } => match action.as_str() {
             "save" => {
-                let v = tab
-                    .cdp("Network.getAllCookies", json!({}))
+                let v = link
+                    .call("Network.getAllCookies", json!({}))
                     .await
                     .map_err(fail)?;
                 let body = json!({"cookies": v["cookies"]});
@@ -528,7 +573,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                         c
                     })
                     .collect();
-                tab.cdp("Network.setCookies", json!({"cookies": cookies}))
+                link.call("Network.setCookies", json!({"cookies": cookies}))
                     .await
                     .map_err(fail)?;
                 print(
@@ -541,8 +586,15 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 "unknown state action {other:?}; use save FILE or load FILE"
             ))),
         },
-        BrowserCommand::Open { .. } | BrowserCommand::Close => Ok(crate::exit::SUCCESS),
+        BrowserCommand::Open { .. }
+        | BrowserCommand::Close
+        | BrowserCommand::Url
+        | BrowserCommand::Title => Ok(crate::exit::SUCCESS),
     }
+}
+
+fn fail(e: LumenError) -> CliError {
+    CliError::failure(e.to_string())
 }
 
 fn print(args: &BrowserArgs, value: Value, text: String) -> Result<u8, CliError> {
@@ -598,7 +650,7 @@ fn filter(
 
 /// `x y` or `@eN` → a viewport point; a ref is checked against the saved
 /// snapshot first.
-async fn point(tab: &CdpTab, state: &State, target: &[String]) -> Result<Point, CliError> {
+async fn point(link: &PageLink, state: &State, target: &[String]) -> Result<Point, CliError> {
     match target {
         [x, y] => match (x.parse::<i32>(), y.parse::<i32>()) {
             (Ok(x), Ok(y)) => Ok(Point::new(x, y)),
@@ -606,106 +658,108 @@ async fn point(tab: &CdpTab, state: &State, target: &[String]) -> Result<Point, 
                 "expected `x y` (whole CSS pixels) or a ref like @e3",
             )),
         },
-        [r] if r.starts_with('@') => ref_point(tab, state, r).await,
+        [r] if r.starts_with('@') => ref_point(link, state, r).await,
         _ => Err(CliError::config(
             "expected `x y` or a ref like @e3 from `lumen browser snapshot`",
         )),
     }
 }
 
-async fn ref_point(tab: &CdpTab, state: &State, reference: &str) -> Result<Point, CliError> {
-    let stale = |why: &str| {
-        CliError::failure(format!(
-            "{reference} is stale ({why}); run `lumen browser snapshot` again and use the new ref"
-        ))
-    };
-    let Some(saved) = &state.snapshot else {
-        return Err(stale("no snapshot was taken since the page was opened"));
-    };
-    let Some((_, role, name)) = saved.refs.iter().find(|(r, _, _)| r == reference) else {
-        return Err(stale("it is not in the last snapshot"));
-    };
-    let mark = tab
-        .evaluate("window.__lumenSnapshot || null")
-        .await
-        .map_err(|e| CliError::failure(e.to_string()))?;
-    if mark.as_str() != Some(saved.mark.as_str()) {
-        return Err(stale("the page has navigated since the snapshot"));
-    }
-    // This process has no ref table yet: a fresh snapshot numbers the same
-    // document again; the ref must still name the same element.
-    let snap = tab
-        .accessibility_snapshot()
-        .await
-        .map_err(|e| CliError::failure(e.to_string()))?;
-    let same = snap
-        .nodes
-        .iter()
-        .any(|n| n.reference == reference && &n.role == role && &n.name == name);
-    if !same {
-        return Err(stale("the page changed and it names another element now"));
-    }
-    match tab.ref_center(reference).await {
-        Ok(Some(p)) => Ok(p),
-        Ok(None) => Err(CliError::failure(format!(
-            "{reference} ({role} {name:?}) has no box on screen: scroll it into view first"
-        ))),
-        Err(e) => Err(CliError::failure(e.to_string())),
+/// Where a ref's element can be clicked. The element is found by its DOM
+/// node (saved with the snapshot) in the same document only: the check and
+/// the geometry happen in one step in the page, so a navigation can never
+/// turn an old ref into a click on the new page.
+async fn ref_point(link: &PageLink, state: &State, reference: &str) -> Result<Point, CliError> {
+    let (backend, mark) = saved_ref(state, reference)?;
+    match link.locate(backend, mark).await.map_err(fail)? {
+        ElementSpot::At(p) => Ok(p),
+        spot => Err(refusal(reference, spot)),
     }
 }
 
-/// Reattaches to the session's page.
-async fn attach(session: &str) -> Result<(CdpTab, State), CliError> {
-    let Some(state) = load(session)? else {
-        return Err(CliError::config(format!(
-            "no browser session {session:?} is open; run `lumen browser open <url>` first"
-        )));
+fn stale(reference: &str, why: &str) -> CliError {
+    CliError::failure(format!(
+        "{reference} is stale ({why}); run `lumen browser snapshot` again and use the new ref"
+    ))
+}
+
+/// A ref's DOM backend node id and its document's mark, from the state.
+fn saved_ref<'a>(state: &'a State, reference: &str) -> Result<(i64, &'a str), CliError> {
+    let Some(saved) = &state.refs else {
+        return Err(stale(
+            reference,
+            "no snapshot was taken since the page was opened",
+        ));
     };
-    let tab = match CdpTab::connect(&state.ws_url, TabOptions::default()).await {
-        Ok(tab) => tab,
-        Err(_) => {
+    let number = reference
+        .strip_prefix("@e")
+        .and_then(|n| n.parse::<u32>().ok())
+        .ok_or_else(|| CliError::config(format!("{reference} is not a ref like @e3")))?;
+    match saved.nodes.iter().find(|(n, _)| *n == number) {
+        Some(&(_, backend)) => Ok((backend, saved.mark.as_str())),
+        None => Err(stale(reference, "it is not in the last snapshot")),
+    }
+}
+
+/// Why a ref's element cannot be acted on, phrased with what to do.
+fn refusal(reference: &str, spot: ElementSpot) -> CliError {
+    match spot {
+        ElementSpot::OtherDocument => stale(reference, "the page has navigated since the snapshot"),
+        ElementSpot::Gone => stale(reference, "its element was removed from the page"),
+        ElementSpot::NoBox => CliError::failure(format!(
+            "{reference} has no box on screen (hidden, or empty); it cannot be used"
+        )),
+        ElementSpot::OffScreen(p) => CliError::failure(format!(
+            "{reference} is outside the viewport (its centre is at {}, {}): scroll it into view \
+             first (`lumen browser scroll down`)",
+            p.x, p.y
+        )),
+        ElementSpot::Covered { at, by } => CliError::failure(format!(
+            "{reference} is covered by {by} at ({}, {}): close or move that element first",
+            at.x, at.y
+        )),
+        other => CliError::failure(format!("{reference}: {other:?}")),
+    }
+}
+
+/// The session's saved state, or how to open one.
+fn opened(session: &str) -> Result<State, CliError> {
+    load(session)?.ok_or_else(|| {
+        CliError::config(format!(
+            "no browser session {session:?} is open; run `lumen browser open <url>` first"
+        ))
+    })
+}
+
+/// What to say when the session's page cannot be reached: its tab was
+/// closed, or its browser is gone (then the stale state is removed).
+fn unreachable_session(session: &str, state: &State, e: LumenError) -> CliError {
+    match e {
+        LumenError::InvalidData { .. } => CliError::failure(format!(
+            "the page of session {session:?} was closed; run `lumen browser open <url>` again"
+        )),
+        _ => {
             kill(state.pid);
-            forget(session, Some(&state));
-            return Err(CliError::config(format!(
+            forget(session, Some(state));
+            CliError::config(format!(
                 "the browser of session {session:?} is gone (stale state removed); run \
                  `lumen browser open <url>` again"
-            )));
-        }
-    };
-    let fresh = tab.active_tab_id();
-    let switched = tab.switch_to_tab(&state.target).await;
-    close_target(&tab, &fresh).await;
-    if switched.is_err() {
-        return Err(CliError::failure(format!(
-            "the page of session {session:?} was closed; run `lumen browser open <url>` again"
-        )));
-    }
-    Ok((tab, state))
-}
-
-/// Closes the page `id` (the tab `connect` opened for this process).
-async fn close_target(tab: &CdpTab, id: &str) {
-    if let Err(e) = tab
-        .cdp("Target.closeTarget", json!({ "targetId": id }))
-        .await
-    {
-        tracing::debug!("closing tab {id}: {e}");
-        return;
-    }
-    // Closing is asynchronous; wait (briefly) until the list agrees.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        match tab.tabs().await {
-            Ok(tabs) if tabs.iter().any(|t| t.id == id) => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            _ => return,
+            ))
         }
     }
 }
 
-/// Starts a detached Chromium for the session and attaches to it.
-async fn start(session: &str, headed: bool) -> Result<(CdpTab, State), CliError> {
+/// Reattaches to the session's page: one WebSocket to the page itself.
+async fn attach(session: &str) -> Result<(PageLink, State), CliError> {
+    let state = opened(session)?;
+    match PageLink::attach(&state.ws_url, &state.target, CALL_TIMEOUT).await {
+        Ok(link) => Ok((link, state)),
+        Err(e) => Err(unreachable_session(session, &state, e)),
+    }
+}
+
+/// Starts a detached Chromium for the session and links to its first page.
+async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliError> {
     if let Some(old) = load(session)? {
         kill(old.pid);
         forget(session, Some(&old));
@@ -730,6 +784,8 @@ async fn start(session: &str, headed: bool) -> Result<(CdpTab, State), CliError>
         "--disable-quic",
         "--no-first-run",
         "--no-default-browser-check",
+        // No "unsupported command-line flag" bar over the page.
+        "--test-type",
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
@@ -748,34 +804,46 @@ async fn start(session: &str, headed: bool) -> Result<(CdpTab, State), CliError>
         .map_err(|e| CliError::config(format!("cannot start {}: {e}", exe.display())))?;
     let pid = child.id();
     drop(child);
-    let ws_url = match endpoint(&profile).await {
-        Some(ws) => ws,
-        None => {
+    let started = async {
+        let ws_url = endpoint(&profile)
+            .await
+            .ok_or_else(|| "Chromium started but never opened its DevTools port".to_owned())?;
+        // The page Chromium opens itself is the session's page.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let target = loop {
+            let tabs = lumen::browser::page_tabs(&ws_url, CALL_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Some(t) = tabs.first() {
+                break t.id.clone();
+            }
+            if Instant::now() > deadline {
+                return Err("Chromium started but opened no page".to_owned());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let link = PageLink::attach(&ws_url, &target, CALL_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((link, ws_url, target))
+    };
+    let (link, ws_url, target) = match started.await {
+        Ok(parts) => parts,
+        Err(why) => {
             kill(pid);
-            return Err(CliError::failure(
-                "Chromium started but never opened its DevTools port",
-            ));
+            let _ = std::fs::remove_dir_all(&profile);
+            return Err(CliError::failure(why));
         }
     };
-    let tab = CdpTab::connect(&ws_url, TabOptions::default())
-        .await
-        .map_err(|e| CliError::failure(e.to_string()))?;
-    let target = tab.active_tab_id();
-    // The blank page Chromium opened itself is not needed.
-    if let Ok(tabs) = tab.tabs().await {
-        for t in tabs.iter().filter(|t| t.id != target) {
-            close_target(&tab, &t.id).await;
-        }
-    }
     let state = State {
         pid,
         ws_url,
         profile,
         target,
-        snapshot: None,
+        refs: None,
     };
     save(session, &state)?;
-    Ok((tab, state))
+    Ok((link, state))
 }
 
 /// Reads `DevToolsActivePort` (port, then path) once Chromium writes it.
@@ -788,7 +856,7 @@ async fn endpoint(profile: &Path) -> Option<String> {
                 return Some(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()));
             }
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
     None
 }

@@ -234,3 +234,124 @@ async fn tabs_waits_cookies_and_saved_state() {
     s.ok(&["close"]).await;
     assert_eq!(s.profile_processes(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_snapshot_lists_only_the_matching_subtrees_and_its_refs_work() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let full: Value = serde_json::from_str(&s.ok(&["--json", "snapshot"]).await).unwrap();
+    let scoped: Value =
+        serde_json::from_str(&s.ok(&["--json", "snapshot", "-s", "fieldset"]).await).unwrap();
+    let nodes = scoped["nodes"].as_array().unwrap();
+    let shown: Vec<(&str, &str)> = nodes
+        .iter()
+        .map(|n| {
+            (
+                n["role"].as_str().unwrap(),
+                n["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(shown[0], ("group", "Preferred contact"), "{shown:?}");
+    assert_eq!(nodes[0]["depth"], 0, "depth counts from the scope's root");
+    for radio in ["Email", "Phone", "Post"] {
+        assert!(shown.contains(&("radio", radio)), "{shown:?}");
+    }
+    assert!(
+        !shown
+            .iter()
+            .any(|(role, _)| *role == "textbox" || *role == "heading"),
+        "nothing outside the fieldset: {shown:?}"
+    );
+    // A ref means the same element in a scoped and a full snapshot.
+    let phone = nodes.iter().find(|n| n["name"] == "Phone").unwrap()["ref"].clone();
+    let in_full = full["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["role"] == "radio" && n["name"] == "Phone")
+        .unwrap()["ref"]
+        .clone();
+    assert_eq!(phone, in_full);
+    s.ok(&["click", phone.as_str().unwrap()]).await;
+    assert_eq!(
+        s.eval("document.querySelector('#contact-phone').checked")
+            .await,
+        true
+    );
+
+    // Several matches: each subtree, in document order.
+    let rows = s.ok(&["snapshot", "-i", "-s", "#name, #submit"]).await;
+    let lines: Vec<&str> = rows.lines().collect();
+    assert_eq!(lines.len(), 2, "{rows}");
+    assert!(lines[0].contains("textbox \"Name\""), "{rows}");
+    assert!(lines[1].contains("button \"Submit\""), "{rows}");
+
+    for (selector, says) in [
+        ("#nowhere", "no element matches \"#nowhere\""),
+        ("[[", "is not a valid CSS selector"),
+        ("script", "nothing in them is in the accessibility tree"),
+    ] {
+        let out = s.cmd(&["snapshot", "-s", selector]).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(code(&out), 1, "{selector}: {stderr}");
+        assert!(stderr.contains(says), "{selector}: {stderr}");
+    }
+    s.ok(&["close"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ref_under_another_element_names_it_and_clicks_nothing() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let name = s.find("textbox", "Name").await;
+    s.eval(
+        "document.body.insertAdjacentHTML('beforeend', \
+         '<div id=\"cover\" style=\"position:fixed;inset:0;z-index:9\"></div>')",
+    )
+    .await;
+    let out = s.cmd(&["fill", &name, "Ada"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{name} is covered by <div id=\"cover\">")),
+        "{stderr}"
+    );
+    assert_eq!(s.eval("document.querySelector('#name').value").await, "");
+    assert_eq!(s.eval("window.lumen.lastFocus").await, Value::Null);
+    assert_eq!(s.eval("window.lumen.submitted").await, Value::Null);
+
+    // Removed from the page: stale, not a click elsewhere.
+    s.eval("document.querySelector('#cover').remove(); document.querySelector('#name').remove()")
+        .await;
+    let out = s.cmd(&["click", &name]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(
+        stderr.contains("removed from the page") && stderr.contains("snapshot` again"),
+        "{stderr}"
+    );
+    // A ref this document never had.
+    let out = s.cmd(&["click", "@e999"]).await;
+    assert!(text(&out.stderr).contains("not in the last snapshot"));
+
+    // `fill` on something that takes no text types nothing and says so.
+    let subscribe = s.find("checkbox", "Subscribe").await;
+    let out = s.cmd(&["fill", &subscribe, "yes"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{subscribe} is <input id=\"subscribe\">, which takes no text"
+        )),
+        "{stderr}"
+    );
+    // Several lines into a textarea: Enter between them.
+    let message = s.find("textbox", "Message").await;
+    s.ok(&["fill", &message, "one\ntwo"]).await;
+    assert_eq!(
+        s.eval("document.querySelector('#message').value").await,
+        "one\ntwo"
+    );
+    s.ok(&["close"]).await;
+}
