@@ -17,12 +17,15 @@
 //! 4. `lumen-mock` (offline doubles) uses only `lumen-core`, and only
 //!    lumen-cli, lumen-server, xtask and lumen-test-support use it (anyone
 //!    may as a dev-dependency).
-//! 5. loop, memory and safety reach the browser and the models only through
+//! 5. `lumen-cli` is the command-line tool; its library (the trace folder and
+//!    its `report.html`/`run.gif` renderer) is for tools: only xtask depends
+//!    on it, never a library crate (anyone may as a dev-dependency).
+//! 6. loop, memory and safety reach the browser and the models only through
 //!    the `lumen_core` traits.
-//! 6. `lumen-browser` and `lumen-models` do not depend on each other.
-//! 7. Only lumen, lumen-cli, lumen-server, lumen-test-support and xtask depend
+//! 7. `lumen-browser` and `lumen-models` do not depend on each other.
+//! 8. Only lumen, lumen-cli, lumen-server, lumen-test-support and xtask depend
 //!    on `lumen-browser` or `lumen-models`.
-//! 8. Dependencies point down the layers in [`LAYERS`]; crates in the same
+//! 9. Dependencies point down the layers in [`LAYERS`]; crates in the same
 //!    layer may use each other unless a rule above says otherwise.
 //!
 //! Every member must also be listed in [`LAYERS`], declare
@@ -41,6 +44,7 @@ const BROWSER: &str = "lumen-browser";
 const MODELS: &str = "lumen-models";
 const TEST_SUPPORT: &str = "lumen-test-support";
 const MOCK: &str = "lumen-mock";
+const CLI: &str = "lumen-cli";
 
 /// External crates that would give `lumen-core` I/O or a heavy runtime.
 const FORBIDDEN_IN_CORE: &[&str] = &["tokio", "reqwest", "chromiumoxide", "axum", "image"];
@@ -58,6 +62,10 @@ const TEST_SUPPORT_MAY_USE: &[&str] = &[CORE, BROWSER, MODELS, MOCK];
 /// The only crates with normal dependencies on `lumen-mock` (the demo, the
 /// server's offline mode, evals, and the test support that re-exports it).
 const MOCK_USERS: &[&str] = &["lumen-cli", "lumen-server", "xtask", TEST_SUPPORT];
+
+/// The only crates with normal dependencies on `lumen-cli` (its library):
+/// the project's tools, never a library crate.
+const CLI_USERS: &[&str] = &["xtask"];
 
 /// Every workspace member and its layer; a crate may depend only on crates in
 /// its own layer or below. `lumen-test-support` and `lumen-mock` sit outside
@@ -260,6 +268,13 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
                 .to_owned(),
         );
     }
+    if to == CLI && !CLI_USERS.contains(&from) {
+        return Some(
+            "lumen-cli is the command-line tool; only xtask (a dev tool) depends on its library, \
+             never a library crate (anyone may as a dev-dependency)"
+                .to_owned(),
+        );
+    }
     if TRAIT_ONLY.contains(&from) && (to == BROWSER || to == MODELS) {
         let who = match from {
             "lumen-loop" => "the loop",
@@ -416,7 +431,7 @@ mod tests {
             package("lumen-server", &["lumen", "axum", "tokio"]),
             package(TEST_SUPPORT, &[CORE, BROWSER, MODELS, MOCK, "axum"]),
             package(MOCK, &[CORE, "axum", "tokio"]),
-            package("xtask", &["anyhow", "clap", "serde_json"]),
+            package("xtask", &["anyhow", "clap", "serde_json", "lumen-cli"]),
         ];
         for package in &mut packages {
             if package.name != TEST_SUPPORT && package.name != MOCK && package.name != "xtask" {
@@ -616,6 +631,33 @@ mod tests {
     }
 
     #[test]
+    fn only_xtask_uses_the_cli_library() {
+        // The clean graph already has xtask -> lumen-cli.
+        assert!(check_graph(&clean()).is_empty());
+        for from in ["lumen-server", "lumen", "lumen-loop", MODELS, MOCK] {
+            let why = if from == MOCK {
+                "lumen-mock may depend only on lumen-core (and external crates)"
+            } else {
+                "lumen-cli is the command-line tool; only xtask (a dev tool) depends on its \
+                 library, never a library crate (anyone may as a dev-dependency)"
+            };
+            assert_eq!(
+                violations_with(from, CLI),
+                [format!("{from} -> lumen-cli: {why}")],
+                "{from}"
+            );
+        }
+        // As a dev-dependency it is fine.
+        let mut packages = clean();
+        for package in &mut packages {
+            if package.name == "lumen-server" {
+                package.deps.push(dep(CLI, DepKind::Dev));
+            }
+        }
+        assert!(check_graph(&packages).is_empty());
+    }
+
+    #[test]
     fn dependencies_point_down() {
         let expected = |from: &str, to: &str| {
             vec![format!(
@@ -627,7 +669,7 @@ mod tests {
             ("lumen-memory", "lumen-loop"),
             ("lumen-safety", "lumen"),
             ("lumen-loop", "lumen"),
-            ("lumen", "lumen-cli"),
+            ("lumen", "lumen-server"),
             ("lumen-server", "xtask"),
         ] {
             assert_eq!(

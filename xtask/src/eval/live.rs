@@ -482,10 +482,14 @@ mod tests {
             report.contains("pass@1 0/1 (0%), pass@3 1/1 (100%)"),
             "{report}"
         );
+        let trace = out.join(results.results[0].trace.clone().unwrap());
+        assert!(trace.join("events.jsonl").is_file());
+        // Each trial's trace has the CLI's report and GIF, and report.md
+        // links them.
+        assert!(trace.join("report.html").is_file() && trace.join("run.gif").is_file());
         assert!(
-            out.join(results.results[0].trace.clone().unwrap())
-                .join("events.jsonl")
-                .is_file()
+            report.contains("[report](traces/Replica--1/trial-1/report.html)"),
+            "{report}"
         );
 
         // Resumed: everything is done, so nothing is requested again.

@@ -14,14 +14,14 @@
 //!   oracles; [`miniwob`]: fetching MiniWoB++ and its episode protocol;
 //! - [`live`]: trials, concurrency, sharding and resume for live runs.
 
-mod dates;
+pub(crate) mod dates;
 mod judge;
 mod live;
 mod miniwob;
 mod offline;
 mod report;
-mod runner;
-mod tasks;
+pub(crate) mod runner;
+pub(crate) mod tasks;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -236,6 +236,58 @@ mod tests {
         let mut all: Vec<u32> = parts.concat();
         all.sort_unstable();
         assert_eq!(all, items, "every task in exactly one shard");
+    }
+
+    /// One offline task end to end through `cargo xtask eval --offline`'s
+    /// own entry point: its trace folder holds the CLI's report.html (one
+    /// section per step, screenshots embedded) and run.gif, and report.md
+    /// links both.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_offline_task_trace_has_the_cli_report_and_gif_and_report_md_links_them() {
+        let root = util::project_root().unwrap();
+        let out = std::env::temp_dir().join(format!("lumen-eval-traces-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let options = <Options as clap::FromArgMatches>::from_arg_matches(
+            &<Options as clap::Args>::augment_args(clap::Command::new("t")).get_matches_from([
+                "t",
+                "--offline",
+                "--suites",
+                "replica",
+                "--tasks",
+                "repo/latest-release",
+                "--adapters",
+                "compatible",
+            ]),
+        )
+        .unwrap();
+        offline::run(&options, &root, &out).await.unwrap();
+
+        let results = report::Results::load(&out.join("results.json")).unwrap();
+        let [run] = results.results.as_slice() else {
+            panic!("one run expected: {:?}", results.results);
+        };
+        let trace = run.trace.clone().unwrap();
+        let dir = out.join(&trace);
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert_eq!(
+            html.matches("<section class=\"step").count() as u32,
+            run.steps,
+            "one section per step"
+        );
+        assert!(html.contains("data:image/"), "screenshots are embedded");
+        let gif = std::fs::read(dir.join("run.gif")).unwrap();
+        assert!(gif.starts_with(b"GIF8"), "run.gif is a GIF");
+        assert!(
+            dir.join("screenshots/step-001.jpg").is_file()
+                || dir.join("screenshots/step-001.png").is_file()
+        );
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(
+            md.contains(&format!("[report]({trace}/report.html)"))
+                && md.contains(&format!("[gif]({trace}/run.gif)")),
+            "{md}"
+        );
+        std::fs::remove_dir_all(&out).unwrap();
     }
 
     #[test]

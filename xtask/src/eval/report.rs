@@ -1,6 +1,7 @@
 //! What an eval writes: `results.json` (one record per task, adapter and
 //! trial, rewritten after every task so an interrupted eval can resume) and
-//! `report.md` (summary tables, pass@1 and pass@k, and a line per task).
+//! `report.md` (summary tables, pass@1 and pass@k, and a line per task with
+//! links to its trace: `report.html`, `run.gif` and `events.jsonl`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -247,12 +248,25 @@ pub(crate) fn render_markdown(results: &Results) -> String {
             r.steps,
             cell(r.answer.as_deref().unwrap_or("")),
             cell(r.verdict.as_ref().map_or("", |v| v.reason.as_str())),
-            r.trace
-                .as_deref()
-                .map_or_else(String::new, |t| format!("[events]({t}/events.jsonl)")),
+            trace_links(r),
         );
     }
     md
+}
+
+/// The trace cell of a run: its report (the CLI's `report.html`, with every
+/// step's screenshot and actions), the GIF and the raw event log. A run that
+/// never started (`error`) has no trace to link.
+fn trace_links(r: &TaskResult) -> String {
+    match r.trace.as_deref() {
+        Some(t) if r.status != "error" => format!(
+            "[report]({t}/{}) · [gif]({t}/{}) · [events]({t}/{})",
+            lumen_cli::trace::REPORT,
+            lumen_cli::trace::GIF,
+            lumen_cli::trace::EVENTS
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Table-safe text: pipes escaped, newlines flattened, long text cut.
@@ -410,7 +424,19 @@ mod tests {
         assert!(md.contains("| B | 1 | 0/1 (0%) | 0/1 (0%) |"), "{md}");
         assert!(md.contains("*with feedback*"));
         assert!(md.contains("the \\| answer here"), "{md}");
-        assert!(md.contains("[events](traces/A--1/events.jsonl)"));
+        assert!(
+            md.contains(
+                "[report](traces/A--1/report.html) · [gif](traces/A--1/run.gif) · [events](traces/A--1/events.jsonl)"
+            ),
+            "{md}"
+        );
+        let mut failed = run("C--1", "m1", 1, false);
+        failed.status = "error".into();
+        assert_eq!(
+            trace_links(&failed),
+            "",
+            "a run that never started links nothing"
+        );
     }
 
     #[test]

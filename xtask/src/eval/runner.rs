@@ -1,7 +1,9 @@
 //! One run of one task through the `lumen` facade (a `Session` on a real
-//! Chromium tab), with its trace, laid out like the CLI's trace folder:
-//! `events.jsonl` (the loop's event log, images left out),
-//! `screenshots/step-NNN.jpg` and `result.json`.
+//! Chromium tab), with its trace, laid out like the CLI's trace folder
+//! (`lumen_cli::trace`): `events.jsonl` (the loop's event log, images left
+//! out), `screenshots/step-NNN.jpg`, `result.json`, and the CLI's
+//! `report.html` and `run.gif`, rendered from those files by
+//! `lumen_cli::trace::render` once the run is over (a timed-out run too).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -12,6 +14,7 @@ use anyhow::Context as _;
 use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::perception::monitor::{Recorder, jsonl_recorder};
 use lumen::{Image, ModelAdapter, RunResult, RunStatus, Session, SessionOptions, StreamEvent};
+use lumen_cli::trace::{self, RenderOptions};
 
 use super::report::{TaskResult, Verdict, estimate_cost};
 
@@ -143,23 +146,25 @@ pub(crate) async fn run_task(
     trace_dir: &Path,
     keep_screenshots: usize,
 ) -> anyhow::Result<Run> {
-    let shots = trace_dir.join("screenshots");
+    let shots = trace_dir.join(trace::SCREENSHOTS);
     std::fs::create_dir_all(&shots).with_context(|| format!("creating {}", shots.display()))?;
-    let events = trace_dir.join("events.jsonl");
+    let events = trace_dir.join(trace::EVENTS);
     // A resumed or repeated run starts its log afresh.
     let _ = std::fs::remove_file(&events);
     let log =
         jsonl_recorder(&events, false).with_context(|| format!("opening {}", events.display()))?;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let sink = Arc::clone(&seen);
-    let dir = shots;
+    let dir = trace_dir.to_path_buf();
     let keep = keep_screenshots.max(1);
     let watcher: Recorder = Arc::new(move |e| {
         let mut seen = sink.lock().unwrap_or_else(PoisonError::into_inner);
         match &e.event {
             StreamEvent::Screenshot { step, screenshot } => {
                 let image = &screenshot.image;
-                let path = dir.join(format!("step-{step:03}.{}", image.format.extension()));
+                // Named as the CLI names them, so its renderer finds them.
+                let nth = seen.shots_of(*step);
+                let path = dir.join(trace::screenshot_name(*step, nth, image.format.extension()));
                 // A trace without a picture is still a trace: ignore errors.
                 let _ = std::fs::write(path, &image.data[..]);
                 seen.screenshots.push_back(image.clone());
@@ -188,7 +193,7 @@ pub(crate) async fn run_task(
     drop(session);
     let seen = std::mem::take(&mut *seen.lock().unwrap_or_else(PoisonError::into_inner));
     if let Some(result) = &result {
-        let path = trace_dir.join("result.json");
+        let path = trace_dir.join(trace::RESULT);
         // The history (with its screenshots) is in events.jsonl already.
         let mut value = serde_json::to_value(result)?;
         if let Some(object) = value.as_object_mut() {
@@ -196,6 +201,10 @@ pub(crate) async fn run_task(
         }
         let text = serde_json::to_string_pretty(&value)?;
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    // The run counts even when its report cannot be drawn; say why.
+    if let Err(e) = trace::render(trace_dir, &RenderOptions::default()) {
+        println!("  warning: no report.html for {}: {e}", trace_dir.display());
     }
     Ok(Run {
         result,
@@ -211,4 +220,23 @@ struct Seen {
     screenshots: VecDeque<Image>,
     model_ms: u64,
     steps: u32,
+    /// Screenshots saved so far, per step.
+    per_step: Vec<(u32, usize)>,
+}
+
+impl Seen {
+    /// How many screenshots step `step` had before this one (and counts
+    /// this one).
+    fn shots_of(&mut self, step: u32) -> usize {
+        match self.per_step.iter_mut().find(|(s, _)| *s == step) {
+            Some((_, n)) => {
+                *n += 1;
+                *n - 1
+            }
+            None => {
+                self.per_step.push((step, 1));
+                0
+            }
+        }
+    }
 }
