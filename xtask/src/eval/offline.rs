@@ -12,6 +12,8 @@
 //! answers (screenshot pixels for Anthropic and OpenAI, the 0–1000 grid for
 //! Gemini and compatible servers). The run itself then starts from a fresh
 //! start page, and its checker reads the page state and the answer.
+//! MiniWoB++ tasks are answered turn by turn instead: a live oracle reads
+//! the page each time the loop is about to ask the model (`LiveOracle`).
 //!
 //! So the model is scripted, and the report says so; what the suite proves
 //! is everything else: HTTP, streaming, decoding, coordinate conversion,
@@ -274,6 +276,22 @@ pub(crate) async fn run(options: &Options, root: &Path, out: &Path) -> anyhow::R
             results: Vec::new(),
         }
     };
+    let mut results = results;
+    if servers.miniwob.is_some()
+        && !results
+            .notes
+            .iter()
+            .any(|n| n.starts_with("MiniWoB++ tasks not scripted"))
+    {
+        let skipped: Vec<String> = miniwob::NOT_SCRIPTED
+            .iter()
+            .map(|(name, why)| format!("{name} ({why})"))
+            .collect();
+        results.notes.push(format!(
+            "MiniWoB++ tasks not scripted: {}.",
+            skipped.join("; ")
+        ));
+    }
     let results = Arc::new(Mutex::new(results));
     println!(
         "eval offline: {} task(s) × {} adapter(s) → {}",
@@ -494,6 +512,77 @@ async fn run_replica(
     Ok((run, verdict))
 }
 
+/// A MiniWoB++ oracle turn as script steps: its actions, or `Done` when it
+/// has none left (the episode is over).
+pub(crate) fn miniwob_turn(plan: Vec<OracleStep>) -> Vec<ScriptStep> {
+    if plan.is_empty() {
+        return vec![ScriptStep::Done("done".into())];
+    }
+    plan.into_iter()
+        .map(|s| match s {
+            OracleStep::Click(x, y) => ScriptStep::Click(x, y),
+            OracleStep::Hover(x, y) => ScriptStep::Hover(x, y),
+            OracleStep::TypeAt(x, y, t) => ScriptStep::TypeAt(x, y, t),
+            OracleStep::Key(k) => ScriptStep::Key(k),
+        })
+        .collect()
+}
+
+/// The MiniWoB++ "model": when a step's screenshot is taken (just before
+/// the loop asks the model), it runs the task's oracle on the page as it is
+/// then and queues that turn's answer on the mock in the wire's format. So
+/// a task can take as many turns as it needs (open a picker, then choose in
+/// it), each planned from the page the screenshot shows.
+///
+/// It answers inside `on_event`, which monitors are asked to keep short: here
+/// the wait stands in for the model's thinking, which the loop waits for
+/// anyway, and `block_in_place` keeps the runtime's other tasks (the CDP
+/// connection among them) running meanwhile.
+struct LiveOracle {
+    task: MiniWobTask,
+    wire: Wire,
+    tab: Arc<CdpTab>,
+    mock: Arc<MockProvider>,
+    size: (u32, u32),
+    runtime: tokio::runtime::Handle,
+    turns: std::sync::atomic::AtomicUsize,
+    errors: std::sync::Mutex<Vec<String>>,
+}
+
+impl LiveOracle {
+    async fn plan(&self, turn: usize) -> anyhow::Result<Vec<ScriptStep>> {
+        let answer = eval(&self.tab, &miniwob::oracle_js(&self.task, turn)).await?;
+        Ok(miniwob_turn(miniwob::parse_oracle(&answer)?))
+    }
+}
+
+impl lumen::LoopMonitor for LiveOracle {
+    fn on_event(&self, event: &lumen::StreamEvent) {
+        if !matches!(event, lumen::StreamEvent::Screenshot { .. }) {
+            return;
+        }
+        let turn = self.turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let planned = if self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            tokio::task::block_in_place(|| self.runtime.block_on(self.plan(turn)))
+        } else {
+            Err(anyhow::anyhow!(
+                "the live oracle needs a multi-thread runtime"
+            ))
+        };
+        let steps = planned.unwrap_or_else(|error| {
+            let text = format!("oracle turn {turn}: {error:#}");
+            self.errors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(text.clone());
+            vec![ScriptStep::Done(text)]
+        });
+        self.mock
+            .push(self.wire.route(), self.wire.turn(turn, &steps, self.size));
+    }
+}
+
 async fn run_miniwob(
     wire: Wire,
     task: &MiniWobTask,
@@ -512,27 +601,66 @@ async fn run_miniwob(
     if started[1] != Value::Bool(true) {
         bail!("{}: WOB_TASK_READY is not true", task.name);
     }
-    let plan = miniwob::parse_oracle(&eval(tab, &miniwob::oracle_js(task)).await?)?;
-    let steps: Vec<ScriptStep> = plan
-        .into_iter()
-        .map(|s| match s {
-            OracleStep::Click(x, y) => ScriptStep::Click(x, y),
-            OracleStep::TypeAt(x, y, t) => ScriptStep::TypeAt(x, y, t),
-        })
-        .collect();
-    let turns = vec![steps, vec![ScriptStep::Done("done".into())]];
-    let (run, unused) = drive(wire, &turns, &utterance, tab, options, trace_dir).await?;
+    let viewport = tab
+        .viewport()
+        .await
+        .map_err(|e| anyhow::anyhow!("reading the viewport: {e}"))?;
+    let mock = Arc::new(
+        MockProvider::start()
+            .await
+            .context("starting the mock provider")?,
+    );
+    let oracle = Arc::new(LiveOracle {
+        task: *task,
+        wire,
+        tab: Arc::clone(tab),
+        mock: Arc::clone(&mock),
+        size: (viewport.width, viewport.height),
+        runtime: tokio::runtime::Handle::current(),
+        turns: std::sync::atomic::AtomicUsize::new(0),
+        errors: std::sync::Mutex::new(Vec::new()),
+    });
+    let adapter = create_adapter(
+        wire.model(),
+        AdapterOptions {
+            api_key: Some(ApiKey::new("offline-eval")),
+            base_url: Some(wire.base_url(&mock)),
+            ..AdapterOptions::default()
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("creating the {} adapter: {e}", wire.name()))?;
+    let session = SessionOptions {
+        max_steps: options.max_steps,
+        monitors: vec![Arc::clone(&oracle) as Arc<dyn lumen::LoopMonitor>],
+        ..SessionOptions::default()
+    };
+    let run = runner::run_task(
+        Arc::clone(tab),
+        adapter,
+        &utterance,
+        session,
+        Duration::from_secs(options.timeout),
+        trace_dir,
+        1,
+    )
+    .await?;
     let reward = eval(tab, miniwob::REWARD_JS).await?;
     let (pass, reason) = miniwob::succeeded(&reward);
-    let verdict = if run.status() != "success" {
+    let errors = std::mem::take(
+        &mut *oracle
+            .errors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let verdict = if !errors.is_empty() {
+        Verdict {
+            pass: false,
+            reason: format!("{}; {reason}", errors.join("; ")),
+        }
+    } else if run.status() != "success" {
         Verdict {
             pass: false,
             reason: format!("the run ended with {}; {reason}", run.status()),
-        }
-    } else if unused > 0 {
-        Verdict {
-            pass: false,
-            reason: format!("{unused} scripted turn(s) were never requested; {reason}"),
         }
     } else {
         Verdict { pass, reason }
@@ -755,6 +883,133 @@ mod tests {
         assert!(traces.join("wrong/events.jsonl").is_file());
         tab.close().await.unwrap();
         std::fs::remove_dir_all(&traces).unwrap();
+    }
+
+    #[test]
+    fn an_oracle_turn_without_actions_finishes_the_run() {
+        assert_eq!(miniwob_turn(Vec::new()), [ScriptStep::Done("done".into())]);
+        assert_eq!(
+            miniwob_turn(vec![
+                OracleStep::Click(1, 2),
+                OracleStep::Hover(3, 4),
+                OracleStep::TypeAt(5, 6, "x".into()),
+                OracleStep::Key("Enter".into()),
+            ]),
+            [
+                ScriptStep::Click(1, 2),
+                ScriptStep::Hover(3, 4),
+                ScriptStep::TypeAt(5, 6, "x".into()),
+                ScriptStep::Key("Enter".into()),
+            ]
+        );
+    }
+
+    /// A stand-in for a MiniWoB++ page with MiniWoB's episode protocol
+    /// (seed, start, utterance, reward globals, the START cover) and a task
+    /// that needs two looks: "Open" reveals "Submit", which wins; "Decoy"
+    /// loses.
+    const TWO_LOOKS: &str = r#"<!doctype html><html><body>
+<div id="query"></div>
+<div id="area"><button id="open">Open</button> <button id="decoy">Decoy</button>
+<button id="submit" style="display:none">Submit</button></div>
+<script>
+var WOB_DONE_GLOBAL = false, WOB_RAW_REWARD_GLOBAL = 0, WOB_REWARD_REASON = null, WOB_TASK_READY = true;
+Math.seedrandom = function () {};
+var cover = document.createElement('div');
+cover.id = 'sync-task-cover'; cover.textContent = 'START'; document.body.appendChild(cover);
+var core = {
+  EPISODE_MAX_TIME: 10000,
+  startEpisodeReal: function () {
+    cover.style.display = 'none';
+    document.getElementById('query').textContent = 'Open the form, then press "Submit".';
+  },
+  getUtterance: function () { return document.getElementById('query').textContent; },
+  endEpisode: function (r) { WOB_DONE_GLOBAL = true; WOB_RAW_REWARD_GLOBAL = r; cover.style.display = 'block'; }
+};
+document.getElementById('open').onclick = function () { document.getElementById('submit').style.display = 'inline'; };
+document.getElementById('submit').onclick = function () { core.endEpisode(1); };
+document.getElementById('decoy').onclick = function () { core.endEpisode(-1); };
+</script></body></html>"#;
+
+    /// The live oracle plans every turn from the page the screenshot shows
+    /// (the second target does not exist before the first click), for a
+    /// pixel and a grid protocol; and the verdict is MiniWoB's reward, not
+    /// the run's own claim: a wrong click or a broken oracle fails.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_live_oracle_takes_as_many_looks_as_the_task_needs() {
+        let root = std::env::temp_dir().join(format!("lumen-eval-miniwob-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("miniwob")).unwrap();
+        std::fs::write(root.join("miniwob/two-looks.html"), TWO_LOOKS).unwrap();
+        let server = FixtureServer::start_at(&root).await.unwrap();
+        let tab = runner::launch(None).await.unwrap();
+        let options = parse_options(&[]);
+        let right = MiniWobTask::scripted(
+            "two-looks",
+            "const submit = document.getElementById('submit'); \
+             if (!vis(submit)) return [['click', ...c(document.getElementById('open'))]]; \
+             return [['click', ...c(submit)]];",
+        );
+        for wire in [Wire::Anthropic, Wire::Google] {
+            let (run, verdict) = run_miniwob(
+                wire,
+                &right,
+                &server,
+                &tab,
+                &options,
+                &root.join(wire.name()),
+            )
+            .await
+            .unwrap();
+            assert!(verdict.pass, "{wire:?}: {}", verdict.reason);
+            assert_eq!(run.steps, 3, "{wire:?}: open, submit, then done");
+        }
+        let wrong = MiniWobTask::scripted(
+            "two-looks",
+            "return [['click', ...c(document.getElementById('decoy'))]];",
+        );
+        let (run, verdict) = run_miniwob(
+            Wire::Compatible,
+            &wrong,
+            &server,
+            &tab,
+            &options,
+            &root.join("wrong"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            run.status(),
+            "success",
+            "the scripted model still claims success"
+        );
+        assert!(!verdict.pass);
+        assert!(
+            verdict.reason.contains("raw reward -1"),
+            "{}",
+            verdict.reason
+        );
+        let broken = MiniWobTask::scripted(
+            "two-looks",
+            "return [['click', ...c(document.getElementById('nope'))]];",
+        );
+        let (_, verdict) = run_miniwob(
+            Wire::OpenAi,
+            &broken,
+            &server,
+            &tab,
+            &options,
+            &root.join("broken"),
+        )
+        .await
+        .unwrap();
+        assert!(!verdict.pass);
+        assert!(
+            verdict.reason.contains("oracle turn 0"),
+            "{}",
+            verdict.reason
+        );
+        tab.close().await.unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
