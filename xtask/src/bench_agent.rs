@@ -14,9 +14,11 @@
 //! The tab and the adapter are wrapped (not modified) to time capture,
 //! dispatch, settle, request building and stream decoding. The mock answers
 //! from memory: its serving time is counted as engine overhead, which only
-//! makes our figures worse. The raw CDP floor (a bare
-//! `Page.captureScreenshot` plus the `Input.dispatchMouseEvent` pair a step
-//! needs) is measured on the same browser in the same run.
+//! makes our figures worse. The raw CDP floor is the same 20 steps replayed
+//! on the same browser, in the same run, with bare CDP calls: a
+//! `Page.captureScreenshot` plus the input (and, for navigations, the
+//! load) each step needs. A step's wall time runs from its start to the next
+//! step's, so work the loop does between steps counts too.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -71,6 +73,7 @@ struct Phases {
     settle: AtomicU64,
     request: AtomicU64,
     decode: AtomicU64,
+    other: AtomicU64,
 }
 
 impl Phases {
@@ -93,6 +96,13 @@ macro_rules! timed {
     ($self:ident, $phase:ident, $call:expr) => {{
         let t = Instant::now();
         let r = $call.await;
+        if std::env::var_os("BENCH_TRACE").is_some() {
+            eprintln!(
+                "{:>8.2} {}",
+                t.elapsed().as_secs_f64() * 1000.0,
+                stringify!($call)
+            );
+        }
         Phases::add(&$self.phases.$phase, t);
         r
     }};
@@ -104,16 +114,16 @@ impl BrowserTab for TimedTab {
         timed!(self, capture, self.inner.screenshot(o))
     }
     async fn viewport(&self) -> lumen::Result<Size> {
-        self.inner.viewport().await
+        timed!(self, other, self.inner.viewport())
     }
     async fn set_viewport(&self, size: Size, dpr: f64) -> lumen::Result<()> {
         self.inner.set_viewport(size, dpr).await
     }
     async fn url(&self) -> lumen::Result<String> {
-        self.inner.url().await
+        timed!(self, other, self.inner.url())
     }
     async fn title(&self) -> lumen::Result<String> {
-        self.inner.title().await
+        timed!(self, other, self.inner.title())
     }
     fn cursor(&self) -> Option<Point> {
         self.inner.cursor()
@@ -167,7 +177,7 @@ impl BrowserTab for TimedTab {
         timed!(self, settle, self.inner.settle(o))
     }
     async fn evaluate(&self, expression: &str) -> lumen::Result<Value> {
-        self.inner.evaluate(expression).await
+        timed!(self, other, self.inner.evaluate(expression))
     }
     async fn close(&self) -> lumen::Result<()> {
         self.inner.close().await
@@ -255,6 +265,8 @@ impl Config {
                     ..ScreenshotOptions::default()
                 };
                 o.history.keep_recent += 1;
+                o.history.older_image_scale = 1.0;
+                o.history.keep_turns = None;
             }
         }
         o
@@ -349,16 +361,29 @@ struct RunStats {
     settle: f64,
     request: f64,
     decode: f64,
+    other: f64,
     bytes: Vec<usize>,
     images: Vec<usize>,
     tokens: Vec<f64>,
     cacheable: Vec<f64>,
 }
 
-/// Anthropic's estimate: an image costs width × height / 750 tokens, text
-/// about one token per 4 characters.
-fn estimate_tokens(body: &Value, image: Size) -> (f64, usize, usize) {
-    fn walk(v: &Value, images: &mut usize, image_chars: &mut usize) {
+/// Anthropic's estimate: an image costs width × height / 750 tokens (its
+/// real size, read from the image itself), text about one token per 4
+/// characters. Returns the tokens, the image count and the body's bytes.
+fn estimate_tokens(body: &Value) -> (f64, usize, usize) {
+    fn image_pixels(data: &str) -> Option<f64> {
+        use base64::Engine as _;
+        let b64 = data.rsplit_once(";base64,").map_or(data, |(_, d)| d);
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+        let (w, h) = image::ImageReader::new(std::io::Cursor::new(bytes))
+            .with_guessed_format()
+            .ok()?
+            .into_dimensions()
+            .ok()?;
+        Some(f64::from(w) * f64::from(h))
+    }
+    fn walk(v: &Value, pixels: &mut Vec<f64>, image_chars: &mut usize) {
         match v {
             Value::String(s)
                 if s.len() > 512
@@ -366,20 +391,20 @@ fn estimate_tokens(body: &Value, image: Size) -> (f64, usize, usize) {
                         || s.starts_with("iVBOR")
                         || s.contains(";base64,")) =>
             {
-                *images += 1;
+                pixels.push(image_pixels(s).unwrap_or(0.0));
                 *image_chars += s.len();
             }
-            Value::Array(a) => a.iter().for_each(|x| walk(x, images, image_chars)),
-            Value::Object(o) => o.values().for_each(|x| walk(x, images, image_chars)),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, pixels, image_chars)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, pixels, image_chars)),
             _ => {}
         }
     }
     let text = body.to_string();
-    let (mut images, mut image_chars) = (0, 0);
-    walk(body, &mut images, &mut image_chars);
-    let per_image = image.width as f64 * image.height as f64 / 750.0;
-    let tokens = images as f64 * per_image + text.len().saturating_sub(image_chars) as f64 / 4.0;
-    (tokens, images, text.len())
+    let (mut pixels, mut image_chars) = (Vec::new(), 0);
+    walk(body, &mut pixels, &mut image_chars);
+    let image_tokens: f64 = pixels.iter().map(|p| p / 750.0).sum();
+    let tokens = image_tokens + text.len().saturating_sub(image_chars) as f64 / 4.0;
+    (tokens, pixels.len(), text.len())
 }
 
 async fn one_run(
@@ -428,21 +453,43 @@ async fn one_run(
         ));
     }
     let steps = result.history.len();
+    // A step lasts from its start to the next step's start, so the work
+    // the loop does between steps (form state, checkpoints) counts too.
+    let step_ms = result
+        .history
+        .iter()
+        .zip(result.history.iter().skip(1).map(Some).chain([None]))
+        .map(|(h, next)| match next {
+            Some(n) => n.started_at_ms.saturating_sub(h.started_at_ms) as f64,
+            None => h.duration_ms as f64,
+        })
+        .collect();
     let mut s = RunStats {
-        step_ms: result
-            .history
-            .iter()
-            .map(|h| h.duration_ms as f64)
-            .collect(),
+        step_ms,
         capture: Phases::ms(&phases.capture, steps),
         dispatch: Phases::ms(&phases.dispatch, steps),
         settle: Phases::ms(&phases.settle, steps),
         request: Phases::ms(&phases.request, steps),
         decode: Phases::ms(&phases.decode, steps),
+        other: Phases::ms(&phases.other, steps),
         ..RunStats::default()
     };
+    if let Some(p) = std::env::var_os("BENCH_DUMP") {
+        let all: Vec<Value> = mock.requests().iter().map(|r| r.body.clone()).collect();
+        std::fs::write(
+            format!("{}-{}.json", p.to_string_lossy(), config.name()),
+            serde_json::to_string_pretty(&all)?,
+        )?;
+    }
+    if let Some(p) = std::env::var_os("BENCH_DUMP") {
+        let all: Vec<Value> = mock.requests().iter().map(|r| r.body.clone()).collect();
+        std::fs::write(
+            format!("{}-{}.json", p.to_string_lossy(), config.name()),
+            serde_json::to_string_pretty(&all)?,
+        )?;
+    }
     for r in mock.requests() {
-        let (tokens, images, bytes) = estimate_tokens(&r.body, vp);
+        let (tokens, images, bytes) = estimate_tokens(&r.body);
         let text = r.body.to_string();
         // What a steady-state request reads from the prompt cache: the
         // prefix up to the second-to-last breakpoint (the last one marks
@@ -472,6 +519,123 @@ fn min_max(v: &[f64]) -> (f64, f64) {
     let min = v.iter().copied().fold(f64::INFINITY, f64::min);
     let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (min, max)
+}
+
+/// The raw CDP floor of the trajectory itself, on the same browser: each
+/// step is a bare `Page.captureScreenshot` (JPEG q80, as the engine takes
+/// it) plus the input calls that step needs (press/release, insertText, a
+/// key down/up, one wheel event, a pointer move) and, for steps that
+/// navigate, `Page.navigate` or the link click followed by polling until the
+/// new document is complete. No receipts, no settling, no model protocol.
+/// Returns each step's milliseconds.
+async fn raw_replay(tab: &CdpTab, t: &Targets, site: &FixtureServer) -> Result<Vec<f64>> {
+    async fn call(tab: &CdpTab, method: &'static str, params: Value) -> Result<Value> {
+        tab.cdp(method, params).await.map_err(|e| anyhow!("{e}"))
+    }
+    async fn press(tab: &CdpTab, p: Point) -> Result<()> {
+        for kind in ["mousePressed", "mouseReleased"] {
+            call(
+                tab,
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": p.x, "y": p.y, "button": "left", "clickCount": 1}),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+    async fn arrive(tab: &CdpTab, url: &str) -> Result<()> {
+        let check = format!(
+            "location.href === {} && document.readyState === 'complete'",
+            Value::from(url)
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let v = call(
+                tab,
+                "Runtime.evaluate",
+                json!({"expression": check, "returnByValue": true}),
+            )
+            .await
+            .unwrap_or(Value::Null);
+            if v["result"]["value"] == true {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        Err(anyhow!("the raw replay never reached {url}"))
+    }
+    goto(tab, &site.url("form.html")).await?;
+    let turns = trajectory(t, site);
+    let mut page = 1;
+    let mut out = Vec::with_capacity(turns.len());
+    for turn in &turns {
+        let started = Instant::now();
+        call(
+            tab,
+            "Page.captureScreenshot",
+            json!({"format": "jpeg", "quality": 80}),
+        )
+        .await?;
+        for step in turn {
+            match step {
+                ScriptStep::TypeAt(x, y, text) => {
+                    press(tab, Point::new(*x, *y)).await?;
+                    call(tab, "Input.insertText", json!({ "text": text })).await?;
+                }
+                ScriptStep::Type(text) => {
+                    call(tab, "Input.insertText", json!({ "text": text })).await?;
+                }
+                ScriptStep::Key(name) => {
+                    let (key, code) = match name.as_str() {
+                        "Tab" => ("Tab", 9),
+                        "Page_Down" => ("PageDown", 34),
+                        "Home" => ("Home", 36),
+                        other => return Err(anyhow!("no raw key for {other}")),
+                    };
+                    for kind in ["rawKeyDown", "keyUp"] {
+                        call(
+                            tab,
+                            "Input.dispatchKeyEvent",
+                            json!({"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code}),
+                        )
+                        .await?;
+                    }
+                }
+                ScriptStep::ScrollDown => {
+                    call(
+                        tab,
+                        "Input.dispatchMouseEvent",
+                        json!({"type": "mouseWheel", "x": 640, "y": 360, "deltaX": 0,
+                               "deltaY": 5.0 * lumen::core::action::PIXELS_PER_WHEEL_CLICK}),
+                    )
+                    .await?;
+                }
+                ScriptStep::Hover(x, y) => {
+                    call(
+                        tab,
+                        "Input.dispatchMouseEvent",
+                        json!({"type": "mouseMoved", "x": x, "y": y}),
+                    )
+                    .await?;
+                }
+                ScriptStep::Click(x, y) => {
+                    press(tab, Point::new(*x, *y)).await?;
+                    // The "next" link leads from page N to page N+1.
+                    if Point::new(*x, *y) == t.next {
+                        page += 1;
+                        arrive(tab, &site.url(&format!("links/page{page}.html"))).await?;
+                    }
+                }
+                ScriptStep::Goto(url) => {
+                    call(tab, "Page.navigate", json!({ "url": url })).await?;
+                    arrive(tab, url).await?;
+                }
+                _ => {}
+            }
+        }
+        out.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(out)
 }
 
 /// A bare capture plus the pressed/released pair, on the same browser.
@@ -568,10 +732,16 @@ async fn bench(options: &Options) -> Result<()> {
     // Configurations alternate run by run.
     let mut stats: Vec<(Config, Vec<RunStats>)> =
         Config::ALL.iter().map(|c| (*c, Vec::new())).collect();
+    let mut raw = Vec::new();
+    // The engine at one agent: this process's peak once the first run (the
+    // adaptive one) is done, before any other configuration ran.
+    let mut one_agent_mib = None;
     for _ in 0..runs {
         for (config, list) in stats.iter_mut() {
             list.push(one_run(wire, *config, &site, &t, tab.clone()).await?);
+            one_agent_mib.get_or_insert_with(self_peak_mib);
         }
+        raw.push(raw_replay(&tab, &t, &site).await?);
     }
     let floor_ms = floor(&tab, if options.quick { 20 } else { 60 }).await?;
     let floor_median = median(floor_ms.clone());
@@ -603,6 +773,8 @@ async fn bench(options: &Options) -> Result<()> {
     report(
         wire,
         &stats,
+        &raw,
+        one_agent_mib.unwrap_or(0.0),
         floor_median,
         chromium_mib,
         &cold,
@@ -679,9 +851,12 @@ async fn concurrent(
     Ok((n, median(step_ms), (peak_mib - base).max(0.0)))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn report(
     wire: Wire,
     stats: &[(Config, Vec<RunStats>)],
+    raw: &[Vec<f64>],
+    one_agent_mib: f64,
     floor_ms: f64,
     chromium_mib: f64,
     cold: &[f64],
@@ -746,13 +921,22 @@ fn report(
     }
     let overhead = median(per_step(adaptive));
     println!();
-    println!("Breakdown of an adaptive step (ms, medians over runs):");
-    let phases: [(&str, Phase); 5] = [
+    let mean_step = median(
+        adaptive
+            .iter()
+            .map(|r| r.step_ms.iter().sum::<f64>() / r.step_ms.len().max(1) as f64)
+            .collect(),
+    );
+    println!(
+        "Breakdown of the mean adaptive step, {mean_step:.1} ms (navigations included; ms, medians over runs):"
+    );
+    let phases: [(&str, Phase); 6] = [
         ("capture (incl. encode)", |r| r.capture),
         ("request build + send", |r| r.request),
         ("stream decode", |r| r.decode),
         ("action dispatch", |r| r.dispatch),
         ("settle", |r| r.settle),
+        ("page queries (url…)", |r| r.other),
     ];
     let mut accounted = 0.0;
     for (name, f) in phases {
@@ -763,9 +947,16 @@ fn report(
     println!(
         "  {:<24} {:.2}",
         "bookkeeping (rest)",
-        (overhead - accounted).max(0.0)
+        (mean_step - accounted).max(0.0)
     );
-    let overhead_to_floor = overhead / floor_ms.max(1e-6);
+    let raw_step = median(raw.iter().map(|r| median(r.clone())).collect());
+    let raw_mean = median(
+        raw.iter()
+            .map(|r| r.iter().sum::<f64>() / r.len().max(1) as f64)
+            .collect(),
+    );
+    let overhead_to_floor = overhead / raw_step.max(1e-6);
+    let trajectory_to_floor = mean_step / raw_mean.max(1e-6);
     let tokens_vs_naive = median(total_tokens(adaptive)) / median(total_tokens(naive)).max(1.0);
     let fixed_ratio = median(per_step(fixed)) / overhead.max(1e-6);
     let cacheable = median(adaptive.iter().flat_map(|r| r.cacheable.clone()).collect());
@@ -778,8 +969,13 @@ fn report(
     let cold_ms = median(cold.to_vec());
     let launch_ms = median(launch_only.to_vec());
     println!();
-    println!("raw CDP floor (capture + press/release): {floor_ms:.2} ms");
-    println!("overhead_to_floor: {overhead_to_floor:.2}x  (target ≤ 1.3x)");
+    println!(
+        "raw CDP floor, the same 20 steps replayed with bare CDP calls: median step {raw_step:.2} ms, mean {raw_mean:.2} ms"
+    );
+    println!("  (a bare capture + press/release alone: {floor_ms:.2} ms)");
+    println!(
+        "overhead_to_floor: {overhead_to_floor:.2}x median step  (target ≤ 1.3x); whole trajectory {trajectory_to_floor:.2}x"
+    );
     println!("fixed-sleep / adaptive per step: {fixed_ratio:.2}x");
     println!(
         "tokens_vs_naive: {tokens_vs_naive:.2}  (target ≤ 0.5); share of request bytes read from the prompt cache ≈ {:.0}%",
@@ -787,7 +983,7 @@ fn report(
     );
     println!("estimated cost of the 20 steps at list prices: ${cost:.4}");
     println!(
-        "engine peak RSS: {:.1} MiB (this process, mock and fixture server included); Chromium tree RSS: {chromium_mib:.0} MiB",
+        "engine peak RSS at one agent: {one_agent_mib:.1} MiB (target < 40; this process after its first run, mock and fixture server included); whole bench {:.1} MiB; Chromium tree RSS: {chromium_mib:.0} MiB",
         self_peak_mib()
     );
     println!(
@@ -805,13 +1001,17 @@ fn report(
         "provider": wire.name(),
         "runs_per_config": adaptive.len(),
         "per_step_ms": {"adaptive": median(per_step(adaptive)), "fixed_sleep": median(per_step(fixed)), "naive": median(per_step(naive))},
-        "floor_ms": floor_ms,
+        "floor_ms": raw_step,
+        "floor_mean_ms": raw_mean,
+        "bare_capture_click_ms": floor_ms,
         "overhead_to_floor": overhead_to_floor,
+        "trajectory_to_floor": trajectory_to_floor,
         "tokens_20_steps": {"adaptive": median(total_tokens(adaptive)), "naive": median(total_tokens(naive))},
         "tokens_vs_naive": tokens_vs_naive,
         "cacheable_share": cacheable,
         "estimated_cost_usd": cost,
-        "engine_peak_rss_mib": self_peak_mib(),
+        "engine_peak_rss_mib": one_agent_mib,
+        "bench_peak_rss_mib": self_peak_mib(),
         "chromium_rss_mib": chromium_mib,
         "cold_start_ms": cold_ms,
         "chromium_launch_ms": launch_ms,

@@ -12,10 +12,12 @@
 
 mod bench_agent;
 mod bench_browser;
+mod bench_cli;
 mod bench_server;
 mod ci;
 mod decode_stream;
 mod eval;
+mod record;
 mod tidy;
 mod util;
 
@@ -53,6 +55,9 @@ enum Task {
     /// Run WebVoyager tasks live, or the offline replica suites with a
     /// scripted model (`cargo xtask eval --offline --quick`).
     Eval(Box<eval::Options>),
+    /// Run one real task with a real model and save its sanitized raw
+    /// provider streams as conformance fixtures (docs/eval.md).
+    Record(Box<record::Options>),
     /// Measure latency against the raw floor (`cargo xtask bench browser`).
     #[command(subcommand)]
     Bench(Bench),
@@ -70,18 +75,41 @@ enum Bench {
     /// `lumen serve` under a bounded loopback load: runs/min, step latency,
     /// peak memory, nothing lost.
     Server(bench_server::Options),
+    /// `lumen browser` commands against agent-browser's native binary, as
+    /// whole processes: click, fill, snapshot -i, screenshot, url, cold open.
+    Cli(bench_cli::Options),
+}
+
+/// Benchmarks must time optimised code: a debug build of xtask hands a
+/// `bench` command to a release build of itself (set `LUMEN_BENCH_DEBUG=1` to
+/// measure the debug build instead).
+fn bench_in_release() -> anyhow::Result<()> {
+    eprintln!(
+        "cargo xtask bench: timing a release build (the first build takes a few minutes; LUMEN_BENCH_DEBUG=1 measures the debug build)"
+    );
+    let mut cmd = util::cargo();
+    cmd.args(["run", "--release", "--quiet", "--package", "xtask", "--"])
+        .args(std::env::args_os().skip(1));
+    util::run(&mut cmd)
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().task {
+    let task = Cli::parse().task;
+    let release_wanted = matches!(task, Task::Bench(_))
+        && cfg!(debug_assertions)
+        && std::env::var_os("LUMEN_BENCH_DEBUG").is_none();
+    let result = match task {
+        _ if release_wanted => bench_in_release(),
         Task::Tidy => tidy::run(),
         Task::Ci(options) => ci::run(&options),
         Task::Demo { options, args } => ci::demo(&options, &args),
         Task::DecodeStream(options) => decode_stream::run(&options),
         Task::Eval(options) => eval::run(&options),
+        Task::Record(options) => record::run(&options),
         Task::Bench(Bench::Browser(options)) => bench_browser::run(&options),
         Task::Bench(Bench::Agent(options)) => bench_agent::run(&options),
         Task::Bench(Bench::Server(options)) => bench_server::run(&options),
+        Task::Bench(Bench::Cli(options)) => bench_cli::run(&options),
     };
     // Print the error chain on one line ourselves: returning the error from
     // `main` would add a backtrace whenever RUST_BACKTRACE is set.
