@@ -96,13 +96,6 @@ macro_rules! timed {
     ($self:ident, $phase:ident, $call:expr) => {{
         let t = Instant::now();
         let r = $call.await;
-        if std::env::var_os("BENCH_TRACE").is_some() {
-            eprintln!(
-                "{:>8.2} {}",
-                t.elapsed().as_secs_f64() * 1000.0,
-                stringify!($call)
-            );
-        }
         Phases::add(&$self.phases.$phase, t);
         r
     }};
@@ -474,20 +467,6 @@ async fn one_run(
         other: Phases::ms(&phases.other, steps),
         ..RunStats::default()
     };
-    if let Some(p) = std::env::var_os("BENCH_DUMP") {
-        let all: Vec<Value> = mock.requests().iter().map(|r| r.body.clone()).collect();
-        std::fs::write(
-            format!("{}-{}.json", p.to_string_lossy(), config.name()),
-            serde_json::to_string_pretty(&all)?,
-        )?;
-    }
-    if let Some(p) = std::env::var_os("BENCH_DUMP") {
-        let all: Vec<Value> = mock.requests().iter().map(|r| r.body.clone()).collect();
-        std::fs::write(
-            format!("{}-{}.json", p.to_string_lossy(), config.name()),
-            serde_json::to_string_pretty(&all)?,
-        )?;
-    }
     for r in mock.requests() {
         let (tokens, images, bytes) = estimate_tokens(&r.body);
         let text = r.body.to_string();

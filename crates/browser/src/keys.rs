@@ -25,6 +25,67 @@ pub struct KeyDef {
     pub modifier_bit: i64,
 }
 
+/// The `Input.dispatchKeyEvent` parameters of one key going down or up.
+/// The key types its text only when `with_text` (no Ctrl/Alt/Meta held).
+pub(crate) fn key_event_params(
+    down: bool,
+    key: &KeyDef,
+    modifiers: i64,
+    with_text: bool,
+) -> serde_json::Value {
+    let text = key.text.as_deref().filter(|_| with_text && down);
+    let kind = match (down, text.is_some()) {
+        (false, _) => "keyUp",
+        (true, true) => "keyDown",
+        (true, false) => "rawKeyDown",
+    };
+    let mut params = serde_json::json!({
+        "type": kind,
+        "key": key.key,
+        "code": key.code,
+        "windowsVirtualKeyCode": key.key_code,
+        "nativeVirtualKeyCode": key.key_code,
+        "modifiers": modifiers,
+        "location": key.location,
+    });
+    if let Some(t) = text {
+        params["text"] = t.into();
+        params["unmodifiedText"] = t.into();
+    }
+    params
+}
+
+/// The key-down events of a chord, in order: modifiers accumulate, text is
+/// typed only without Ctrl/Alt/Meta held, and Shift upper-cases letters.
+/// Returns them with the modifier mask left held.
+pub(crate) fn chord_down(defs: &[KeyDef]) -> (Vec<serde_json::Value>, i64) {
+    let mut out = Vec::with_capacity(defs.len());
+    let mut mask = 0;
+    for k in defs {
+        mask |= k.modifier_bit;
+        let text_allowed = mask & (1 | 2 | 4) == 0;
+        let mut k = k.clone();
+        if mask & 8 != 0 && k.key.chars().count() == 1 {
+            k.key = k.key.to_uppercase();
+            k.text = k.text.map(|t| t.to_uppercase());
+        }
+        out.push(key_event_params(true, &k, mask, text_allowed));
+    }
+    (out, mask)
+}
+
+/// The key-up events releasing a chord pressed with [`chord_down`], in
+/// reverse order.
+pub(crate) fn chord_up(defs: &[KeyDef], mut mask: i64) -> Vec<serde_json::Value> {
+    defs.iter()
+        .rev()
+        .map(|k| {
+            mask &= !k.modifier_bit;
+            key_event_params(false, k, mask, false)
+        })
+        .collect()
+}
+
 impl KeyDef {
     fn named(key: &str, code: &str, key_code: i64) -> Self {
         Self {

@@ -1001,47 +1001,12 @@ fn typing(text: &str) -> Result<Vec<(&'static str, Value)>> {
 /// Key events for a chord: modifiers accumulate on the way down and are
 /// released in reverse.
 fn key_events(defs: &[KeyDef]) -> Vec<(&'static str, Value)> {
-    let mut out = Vec::new();
-    let mut mask = 0;
-    for k in defs {
-        mask |= k.modifier_bit;
-        // Text only without Ctrl/Alt/Meta held; Shift upper-cases letters.
-        let text_allowed = mask & (1 | 2 | 4) == 0;
-        let mut k = k.clone();
-        if mask & 8 != 0 && k.key.chars().count() == 1 {
-            k.key = k.key.to_uppercase();
-            k.text = k.text.map(|t| t.to_uppercase());
-        }
-        out.push(key_event(true, &k, mask, text_allowed));
-    }
-    for k in defs.iter().rev() {
-        mask &= !k.modifier_bit;
-        out.push(key_event(false, k, mask, false));
-    }
-    out
-}
-
-fn key_event(down: bool, key: &KeyDef, modifiers: i64, with_text: bool) -> (&'static str, Value) {
-    let text = key.text.as_deref().filter(|_| with_text && down);
-    let kind = match (down, text.is_some()) {
-        (false, _) => "keyUp",
-        (true, true) => "keyDown",
-        (true, false) => "rawKeyDown",
-    };
-    let mut params = json!({
-        "type": kind,
-        "key": key.key,
-        "code": key.code,
-        "windowsVirtualKeyCode": key.key_code,
-        "nativeVirtualKeyCode": key.key_code,
-        "modifiers": modifiers,
-        "location": key.location,
-    });
-    if let Some(t) = text {
-        params["text"] = t.into();
-        params["unmodifiedText"] = t.into();
-    }
-    ("Input.dispatchKeyEvent", params)
+    let (mut events, mask) = keys::chord_down(defs);
+    events.extend(keys::chord_up(defs, mask));
+    events
+        .into_iter()
+        .map(|p| ("Input.dispatchKeyEvent", p))
+        .collect()
 }
 
 /// Sends one command to the browser itself (not to a page) over a

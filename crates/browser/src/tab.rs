@@ -737,25 +737,7 @@ impl CdpTab {
         modifiers: i64,
         with_text: bool,
     ) -> Result<()> {
-        let text = key.text.as_deref().filter(|_| with_text && down);
-        let kind = match (down, text.is_some()) {
-            (false, _) => "keyUp",
-            (true, true) => "keyDown",
-            (true, false) => "rawKeyDown",
-        };
-        let mut params = serde_json::json!({
-            "type": kind,
-            "key": key.key,
-            "code": key.code,
-            "windowsVirtualKeyCode": key.key_code,
-            "nativeVirtualKeyCode": key.key_code,
-            "modifiers": modifiers,
-            "location": key.location,
-        });
-        if let Some(t) = text {
-            params["text"] = t.into();
-            params["unmodifiedText"] = t.into();
-        }
+        let params = keys::key_event_params(down, key, modifiers, with_text);
         self.conn()
             .page_raw(&ctx.page, "Input.dispatchKeyEvent", params)
             .await?;
@@ -764,25 +746,21 @@ impl CdpTab {
 
     /// Presses keys down in order (modifiers accumulate), returning the
     /// modifier mask held.
-    async fn keys_down(&self, ctx: &PageCtx, keys: &[KeyDef]) -> Result<i64> {
-        let mut mask = 0;
-        for k in keys {
-            mask |= k.modifier_bit;
-            let text_allowed = mask & (1 | 2 | 4) == 0;
-            let mut k = k.clone();
-            if mask & 8 != 0 && k.key.chars().count() == 1 {
-                k.key = k.key.to_uppercase();
-                k.text = k.text.map(|t| t.to_uppercase());
-            }
-            self.key_event(ctx, true, &k, mask, text_allowed).await?;
+    async fn keys_down(&self, ctx: &PageCtx, defs: &[KeyDef]) -> Result<i64> {
+        let (events, mask) = keys::chord_down(defs);
+        for params in events {
+            self.conn()
+                .page_raw(&ctx.page, "Input.dispatchKeyEvent", params)
+                .await?;
         }
         Ok(mask)
     }
 
-    async fn keys_up(&self, ctx: &PageCtx, keys: &[KeyDef], mut mask: i64) -> Result<()> {
-        for k in keys.iter().rev() {
-            mask &= !k.modifier_bit;
-            self.key_event(ctx, false, k, mask, false).await?;
+    async fn keys_up(&self, ctx: &PageCtx, defs: &[KeyDef], mask: i64) -> Result<()> {
+        for params in keys::chord_up(defs, mask) {
+            self.conn()
+                .page_raw(&ctx.page, "Input.dispatchKeyEvent", params)
+                .await?;
         }
         Ok(())
     }

@@ -209,43 +209,34 @@ impl HistoryManager {
     /// [`shrink_image`]) when that screenshot still carries an image and is
     /// no longer the newest. Returns whether it was replaced.
     pub fn replace_older_image(&mut self, step: u32, image: Image) -> bool {
+        self.older_shot(step)
+            .map(|shot| shot.image = Some(image))
+            .is_some()
+    }
+
+    /// The screenshot of `step` while it still carries an image and is not
+    /// the newest.
+    fn older_shot(&mut self, step: u32) -> Option<&mut WireScreenshot> {
         let newest = self
             .wire
             .iter()
-            .rposition(|r| matches!(r, WireRecord::Screenshot(_)));
-        for (i, record) in self.wire.iter_mut().enumerate().rev() {
-            if let WireRecord::Screenshot(shot) = record
-                && shot.step == step
-                && shot.image.is_some()
-                && Some(i) != newest
-            {
-                shot.image = Some(image);
-                return true;
-            }
-        }
-        false
+            .rposition(|r| matches!(r, WireRecord::Screenshot(_)))?;
+        self.wire[..newest].iter_mut().rev().find_map(|r| match r {
+            WireRecord::Screenshot(shot) if shot.step == step && shot.image.is_some() => Some(shot),
+            _ => None,
+        })
     }
 
     /// Drops the image of the screenshot of `step` (it becomes a marker)
     /// when it is not the newest: for a page that did not change, the same
     /// pixels need not be sent twice. Returns whether it was dropped.
     pub fn drop_older_image(&mut self, step: u32) -> bool {
-        let newest = self
-            .wire
-            .iter()
-            .rposition(|r| matches!(r, WireRecord::Screenshot(_)));
-        for (i, record) in self.wire.iter_mut().enumerate().rev() {
-            if let WireRecord::Screenshot(shot) = record
-                && shot.step == step
-                && shot.image.is_some()
-                && Some(i) != newest
-            {
+        self.older_shot(step)
+            .map(|shot| {
                 shot.image = None;
                 shot.compressed = true;
-                return true;
-            }
-        }
-        false
+            })
+            .is_some()
     }
 
     /// Condenses the oldest `keep_turns` model turns into the leading
