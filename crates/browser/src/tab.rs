@@ -769,6 +769,77 @@ impl CdpTab {
         lock(&self.shared.emulation).map(|(s, _)| s)
     }
 
+    /// One capture of the active page.
+    async fn capture(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
+        let ctx = self.active();
+        let format = options.format;
+        let mut params = serde_json::json!({
+            "format": match format { ImageFormat::Png => "png", ImageFormat::Jpeg => "jpeg" },
+            "captureBeyondViewport": false,
+            "fromSurface": true,
+        });
+        if format == ImageFormat::Jpeg {
+            params["quality"] = options.quality.clamp(1, 100).into();
+        }
+        if let Some(r) = options.region {
+            if r.width() == 0 || r.height() == 0 {
+                return Err(LumenError::invalid_data(
+                    "screenshot region",
+                    "the region is empty",
+                ));
+            }
+            params["clip"] = serde_json::json!({
+                "x": r.x0, "y": r.y0, "width": r.width(), "height": r.height(), "scale": 1,
+            });
+        }
+        let capture = self
+            .conn()
+            .page_raw(&ctx.page, "Page.captureScreenshot", params);
+        let (shot, viewport) = match options.region {
+            Some(r) => (capture.await, Ok(Size::new(r.width(), r.height()))),
+            None => {
+                let known = self.viewport_known();
+                match known {
+                    Some(v) => (capture.await, Ok(v)),
+                    None => tokio::join!(capture, self.viewport()),
+                }
+            }
+        };
+        let shot = shot?;
+        let viewport = viewport?;
+        let data = shot["data"].as_str().unwrap_or_default();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| LumenError::invalid_data("screenshot", e.to_string()))?;
+        let mut size = imaging::dimensions(&bytes, format)
+            .map_err(|e| LumenError::invalid_data("screenshot", e))?;
+        let mut bytes = bytes;
+        let target = options
+            .max_edge
+            .map(|m| imaging::capped(size, m))
+            .unwrap_or(size);
+        let cursor = if options.cursor_overlay {
+            *lock(&self.shared.cursor)
+        } else {
+            None
+        };
+        if target != size || cursor.is_some() {
+            let scale = ImageScale::between(viewport, target);
+            let offset = options.region.map(|r| (r.x0, r.y0)).unwrap_or((0, 0));
+            let dot =
+                cursor.map(|p| scale.css_to_image(Point::new(p.x - offset.0, p.y - offset.1)));
+            let (out, new_size) = imaging::process(&bytes, format, options.quality, target, dot)
+                .map_err(|e| LumenError::invalid_data("screenshot", e))?;
+            bytes = out;
+            size = new_size;
+        }
+        Ok(Screenshot {
+            image: Image::new(format, size.width, size.height, bytes),
+            viewport,
+            scale: ImageScale::between(viewport, size),
+        })
+    }
+
     /// Runs an action with a receipt: probe before, act, collect effects.
     async fn act<F, Fut>(&self, at: Option<Point>, pointer: bool, f: F) -> Result<ActionOutcome>
     where
@@ -1345,73 +1416,18 @@ async fn apply_metrics(conn: &Conn, page: &Page, size: Size, dpr: f64) -> Result
 #[async_trait::async_trait]
 impl BrowserTab for CdpTab {
     async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
-        let ctx = self.active();
-        let format = options.format;
-        let mut params = serde_json::json!({
-            "format": match format { ImageFormat::Png => "png", ImageFormat::Jpeg => "jpeg" },
-            "captureBeyondViewport": false,
-            "fromSurface": true,
-        });
-        if format == ImageFormat::Jpeg {
-            params["quality"] = options.quality.clamp(1, 100).into();
-        }
-        if let Some(r) = options.region {
-            if r.width() == 0 || r.height() == 0 {
-                return Err(LumenError::invalid_data(
-                    "screenshot region",
-                    "the region is empty",
-                ));
+        match self.capture(options).await {
+            // A navigation that began after the last settle (a form the
+            // page submits a moment after the click) detaches the page
+            // from the compositor for a while: wait for the new document
+            // and capture that.
+            Err(LumenError::Script { message }) => {
+                tracing::debug!("capture failed ({message}); settling and capturing again");
+                self.settle(&self.shared.options.settle).await?;
+                self.capture(options).await
             }
-            params["clip"] = serde_json::json!({
-                "x": r.x0, "y": r.y0, "width": r.width(), "height": r.height(), "scale": 1,
-            });
+            other => other,
         }
-        let capture = self
-            .conn()
-            .page_raw(&ctx.page, "Page.captureScreenshot", params);
-        let (shot, viewport) = match options.region {
-            Some(r) => (capture.await, Ok(Size::new(r.width(), r.height()))),
-            None => {
-                let known = self.viewport_known();
-                match known {
-                    Some(v) => (capture.await, Ok(v)),
-                    None => tokio::join!(capture, self.viewport()),
-                }
-            }
-        };
-        let shot = shot?;
-        let viewport = viewport?;
-        let data = shot["data"].as_str().unwrap_or_default();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(data)
-            .map_err(|e| LumenError::invalid_data("screenshot", e.to_string()))?;
-        let mut size = imaging::dimensions(&bytes, format)
-            .map_err(|e| LumenError::invalid_data("screenshot", e))?;
-        let mut bytes = bytes;
-        let target = options
-            .max_edge
-            .map(|m| imaging::capped(size, m))
-            .unwrap_or(size);
-        let cursor = if options.cursor_overlay {
-            *lock(&self.shared.cursor)
-        } else {
-            None
-        };
-        if target != size || cursor.is_some() {
-            let scale = ImageScale::between(viewport, target);
-            let offset = options.region.map(|r| (r.x0, r.y0)).unwrap_or((0, 0));
-            let dot =
-                cursor.map(|p| scale.css_to_image(Point::new(p.x - offset.0, p.y - offset.1)));
-            let (out, new_size) = imaging::process(&bytes, format, options.quality, target, dot)
-                .map_err(|e| LumenError::invalid_data("screenshot", e))?;
-            bytes = out;
-            size = new_size;
-        }
-        Ok(Screenshot {
-            image: Image::new(format, size.width, size.height, bytes),
-            viewport,
-            scale: ImageScale::between(viewport, size),
-        })
     }
 
     async fn viewport(&self) -> Result<Size> {
@@ -1441,7 +1457,14 @@ impl BrowserTab for CdpTab {
     }
 
     async fn url(&self) -> Result<String> {
-        let v = self.eval_active("location.href").await?;
+        let v = match self.eval_active("location.href").await {
+            // The document went away under a navigation: ask the new one.
+            Err(LumenError::Script { .. }) => {
+                self.settle(&self.shared.options.settle).await?;
+                self.eval_active("location.href").await?
+            }
+            other => other?,
+        };
         Ok(v.as_str().unwrap_or_default().to_owned())
     }
 
@@ -1816,6 +1839,8 @@ impl BrowserTab for CdpTab {
                 },
             };
             // Something network- or navigation-wise happened meanwhile?
+            // Take in the events Chromium has sent so far first.
+            self.flush(&ctx).await;
             let changed_meanwhile = {
                 let log = ctx.log.lock();
                 log.nav_pending || log.quiet_for(Instant::now()) < options.network_quiet
