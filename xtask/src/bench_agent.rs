@@ -641,50 +641,12 @@ async fn floor(tab: &CdpTab, samples: usize) -> Result<Vec<f64>> {
     Ok(out)
 }
 
-fn status_kb(field: &str, pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// RSS of a process and all its descendants, in MiB.
-fn tree_rss_mib(root: u32) -> f64 {
-    let mut pids = vec![root];
-    let mut i = 0;
-    while i < pids.len() {
-        let parent = pids[i];
-        if let Ok(entries) = std::fs::read_dir("/proc") {
-            for e in entries.flatten() {
-                let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                    continue;
-                };
-                let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .ok()
-                    .and_then(|s| {
-                        s.rsplit(')')
-                            .next()
-                            .and_then(|r| r.split_whitespace().nth(1))
-                            .and_then(|p| p.parse::<u32>().ok())
-                    });
-                if ppid == Some(parent) && !pids.contains(&pid) {
-                    pids.push(pid);
-                }
-            }
-        }
-        i += 1;
-    }
-    pids.iter()
-        .filter_map(|p| status_kb("VmRSS:", *p))
-        .sum::<u64>() as f64
-        / 1024.0
-}
-
 fn self_peak_mib() -> f64 {
-    status_kb("VmHWM:", std::process::id()).unwrap_or(0) as f64 / 1024.0
+    crate::util::status_kb("VmHWM:", std::process::id()).unwrap_or(0) as f64 / 1024.0
 }
 
 fn self_rss_mib() -> f64 {
-    status_kb("VmRSS:", std::process::id()).unwrap_or(0) as f64 / 1024.0
+    crate::util::status_kb("VmRSS:", std::process::id()).unwrap_or(0) as f64 / 1024.0
 }
 
 async fn launch() -> Result<Arc<CdpTab>> {
@@ -724,7 +686,10 @@ async fn bench(options: &Options) -> Result<()> {
     }
     let floor_ms = floor(&tab, if options.quick { 20 } else { 60 }).await?;
     let floor_median = median(floor_ms.clone());
-    let chromium_mib = tab.browser_pid().map(tree_rss_mib).unwrap_or(0.0);
+    let chromium_mib = tab
+        .browser_pid()
+        .map(crate::util::tree_rss_mib)
+        .unwrap_or(0.0);
 
     // Cold start: Agent::run until the first provider request, against the
     // Chromium launch alone.

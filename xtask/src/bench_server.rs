@@ -53,47 +53,6 @@ pub(crate) fn run(options: &Options) -> Result<()> {
     runtime.block_on(bench(options))
 }
 
-fn status_kb(field: &str, pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// RSS of this process and all its descendants (the browsers), in MiB.
-fn tree_rss_mib() -> f64 {
-    let me = std::process::id();
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .and_then(|r| r.split_whitespace().nth(1))
-                        .and_then(|p| p.parse::<u32>().ok())
-                });
-            if let Some(ppid) = ppid {
-                parents.push((pid, ppid));
-            }
-        }
-    }
-    let mut tree = vec![me];
-    let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    tree.iter()
-        .filter_map(|p| status_kb("VmRSS:", *p))
-        .sum::<u64>() as f64
-        / 1024.0
-}
-
 fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
@@ -134,7 +93,7 @@ async fn bench(options: &Options) -> Result<()> {
         .map_err(|e| anyhow!("{e}"))?;
     let base = format!("http://{}", server.local_addr());
     let http = reqwest::Client::new();
-    let rss_before = tree_rss_mib();
+    let rss_before = crate::util::tree_rss_mib(std::process::id());
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs(options.timeout_secs);
@@ -161,7 +120,7 @@ async fn bench(options: &Options) -> Result<()> {
 
     let mut peak_tree = rss_before;
     let finals = loop {
-        peak_tree = peak_tree.max(tree_rss_mib());
+        peak_tree = peak_tree.max(crate::util::tree_rss_mib(std::process::id()));
         let v: Value = http
             .get(format!("{base}/v1/runs"))
             .send()
@@ -234,7 +193,8 @@ async fn bench(options: &Options) -> Result<()> {
     step_ms.sort_unstable();
 
     let runs_per_min = ids.len() as f64 / wall.as_secs_f64() * 60.0;
-    let self_peak = status_kb("VmHWM:", std::process::id()).unwrap_or(0) as f64 / 1024.0;
+    let self_peak =
+        crate::util::status_kb("VmHWM:", std::process::id()).unwrap_or(0) as f64 / 1024.0;
     println!("| measure | value |");
     println!("|---|---|");
     println!(
