@@ -23,7 +23,7 @@ use tokio::sync::Mutex;
 
 use super::dates::{Date, shift_dates};
 use super::judge::{Judge, JudgeInput};
-use super::report::{Results, Verdict, render_markdown};
+use super::report::{Results, Verdict, write_outputs};
 use super::runner::{self, RecordHead};
 use super::tasks::{Dataset, Reference, Selection, Task, select};
 use super::{Options, slug};
@@ -192,13 +192,6 @@ async fn execute(
         bail!("{}", errors.join("; "));
     }
     Ok(())
-}
-
-fn write_outputs(results: &Results, out: &Path) -> anyhow::Result<()> {
-    results.save(&out.join("results.json"))?;
-    let report = out.join("report.md");
-    std::fs::write(&report, render_markdown(results))
-        .with_context(|| format!("writing {}", report.display()))
 }
 
 async fn worker(

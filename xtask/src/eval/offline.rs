@@ -32,7 +32,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use super::miniwob::{self, MiniWobTask, OracleStep, TASKS};
-use super::report::{Results, TaskResult, Verdict, render_markdown};
+use super::report::{Results, TaskResult, Verdict, write_outputs};
 use super::runner::{self, RecordHead, Run};
 use super::{Options, slug};
 
@@ -349,13 +349,6 @@ pub(crate) async fn run(options: &Options, root: &Path, out: &Path) -> anyhow::R
         bail!("{} offline run(s) failed", failed.len());
     }
     Ok(())
-}
-
-fn write_outputs(results: &Results, out: &Path) -> anyhow::Result<()> {
-    results.save(&out.join("results.json"))?;
-    let report = out.join("report.md");
-    std::fs::write(&report, render_markdown(results))
-        .with_context(|| format!("writing {}", report.display()))
 }
 
 async fn adapter_worker(

@@ -152,6 +152,15 @@ fn percent(n: usize, of: usize) -> String {
     }
 }
 
+/// Writes `results.json` and `report.md` into `out` (after every finished
+/// run, so an interrupted eval keeps what it has).
+pub(crate) fn write_outputs(results: &Results, out: &Path) -> anyhow::Result<()> {
+    results.save(&out.join("results.json"))?;
+    let report = out.join("report.md");
+    std::fs::write(&report, render_markdown(results))
+        .with_context(|| format!("writing {}", report.display()))
+}
+
 /// Renders `report.md`.
 pub(crate) fn render_markdown(results: &Results) -> String {
     let mut md = String::new();
