@@ -123,7 +123,6 @@ impl std::fmt::Debug for PerceptionLoop {
 #[derive(Debug)]
 struct Shrinking {
     step: u32,
-    image: Image,
     job: tokio::task::JoinHandle<Result<Image>>,
 }
 
@@ -706,7 +705,16 @@ impl PerceptionLoop {
     /// sent again; a copy that could not be made leaves the full image.
     async fn shrink_older_screenshots(&self, step: u32, shot: &Screenshot, run: &mut RunState) {
         if let Some(previous) = run.shrinking.take() {
-            if previous.image == shot.image {
+            // The semantic history keeps every screenshot as captured.
+            let unchanged = run
+                .history
+                .semantic()
+                .iter()
+                .rev()
+                .find(|s| s.step == previous.step)
+                .and_then(|s| s.screenshot.as_ref())
+                == Some(&shot.image);
+            if unchanged {
                 previous.job.abort();
                 run.history.drop_older_image(previous.step);
             } else {
@@ -724,7 +732,6 @@ impl PerceptionLoop {
             let (image, scale) = (shot.image.clone(), config.older_image_scale);
             run.shrinking = Some(Shrinking {
                 step,
-                image: shot.image.clone(),
                 job: tokio::task::spawn_blocking(move || shrink_image(&image, scale)),
             });
         }
