@@ -520,7 +520,10 @@ async fn a_cached_step_replays_without_the_model_and_terminate_is_never_cached()
 async fn a_screenshot_identical_to_the_previous_one_is_not_sent_twice() {
     // FakeTab answers every capture with the same bytes: nothing changed,
     // so only the newest screenshot keeps its image.
-    let (_, _, l) = setup(vec![vec![click(1, 1)], vec![click(2, 2)], vec![done("ok")]], 5);
+    let (_, _, l) = setup(
+        vec![vec![click(1, 1)], vec![click(2, 2)], vec![done("ok")]],
+        5,
+    );
     let (r, state) = run(&l, "click twice").await;
     assert_eq!(r.status, RunStatus::Success, "{r:?}");
     let images: Vec<u32> = state
