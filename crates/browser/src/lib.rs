@@ -68,8 +68,8 @@ mod tracker;
 pub use ax::{AxNode, AxSnapshot};
 pub use keys::{KeyDef, normalize_key, parse_chord};
 pub use link::{
-    ElementSpot, FillResult, LinkedSnapshot, PageLink, activate_tab, browser_command, page_info,
-    page_tabs,
+    ElementSpot, FillResult, LinkedSnapshot, PageLink, SavedRef, activate_tab, browser_command,
+    page_info, page_tabs,
 };
 pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
 pub use tab::CdpTab;

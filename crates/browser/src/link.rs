@@ -14,11 +14,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use async_tungstenite::WebSocketStream;
-use async_tungstenite::tokio::ConnectStream;
+use async_tungstenite::tokio::TokioAdapter;
 use async_tungstenite::tungstenite::Message;
 use async_tungstenite::tungstenite::protocol::WebSocketConfig;
 use base64::Engine as _;
-use futures::StreamExt as _;
+use futures::{SinkExt as _, StreamExt as _};
 use lumen_core::{LumenError, MouseButton, Point, Result, Size, TabInfo};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -31,10 +31,13 @@ use crate::keys::{self, KeyDef};
 const MAX_EVENTS: usize = 512;
 /// The window property holding a document's mark.
 const MARK_PROPERTY: &str = "__lumenSnapshot";
+/// The window property holding the document's refs: a `Map` from ref
+/// number to a `WeakRef` of its element, filled by each snapshot.
+const REFS_PROPERTY: &str = "__lumenRefs";
 
 /// One WebSocket speaking CDP, read only while a call waits.
 struct Wire {
-    ws: WebSocketStream<ConnectStream>,
+    ws: WebSocketStream<TokioAdapter<tokio::net::TcpStream>>,
     next_id: u64,
     /// Replies that arrived while another call was awaited.
     replies: HashMap<u64, std::result::Result<Value, String>>,
@@ -46,7 +49,23 @@ impl Wire {
         let config = WebSocketConfig::default()
             .max_message_size(None)
             .max_frame_size(None);
-        let connect = async_tungstenite::tokio::connect_async_with_config(url, Some(config));
+        let connect = async {
+            let host = url
+                .strip_prefix("ws://")
+                .and_then(|rest| rest.split('/').next())
+                .filter(|h| !h.is_empty())
+                .ok_or_else(|| format!("{url} is not a ws:// URL"))?;
+            let tcp = tokio::net::TcpStream::connect(host)
+                .await
+                .map_err(|e| e.to_string())?;
+            // Commands are small and each waits for its answer: without
+            // this, Nagle's algorithm holds the second of two quick writes
+            // until the first is acknowledged.
+            tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+            async_tungstenite::tokio::client_async_with_config(url, tcp, Some(config))
+                .await
+                .map_err(|e| e.to_string())
+        };
         let (ws, _) = match tokio::time::timeout(timeout, connect).await {
             Ok(Ok(pair)) => pair,
             Ok(Err(e)) => {
@@ -68,14 +87,28 @@ impl Wire {
         })
     }
 
-    async fn send(&mut self, method: &str, params: Value) -> Result<u64> {
+    /// Queues a command; [`flush`](Self::flush) sends what is queued.
+    async fn feed(&mut self, method: &str, params: Value) -> Result<u64> {
         self.next_id += 1;
         let id = self.next_id;
         let text = json!({ "id": id, "method": method, "params": params }).to_string();
         self.ws
-            .send(Message::text(text))
+            .feed(Message::text(text))
             .await
             .map_err(|e| LumenError::disconnected(format!("{method}: CDP socket failed: {e}")))?;
+        Ok(id)
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        self.ws
+            .flush()
+            .await
+            .map_err(|e| LumenError::disconnected(format!("CDP socket failed: {e}")))
+    }
+
+    async fn send(&mut self, method: &str, params: Value) -> Result<u64> {
+        let id = self.feed(method, params).await?;
+        self.flush().await?;
         Ok(id)
     }
 
@@ -165,6 +198,8 @@ pub struct PageLink {
     wire: Mutex<Wire>,
     target_id: String,
     timeout: Duration,
+    /// Whether `Page.enable` was sent (navigation events flow).
+    page_events: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PageLink {
@@ -186,6 +221,17 @@ pub struct LinkedSnapshot {
     /// Every ref number given in this document so far, with the DOM backend
     /// node id it names.
     pub refs: Vec<(u32, i64)>,
+}
+
+/// A snapshot ref as a later process knows it (from a [`LinkedSnapshot`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedRef<'a> {
+    /// The ref's number (`3` for `@e3`).
+    pub number: u32,
+    /// The DOM backend node id of its element.
+    pub backend: i64,
+    /// The mark of the document the ref was given in.
+    pub mark: &'a str,
 }
 
 /// Where an element named by a backend node id can be acted on, or why it
@@ -296,6 +342,30 @@ const LOCATE_FN: &str = r#"function(mark, prop) {
   return { kind: 'off', x: Math.round(r.left + r.width / 2), y: Math.round(r.top + r.height / 2) };
 }"#;
 
+/// Registers elements under their ref numbers in the document that still
+/// carries `mark` (`this` is the first element; `nodes` follow `nums`).
+const REGISTER_FN: &str = r#"function(mark, prop, refsProp, nums, ...nodes) {
+  if (window[prop] !== mark) return false;
+  let refs = window[refsProp];
+  if (!(refs instanceof Map)) {
+    refs = new Map();
+    Object.defineProperty(window, refsProp, { value: refs, configurable: true });
+  }
+  nums.forEach((n, i) => refs.set(n, new WeakRef(nodes[i])));
+  return true;
+}"#;
+
+/// Calls `f(mark, prop, ...args)` on the element registered under ref `n`
+/// (see `REGISTER_FN`), in the document that still carries `mark`.
+const ON_REF_FN: &str = r#"(function(mark, prop, refsProp, n, f, args) {
+  if (window[prop] !== mark) return { kind: 'doc' };
+  const refs = window[refsProp];
+  const held = refs instanceof Map ? refs.get(n) : undefined;
+  const el = held && held.deref();
+  if (!el) return { kind: 'unregistered' };
+  return f.call(el, mark, prop, ...args);
+})"#;
+
 /// Resolves once the document has loaded.
 const LOADED: &str = "new Promise(r => document.readyState === 'complete' ? r(true) : \
                       window.addEventListener('load', () => r(true), { once: true }))";
@@ -327,6 +397,7 @@ impl PageLink {
                 wire: Mutex::new(wire),
                 target_id: target_id.to_owned(),
                 timeout: call_timeout,
+                page_events: std::sync::atomic::AtomicBool::new(false),
             }),
             Err(e) => {
                 // Tell a closed tab from a browser that is gone.
@@ -345,6 +416,19 @@ impl PageLink {
     /// The page target's id.
     pub fn target_id(&self) -> &str {
         &self.target_id
+    }
+
+    /// `Page.enable` the first time (to go first in a batch), so that
+    /// navigation events flow from then on; nothing afterwards.
+    fn page_events(&self) -> Vec<(&'static str, Value)> {
+        if self
+            .page_events
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            Vec::new()
+        } else {
+            vec![("Page.enable", json!({}))]
+        }
     }
 
     /// Sends one CDP command to the page and returns its result.
@@ -366,18 +450,11 @@ impl PageLink {
     /// # Errors
     /// As [`call`](Self::call).
     pub async fn calls(&self, commands: Vec<(&str, Value)>) -> Result<Vec<Value>> {
-        let mut wire = self.wire.lock().await;
-        let deadline = Instant::now() + self.timeout;
-        let mut ids = Vec::with_capacity(commands.len());
-        for (method, params) in commands {
-            ids.push((wire.send(method, params).await?, method));
-        }
-        let mut out = Vec::with_capacity(ids.len());
+        let mut out = Vec::with_capacity(commands.len());
         let mut first_error = None;
-        for (id, method) in ids {
-            match wire.reply(id, method, deadline).await {
+        for answer in self.exchange(commands).await? {
+            match answer {
                 Ok(v) => out.push(v),
-                Err(e @ LumenError::BrowserDisconnected { .. }) => return Err(e),
                 Err(e) => {
                     first_error.get_or_insert(e);
                     out.push(Value::Null);
@@ -388,6 +465,26 @@ impl PageLink {
             Some(e) => Err(e),
             None => Ok(out),
         }
+    }
+
+    /// Sends several commands in one write and returns each one's answer;
+    /// only a failed connection is an error of the whole.
+    async fn exchange(&self, commands: Vec<(&str, Value)>) -> Result<Vec<Result<Value>>> {
+        let mut wire = self.wire.lock().await;
+        let deadline = Instant::now() + self.timeout;
+        let mut ids = Vec::with_capacity(commands.len());
+        for (method, params) in commands {
+            ids.push((wire.feed(method, params).await?, method));
+        }
+        wire.flush().await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for (id, method) in ids {
+            match wire.reply(id, method, deadline).await {
+                Err(e @ LumenError::BrowserDisconnected { .. }) => return Err(e),
+                answer => out.push(answer),
+            }
+        }
+        Ok(out)
     }
 
     /// Evaluates an expression in the page (promises awaited) and returns
@@ -478,13 +575,11 @@ impl PageLink {
             MouseButton::Right => ("right", 2),
             MouseButton::Middle => ("middle", 4),
         };
-        let mut commands = vec![
-            ("Page.enable", json!({})),
-            (
-                "Input.dispatchMouseEvent",
-                Self::mouse("mouseMoved", at, "none", 0, 0),
-            ),
-        ];
+        let mut commands = self.page_events();
+        commands.push((
+            "Input.dispatchMouseEvent",
+            Self::mouse("mouseMoved", at, "none", 0, 0),
+        ));
         for n in 1..=count.max(1) {
             let press = Self::mouse("mousePressed", at, name, bit, n);
             let release = Self::mouse("mouseReleased", at, name, 0, n);
@@ -571,34 +666,26 @@ impl PageLink {
         self.calls(key_events(&defs)).await.map(drop)
     }
 
-    /// Fills the text field with DOM backend node id `backend` (checked
-    /// against the document `mark` as in [`locate`](Self::locate), and
-    /// refused when hidden, off screen or covered): focuses it, selects its
-    /// content and replaces it with `text` through the page's editing
-    /// command (`insertText`, as a paste or an IME commit does: trusted
-    /// `beforeinput`/`input` events), all in one call; `Input.insertText`
-    /// takes over if the page refuses the command.
+    /// Fills the text field `target` names (checked against its document
+    /// mark as in [`locate`](Self::locate), and refused when hidden, off
+    /// screen or covered): focuses it, selects its content and replaces it
+    /// with `text` through the page's editing command (`insertText`, as a
+    /// paste or an IME commit does: trusted `beforeinput`/`input` events),
+    /// all in one call; `Input.insertText` takes over if the page refuses
+    /// the command.
     ///
     /// # Errors
     /// As [`call`](Self::call).
-    pub async fn fill(&self, backend: i64, mark: &str, text: &str) -> Result<FillResult> {
-        let object = match self.resolve(backend, mark).await? {
-            Ok(object) => object,
+    pub async fn fill(&self, target: SavedRef<'_>, text: &str) -> Result<FillResult> {
+        let text = text.replace("\r\n", "\n");
+        let function = FILL_FN.replace("LOCATE", LOCATE_FN);
+        let v = match self
+            .on_element(target, &function, vec![json!(text)], Vec::new())
+            .await?
+        {
+            Ok(v) => v,
             Err(spot) => return Ok(FillResult::Refused(spot)),
         };
-        let text = text.replace("\r\n", "\n");
-        let r = self
-            .call(
-                "Runtime.callFunctionOn",
-                json!({
-                    "objectId": object,
-                    "functionDeclaration": FILL_FN.replace("LOCATE", LOCATE_FN),
-                    "arguments": [{ "value": mark }, { "value": MARK_PROPERTY }, { "value": text }],
-                    "returnByValue": true,
-                }),
-            )
-            .await?;
-        let v = crate::tab::script_value(r)?;
         match v["kind"].as_str().unwrap_or_default() {
             "filled" => {}
             "noedit" => {
@@ -689,7 +776,10 @@ impl PageLink {
         } else {
             AxRefs::default()
         };
+        // Numbers go on from the highest given before in this document.
+        let numbered = refs.pairs().last().map_or(0, |&(n, _)| n);
         let walked = walk(&replies[1], &mut refs, roots.as_ref());
+        let pairs = refs.pairs();
         if let (Some(selector), Some(roots)) = (scope, &roots)
             && walked.is_empty()
         {
@@ -702,13 +792,25 @@ impl PageLink {
                 ),
             ));
         }
+        // Older refs were registered by the snapshot that gave them (and
+        // are found through their node otherwise, see `on_element`).
+        let fresh: Vec<(u32, i64)> = pairs
+            .iter()
+            .filter(|&&(n, _)| n > numbered)
+            .copied()
+            .collect();
+        if !fresh.is_empty()
+            && let Err(e) = self.register(&mark, &fresh).await
+        {
+            tracing::debug!("registering snapshot refs: {e}");
+        }
         Ok(LinkedSnapshot {
             snapshot: AxSnapshot {
                 url,
                 nodes: walked.into_iter().map(|(n, _)| n).collect(),
             },
             mark,
-            refs: refs.pairs(),
+            refs: pairs,
         })
     }
 
@@ -776,33 +878,150 @@ impl PageLink {
             .collect())
     }
 
-    /// Where the element with DOM backend node id `backend` can be acted
-    /// on, provided the document still carries `mark` (from
+    /// Where the element `target` names can be acted on, provided its
+    /// document still carries the ref's mark (from
     /// [`snapshot`](Self::snapshot)); checked in one step in the page, so a
     /// navigation can never make it point into another document.
     ///
     /// # Errors
     /// As [`call`](Self::call).
-    pub async fn locate(&self, backend: i64, mark: &str) -> Result<ElementSpot> {
-        let object = match self.resolve(backend, mark).await? {
+    pub async fn locate(&self, target: SavedRef<'_>) -> Result<ElementSpot> {
+        // An action at the point usually follows: start navigation events
+        // now, in the same exchange.
+        match self
+            .on_element(target, LOCATE_FN, Vec::new(), self.page_events())
+            .await?
+        {
+            Ok(v) => spot_of(v),
+            Err(spot) => Ok(spot),
+        }
+    }
+
+    /// Runs the page function `function(mark, prop, ...args)` with `this`
+    /// bound to the element `target` names and returns its value, or why
+    /// the element cannot be reached (removed, or another document).
+    ///
+    /// The element is looked up in the page's ref registry (filled by
+    /// [`snapshot`](Self::snapshot)) in one exchange, with `extra` commands
+    /// sent alongside; only when the registry does not hold it (a snapshot
+    /// by an older lumen, or the element was collected) is the DOM node
+    /// resolved through CDP, two exchanges more.
+    async fn on_element(
+        &self,
+        target: SavedRef<'_>,
+        function: &str,
+        args: Vec<Value>,
+        extra: Vec<(&str, Value)>,
+    ) -> Result<std::result::Result<Value, ElementSpot>> {
+        let literal = |v: &Value| v.to_string();
+        let expression = format!(
+            "{ON_REF_FN}({}, {}, {}, {}, {function}, {})",
+            literal(&json!(target.mark)),
+            literal(&json!(MARK_PROPERTY)),
+            literal(&json!(REFS_PROPERTY)),
+            target.number,
+            literal(&Value::Array(args.clone())),
+        );
+        let mut commands = vec![(
+            "Runtime.evaluate",
+            json!({ "expression": expression, "returnByValue": true }),
+        )];
+        commands.extend(extra);
+        match self.calls(commands).await {
+            Ok(r) => {
+                let v = crate::tab::script_value(r[0].clone())?;
+                match v["kind"].as_str() {
+                    Some("doc") => return Ok(Err(ElementSpot::OtherDocument)),
+                    Some("unregistered") => {}
+                    _ => return Ok(Ok(v)),
+                }
+            }
+            // A document being swapped: let the node lookup decide.
+            Err(LumenError::Script { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let object = match self.resolve(target.backend, target.mark).await? {
             Ok(object) => object,
-            Err(spot) => return Ok(spot),
+            Err(spot) => return Ok(Err(spot)),
         };
+        let mut arguments = vec![
+            json!({ "value": target.mark }),
+            json!({ "value": MARK_PROPERTY }),
+        ];
+        arguments.extend(args.into_iter().map(|value| json!({ "value": value })));
         let r = self
             .calls(vec![
                 (
                     "Runtime.callFunctionOn",
                     json!({
                         "objectId": object,
-                        "functionDeclaration": LOCATE_FN,
-                        "arguments": [{ "value": mark }, { "value": MARK_PROPERTY }],
+                        "functionDeclaration": function,
+                        "arguments": arguments,
                         "returnByValue": true,
                     }),
                 ),
                 ("Runtime.releaseObject", json!({ "objectId": object })),
             ])
             .await?;
-        spot_of(crate::tab::script_value(r[0].clone())?)
+        Ok(Ok(crate::tab::script_value(r[0].clone())?))
+    }
+
+    /// Puts the elements of new refs in the page's ref registry, so that a
+    /// later process reaches them in one exchange (see
+    /// [`on_element`](Self::on_element)). Best effort: a ref that is not
+    /// registered is still found through its DOM node.
+    async fn register(&self, mark: &str, refs: &[(u32, i64)]) -> Result<()> {
+        const GROUP: &str = "lumen-refs";
+        let resolves = refs
+            .iter()
+            .map(|(_, backend)| {
+                (
+                    "DOM.resolveNode",
+                    json!({ "backendNodeId": backend, "objectGroup": GROUP }),
+                )
+            })
+            .collect();
+        // A node already gone is refused alone; the others still resolve.
+        let answers = self.exchange(resolves).await?;
+        let mut nums = Vec::new();
+        let mut objects = Vec::new();
+        for ((num, _), answer) in refs.iter().zip(&answers) {
+            if let Some(id) = answer
+                .as_ref()
+                .ok()
+                .and_then(|a| a["object"]["objectId"].as_str())
+            {
+                nums.push(*num);
+                objects.push(id.to_owned());
+            }
+        }
+        let Some(first) = objects.first().cloned() else {
+            return Ok(());
+        };
+        let mut arguments = vec![
+            json!({ "value": mark }),
+            json!({ "value": MARK_PROPERTY }),
+            json!({ "value": REFS_PROPERTY }),
+            json!({ "value": nums }),
+        ];
+        arguments.extend(objects.iter().map(|id| json!({ "objectId": id })));
+        self.calls(vec![
+            (
+                "Runtime.callFunctionOn",
+                json!({
+                    "objectId": first,
+                    "functionDeclaration": REGISTER_FN,
+                    "arguments": arguments,
+                    "returnByValue": true,
+                }),
+            ),
+            (
+                "Runtime.releaseObjectGroup",
+                json!({ "objectGroup": GROUP }),
+            ),
+        ])
+        .await
+        .map(drop)
     }
 
     /// A remote object for the node, or why there is none: removed, or
@@ -840,18 +1059,16 @@ impl PageLink {
     /// otherwise as [`call`](Self::call).
     pub async fn goto(&self, url: &str) -> Result<()> {
         self.wire.lock().await.events.clear();
-        let r = self
-            .calls(vec![
-                ("Page.enable", json!({})),
-                ("Page.navigate", json!({ "url": url })),
-            ])
-            .await?;
-        if let Some(err) = r[1]["errorText"].as_str().filter(|e| !e.is_empty()) {
+        let mut commands = self.page_events();
+        commands.push(("Page.navigate", json!({ "url": url })));
+        let r = self.calls(commands).await?;
+        let navigated = r.last().cloned().unwrap_or_default();
+        if let Some(err) = navigated["errorText"].as_str().filter(|e| !e.is_empty()) {
             return Err(LumenError::Script {
                 message: format!("could not open {url}: {err}"),
             });
         }
-        if r[1]["loaderId"].is_null() {
+        if navigated["loaderId"].is_null() {
             // Same document (a fragment): nothing to load.
             return Ok(());
         }
@@ -882,14 +1099,12 @@ impl PageLink {
             ));
         };
         self.wire.lock().await.events.clear();
-        self.calls(vec![
-            ("Page.enable", json!({})),
-            (
-                "Page.navigateToHistoryEntry",
-                json!({ "entryId": entry["id"] }),
-            ),
-        ])
-        .await?;
+        let mut commands = self.page_events();
+        commands.push((
+            "Page.navigateToHistoryEntry",
+            json!({ "entryId": entry["id"] }),
+        ));
+        self.calls(commands).await?;
         self.finish_navigation(true).await.map(drop)
     }
 
@@ -899,8 +1114,9 @@ impl PageLink {
     /// As [`call`](Self::call).
     pub async fn reload(&self) -> Result<()> {
         self.wire.lock().await.events.clear();
-        self.calls(vec![("Page.enable", json!({})), ("Page.reload", json!({}))])
-            .await?;
+        let mut commands = self.page_events();
+        commands.push(("Page.reload", json!({})));
+        self.calls(commands).await?;
         self.finish_navigation(true).await.map(drop)
     }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use lumen::browser::{AxSnapshot, ElementSpot, FillResult, PageLink};
+use lumen::browser::{AxSnapshot, ElementSpot, FillResult, PageLink, SavedRef};
 use lumen::{LumenError, MouseButton, Point};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -291,8 +291,8 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             print(&args, json!({"ok": true}), "ok".to_owned())
         }
         BrowserCommand::Fill { target, text } => {
-            let (backend, mark) = saved_ref(&state, target)?;
-            match link.fill(backend, mark, text).await.map_err(fail)? {
+            let saved = saved_ref(&state, target)?;
+            match link.fill(saved, text).await.map_err(fail)? {
                 FillResult::Filled => print(&args, json!({"ok": true}), "ok".to_owned()),
                 FillResult::Refused(spot) => Err(refusal(target, spot)),
                 FillResult::NotEditable(what) => Err(CliError::failure(format!(
@@ -670,8 +670,11 @@ async fn point(link: &PageLink, state: &State, target: &[String]) -> Result<Poin
 /// the geometry happen in one step in the page, so a navigation can never
 /// turn an old ref into a click on the new page.
 async fn ref_point(link: &PageLink, state: &State, reference: &str) -> Result<Point, CliError> {
-    let (backend, mark) = saved_ref(state, reference)?;
-    match link.locate(backend, mark).await.map_err(fail)? {
+    match link
+        .locate(saved_ref(state, reference)?)
+        .await
+        .map_err(fail)?
+    {
         ElementSpot::At(p) => Ok(p),
         spot => Err(refusal(reference, spot)),
     }
@@ -683,8 +686,8 @@ fn stale(reference: &str, why: &str) -> CliError {
     ))
 }
 
-/// A ref's DOM backend node id and its document's mark, from the state.
-fn saved_ref<'a>(state: &'a State, reference: &str) -> Result<(i64, &'a str), CliError> {
+/// A ref as the last snapshot saved it.
+fn saved_ref<'a>(state: &'a State, reference: &str) -> Result<SavedRef<'a>, CliError> {
     let Some(saved) = &state.refs else {
         return Err(stale(
             reference,
@@ -696,7 +699,11 @@ fn saved_ref<'a>(state: &'a State, reference: &str) -> Result<(i64, &'a str), Cl
         .and_then(|n| n.parse::<u32>().ok())
         .ok_or_else(|| CliError::config(format!("{reference} is not a ref like @e3")))?;
     match saved.nodes.iter().find(|(n, _)| *n == number) {
-        Some(&(_, backend)) => Ok((backend, saved.mark.as_str())),
+        Some(&(_, backend)) => Ok(SavedRef {
+            number,
+            backend,
+            mark: saved.mark.as_str(),
+        }),
         None => Err(stale(reference, "it is not in the last snapshot")),
     }
 }

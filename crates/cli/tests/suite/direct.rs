@@ -355,3 +355,54 @@ async fn a_ref_under_another_element_names_it_and_clicks_nothing() {
     );
     s.ok(&["close"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refs_are_found_through_the_page_registry_and_through_their_node_without_it() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let name = s.find("textbox", "Name").await;
+    let registered = || s.eval("window.__lumenRefs instanceof Map ? window.__lumenRefs.size : 0");
+    let before = registered().await.as_u64().unwrap();
+    assert!(before >= 10, "the snapshot registers its refs: {before}");
+
+    // A later snapshot of the same document keeps the refs and registers
+    // only the new one.
+    s.eval(
+        "document.body.insertAdjacentHTML('beforeend', '<button id=\"late\" \
+         onclick=\"window.lateClicks = (window.lateClicks || 0) + 1\">Late</button>')",
+    )
+    .await;
+    let late = s.find("button", "Late").await;
+    assert_eq!(s.find("textbox", "Name").await, name);
+    assert_eq!(registered().await.as_u64().unwrap(), before + 1);
+
+    // Point the saved refs at DOM nodes that do not exist: the registry
+    // alone now finds the elements.
+    let state_file = s.state.path().join("default.json");
+    let mut state: Value = serde_json::from_slice(&std::fs::read(&state_file).unwrap()).unwrap();
+    for pair in state["refs"]["nodes"].as_array_mut().unwrap() {
+        pair[1] = Value::from(987_654_321);
+    }
+    std::fs::write(&state_file, state.to_string()).unwrap();
+    s.ok(&["fill", &name, "Ada"]).await;
+    assert_eq!(s.eval("document.querySelector('#name').value").await, "Ada");
+    s.ok(&["click", &late]).await;
+    assert_eq!(s.eval("window.lateClicks").await, 1);
+
+    // Without the registry (a snapshot by an older lumen), the saved node
+    // is what counts: here it is gone, and the ref is refused as stale.
+    s.eval("delete window.__lumenRefs").await;
+    let out = s.cmd(&["click", &late]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(stderr.contains("removed from the page"), "{stderr}");
+    assert_eq!(s.eval("window.lateClicks").await, 1);
+
+    // A fresh snapshot saves the real nodes again; they work without the
+    // registry too.
+    let late = s.find("button", "Late").await;
+    s.eval("delete window.__lumenRefs").await;
+    s.ok(&["click", &late]).await;
+    assert_eq!(s.eval("window.lateClicks").await, 2);
+    s.ok(&["close"]).await;
+}
