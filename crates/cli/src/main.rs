@@ -43,13 +43,17 @@ use crate::runner::Job;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("LUMEN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // Logs are off unless LUMEN_LOG asks for them; then no subscriber is
+    // built at all (a direct browser command pays for every microsecond).
+    if let Some(filter) = std::env::var_os("LUMEN_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_new(filter.to_string_lossy())
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
+            )
+            .with_writer(std::io::stderr)
+            .init();
+    }
     // A direct browser command is one short exchange on one socket: a
     // single-threaded runtime without signal handling starts and stops
     // faster (no worker threads to spawn, wake and join).
