@@ -19,14 +19,17 @@ use async_tungstenite::tungstenite::Message;
 use async_tungstenite::tungstenite::protocol::WebSocketConfig;
 use base64::Engine as _;
 use futures::{SinkExt as _, StreamExt as _};
-use lumen_core::{LumenError, MouseButton, Point, Result, Size, TabInfo};
+use lumen_core::{DialogInfo, LumenError, MouseButton, Point, Result, Size, TabInfo};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::ax::{AxRefs, AxSnapshot, walk};
 use crate::keys::{self, KeyDef};
+use crate::options::{DialogAction, DialogPolicy};
 
+/// How long the page may take to answer the first command of a link.
+const PAGE_ANSWER: Duration = Duration::from_secs(5);
 /// Events kept for waits; older ones are dropped.
 const MAX_EVENTS: usize = 512;
 /// The window property holding a document's mark.
@@ -42,6 +45,10 @@ struct Wire {
     /// Replies that arrived while another call was awaited.
     replies: HashMap<u64, std::result::Result<Value, String>>,
     events: VecDeque<Value>,
+    /// How JavaScript dialogs are answered (as soon as they open).
+    dialog_policy: DialogPolicy,
+    /// The dialogs answered so far.
+    dialogs: Vec<DialogInfo>,
 }
 
 impl Wire {
@@ -84,6 +91,8 @@ impl Wire {
             next_id: 0,
             replies: HashMap::new(),
             events: VecDeque::new(),
+            dialog_policy: DialogPolicy::default(),
+            dialogs: Vec::new(),
         })
     }
 
@@ -146,12 +155,41 @@ impl Wire {
             };
             self.replies.insert(id, reply);
         } else if msg.get("method").is_some() {
+            if msg["method"] == "Page.javascriptDialogOpening" {
+                self.answer_dialog(&msg["params"]).await?;
+            }
             if self.events.len() >= MAX_EVENTS {
                 self.events.pop_front();
             }
             self.events.push_back(msg);
         }
         Ok(true)
+    }
+
+    /// Answers a dialog that just opened, by the policy: the page is
+    /// blocked until it is answered.
+    async fn answer_dialog(&mut self, params: &Value) -> Result<()> {
+        let kind = params["type"].as_str().unwrap_or("alert").to_owned();
+        let accept = self.dialog_policy.decide(&kind) == DialogAction::Accept;
+        let mut answer = json!({ "accept": accept });
+        if kind == "prompt" && accept {
+            let text = self
+                .dialog_policy
+                .prompt_text
+                .clone()
+                .or_else(|| params["defaultPrompt"].as_str().map(str::to_owned));
+            if let Some(text) = text {
+                answer["promptText"] = text.into();
+            }
+        }
+        // Its answer is never read: the command that was waiting goes on.
+        self.send("Page.handleJavaScriptDialog", answer).await?;
+        self.dialogs.push(DialogInfo {
+            kind,
+            message: params["message"].as_str().unwrap_or_default().to_owned(),
+            accepted: accept,
+        });
+        Ok(())
     }
 
     async fn reply(&mut self, id: u64, method: &str, deadline: Instant) -> Result<Value> {
@@ -198,7 +236,7 @@ pub struct PageLink {
     wire: Mutex<Wire>,
     target_id: String,
     timeout: Duration,
-    /// Whether `Page.enable` was sent (navigation events flow).
+    /// Whether `Page.enable` was sent (navigation and dialog events flow).
     page_events: std::sync::atomic::AtomicBool,
 }
 
@@ -418,17 +456,15 @@ impl PageLink {
         &self.target_id
     }
 
-    /// `Page.enable` the first time (to go first in a batch), so that
-    /// navigation events flow from then on; nothing afterwards.
-    fn page_events(&self) -> Vec<(&'static str, Value)> {
-        if self
-            .page_events
-            .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            Vec::new()
-        } else {
-            vec![("Page.enable", json!({}))]
-        }
+    /// Answers JavaScript dialogs by `policy` from now on (the default:
+    /// [`DialogPolicy::default`]).
+    pub async fn set_dialog_policy(&self, policy: DialogPolicy) {
+        self.wire.lock().await.dialog_policy = policy;
+    }
+
+    /// The JavaScript dialogs answered since the last call, in order.
+    pub async fn dialogs(&self) -> Vec<DialogInfo> {
+        std::mem::take(&mut self.wire.lock().await.dialogs)
     }
 
     /// Sends one CDP command to the page and returns its result.
@@ -438,10 +474,10 @@ impl PageLink {
     /// [`LumenError::BrowserDisconnected`] when the connection fails or no
     /// answer comes in time.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value> {
-        let mut wire = self.wire.lock().await;
-        let deadline = Instant::now() + self.timeout;
-        let id = wire.send(method, params).await?;
-        wire.reply(id, method, deadline).await
+        self.exchange(vec![(method, params)])
+            .await?
+            .pop()
+            .unwrap_or_else(|| Err(LumenError::disconnected(format!("{method}: no answer"))))
     }
 
     /// Sends several commands at once (Chromium runs them in order) and
@@ -469,14 +505,55 @@ impl PageLink {
 
     /// Sends several commands in one write and returns each one's answer;
     /// only a failed connection is an error of the whole.
+    ///
+    /// The first exchange on a link starts with `Page.enable`, so that
+    /// navigation events flow and dialogs are seen (and answered) from the
+    /// start; its answer must come within [`PAGE_ANSWER`], or the page is
+    /// reported as not answering.
     async fn exchange(&self, commands: Vec<(&str, Value)>) -> Result<Vec<Result<Value>>> {
+        let first = !self
+            .page_events
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
         let deadline = Instant::now() + self.timeout;
+        if first {
+            let id = wire.feed("Page.enable", json!({})).await?;
+            let mut ids = Vec::with_capacity(commands.len());
+            for (method, params) in commands {
+                ids.push((wire.feed(method, params).await?, method));
+            }
+            wire.flush().await?;
+            // A page blocked by a dialog nobody saw open never answers;
+            // neither does one stuck in a script. Say so early.
+            let soon = deadline.min(Instant::now() + PAGE_ANSWER);
+            while wire.replies.remove(&id).is_none() {
+                if !wire.pump(soon, "Page.enable").await? {
+                    return Err(LumenError::SessionTimeout {
+                        what: "the page did not answer: a script may still be running, or a \
+                               JavaScript dialog the page opened between commands may be \
+                               waiting (only dialogs that open during a command are \
+                               answered); reloading the page clears a dialog"
+                            .into(),
+                        after: PAGE_ANSWER,
+                    });
+                }
+            }
+            return Self::answers(&mut wire, ids, deadline).await;
+        }
         let mut ids = Vec::with_capacity(commands.len());
         for (method, params) in commands {
             ids.push((wire.feed(method, params).await?, method));
         }
         wire.flush().await?;
+        Self::answers(&mut wire, ids, deadline).await
+    }
+
+    /// Reads the answers of commands already sent, in order.
+    async fn answers(
+        wire: &mut Wire,
+        ids: Vec<(u64, &str)>,
+        deadline: Instant,
+    ) -> Result<Vec<Result<Value>>> {
         let mut out = Vec::with_capacity(ids.len());
         for (id, method) in ids {
             match wire.reply(id, method, deadline).await {
@@ -575,11 +652,10 @@ impl PageLink {
             MouseButton::Right => ("right", 2),
             MouseButton::Middle => ("middle", 4),
         };
-        let mut commands = self.page_events();
-        commands.push((
+        let mut commands = vec![(
             "Input.dispatchMouseEvent",
             Self::mouse("mouseMoved", at, "none", 0, 0),
-        ));
+        )];
         for n in 1..=count.max(1) {
             let press = Self::mouse("mousePressed", at, name, bit, n);
             let release = Self::mouse("mouseReleased", at, name, 0, n);
@@ -593,7 +669,13 @@ impl PageLink {
             json!({ "expression": "0", "returnByValue": true }),
         ));
         self.wire.lock().await.events.clear();
-        self.calls(commands).await?;
+        let mut answers = self.exchange(commands).await?;
+        // The barrier fails when the click's navigation already swapped
+        // the document: that navigation is then in the events.
+        answers.pop();
+        if let Some(Err(e)) = answers.into_iter().find(Result::is_err) {
+            return Err(e);
+        }
         self.finish_navigation(false).await
     }
 
@@ -886,10 +968,8 @@ impl PageLink {
     /// # Errors
     /// As [`call`](Self::call).
     pub async fn locate(&self, target: SavedRef<'_>) -> Result<ElementSpot> {
-        // An action at the point usually follows: start navigation events
-        // now, in the same exchange.
         match self
-            .on_element(target, LOCATE_FN, Vec::new(), self.page_events())
+            .on_element(target, LOCATE_FN, Vec::new(), Vec::new())
             .await?
         {
             Ok(v) => spot_of(v),
@@ -1059,10 +1139,7 @@ impl PageLink {
     /// otherwise as [`call`](Self::call).
     pub async fn goto(&self, url: &str) -> Result<()> {
         self.wire.lock().await.events.clear();
-        let mut commands = self.page_events();
-        commands.push(("Page.navigate", json!({ "url": url })));
-        let r = self.calls(commands).await?;
-        let navigated = r.last().cloned().unwrap_or_default();
+        let navigated = self.call("Page.navigate", json!({ "url": url })).await?;
         if let Some(err) = navigated["errorText"].as_str().filter(|e| !e.is_empty()) {
             return Err(LumenError::Script {
                 message: format!("could not open {url}: {err}"),
@@ -1099,12 +1176,11 @@ impl PageLink {
             ));
         };
         self.wire.lock().await.events.clear();
-        let mut commands = self.page_events();
-        commands.push((
+        self.call(
             "Page.navigateToHistoryEntry",
             json!({ "entryId": entry["id"] }),
-        ));
-        self.calls(commands).await?;
+        )
+        .await?;
         self.finish_navigation(true).await.map(drop)
     }
 
@@ -1114,9 +1190,7 @@ impl PageLink {
     /// As [`call`](Self::call).
     pub async fn reload(&self) -> Result<()> {
         self.wire.lock().await.events.clear();
-        let mut commands = self.page_events();
-        commands.push(("Page.reload", json!({})));
-        self.calls(commands).await?;
+        self.call("Page.reload", json!({})).await?;
         self.finish_navigation(true).await.map(drop)
     }
 

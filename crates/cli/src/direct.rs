@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use lumen::browser::{AxSnapshot, ElementSpot, FillResult, PageLink, SavedRef};
-use lumen::{LumenError, MouseButton, Point};
+use lumen::browser::{
+    AxSnapshot, DialogAction, DialogPolicy, ElementSpot, FillResult, PageLink, SavedRef,
+};
+use lumen::{DialogInfo, LumenError, MouseButton, Point};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -37,8 +39,22 @@ pub(crate) struct BrowserArgs {
     /// Show the window (for `open` when it starts a browser).
     #[arg(long, global = true)]
     headed: bool,
+    /// How JavaScript dialogs that open during the command are answered
+    /// (default: alerts accepted, confirm, prompt and leave-page dialogs
+    /// dismissed). Each one is reported.
+    #[arg(long, global = true, value_enum)]
+    dialog: Option<DialogAnswer>,
     #[command(subcommand)]
     command: BrowserCommand,
+}
+
+/// `--dialog`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum DialogAnswer {
+    /// Press OK (a prompt gets its default text).
+    Accept,
+    /// Press Cancel.
+    Dismiss,
 }
 
 /// The direct commands.
@@ -251,9 +267,53 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         };
     }
     let (link, mut state) = attach(&session).await?;
+    if let Some(answer) = args.dialog {
+        let action = match answer {
+            DialogAnswer::Accept => DialogAction::Accept,
+            DialogAnswer::Dismiss => DialogAction::Dismiss,
+        };
+        link.set_dialog_policy(DialogPolicy {
+            alert: action,
+            confirm: action,
+            prompt: action,
+            beforeunload: action,
+            prompt_text: None,
+        })
+        .await;
+    }
+    let answer = on_page(&args, &link, &mut state, &session).await;
+    let dialogs = link.dialogs().await;
+    match answer {
+        Ok((mut value, text)) => {
+            if args.json
+                && !dialogs.is_empty()
+                && let Some(object) = value.as_object_mut()
+            {
+                object.insert("dialogs".into(), json!(dialogs));
+                print(&args, value, text)?;
+            } else {
+                print(&args, value, text)?;
+                report_dialogs(&args, &dialogs);
+            }
+            Ok(crate::exit::SUCCESS)
+        }
+        Err(e) => {
+            report_dialogs(&args, &dialogs);
+            Err(e)
+        }
+    }
+}
+
+/// Runs a command on the session's page; returns its JSON and text output.
+async fn on_page(
+    args: &BrowserArgs,
+    link: &PageLink,
+    state: &mut State,
+    session: &str,
+) -> Result<(Value, String), CliError> {
     match &args.command {
         BrowserCommand::Click { target } | BrowserCommand::Dblclick { target } => {
-            let at = point(&link, &state, target).await?;
+            let at = point(link, state, target).await?;
             let count = if matches!(args.command, BrowserCommand::Dblclick { .. }) {
                 2
             } else {
@@ -268,32 +328,27 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             } else {
                 "ok".to_owned()
             };
-            print(
-                &args,
+            Ok((
                 json!({"ok": true, "x": at.x, "y": at.y, "navigated": navigated}),
                 text,
-            )
+            ))
         }
         BrowserCommand::Hover { target } => {
-            let at = point(&link, &state, target).await?;
+            let at = point(link, state, target).await?;
             link.hover(at).await.map_err(fail)?;
-            print(
-                &args,
-                json!({"ok": true, "x": at.x, "y": at.y}),
-                "ok".to_owned(),
-            )
+            Ok((json!({"ok": true, "x": at.x, "y": at.y}), "ok".to_owned()))
         }
         BrowserCommand::Type { text } => {
             if text.is_empty() {
                 return Err(CliError::config("there is no text to type"));
             }
             link.type_text(text).await.map_err(fail)?;
-            print(&args, json!({"ok": true}), "ok".to_owned())
+            Ok((json!({"ok": true}), "ok".to_owned()))
         }
         BrowserCommand::Fill { target, text } => {
-            let saved = saved_ref(&state, target)?;
+            let saved = saved_ref(state, target)?;
             match link.fill(saved, text).await.map_err(fail)? {
-                FillResult::Filled => print(&args, json!({"ok": true}), "ok".to_owned()),
+                FillResult::Filled => Ok((json!({"ok": true}), "ok".to_owned())),
                 FillResult::Refused(spot) => Err(refusal(target, spot)),
                 FillResult::NotEditable(what) => Err(CliError::failure(format!(
                     "{target} is {what}, which takes no text; pick a textbox from \
@@ -312,7 +367,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 LumenError::InvalidData { .. } => CliError::config(e.to_string()),
                 other => fail(other),
             })?;
-            print(&args, json!({"ok": true}), "ok".to_owned())
+            Ok((json!({"ok": true}), "ok".to_owned()))
         }
         BrowserCommand::Scroll { direction, px } => {
             let size = link.viewport().await.map_err(fail)?;
@@ -337,11 +392,10 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                      under the viewport centre scrolls"
                 )));
             }
-            print(
-                &args,
+            Ok((
                 json!({"ok": true, "scrollX": after[0], "scrollY": after[1]}),
                 format!("scrolled to {}, {}", after[0], after[1]),
-            )
+            ))
         }
         BrowserCommand::Snapshot {
             interactive,
@@ -364,14 +418,10 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 mark: taken.mark,
                 nodes: taken.refs,
             });
-            save(&session, &state)?;
+            save(session, state)?;
             let snap = filter(taken.snapshot, *interactive, *compact, *depth);
             let text = snap.to_text();
-            print(
-                &args,
-                serde_json::to_value(&snap).unwrap_or(Value::Null),
-                text,
-            )
+            Ok((serde_json::to_value(&snap).unwrap_or(Value::Null), text))
         }
         BrowserCommand::Screenshot { path } => {
             let path = path
@@ -381,7 +431,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             std::fs::write(&path, png)
                 .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
             let shown = path.display().to_string();
-            print(&args, json!({"path": shown}), shown)
+            Ok((json!({"path": shown}), shown))
         }
         BrowserCommand::Eval { js } => {
             let v = link.evaluate(js).await.map_err(fail)?;
@@ -389,7 +439,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            print(&args, v, text)
+            Ok((v, text))
         }
         BrowserCommand::Back | BrowserCommand::Forward | BrowserCommand::Reload => {
             match args.command {
@@ -402,11 +452,10 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 other => fail(other),
             })?;
             let now = link.url().await.map_err(fail)?;
-            print(
-                &args,
+            Ok((
                 json!({"ok": true, "url": now}),
                 format!("ok (now at {now})"),
-            )
+            ))
         }
         BrowserCommand::Tabs => {
             let tabs = lumen::browser::page_tabs(&state.ws_url, CALL_TIMEOUT)
@@ -425,7 +474,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 .enumerate()
                 .map(|(i, t)| json!({"index": i, "url": t.url, "current": t.id == state.target}))
                 .collect();
-            print(&args, Value::Array(value), lines.join("\n"))
+            Ok((Value::Array(value), lines.join("\n")))
         }
         BrowserCommand::Tab { index } => {
             let tabs = lumen::browser::page_tabs(&state.ws_url, CALL_TIMEOUT)
@@ -442,8 +491,8 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 .map_err(fail)?;
             state.target = t.id.clone();
             state.refs = None;
-            save(&session, &state)?;
-            print(&args, json!({"index": index, "url": t.url}), t.url.clone())
+            save(session, state)?;
+            Ok((json!({"index": index, "url": t.url}), t.url.clone()))
         }
         BrowserCommand::Wait {
             ms,
@@ -489,7 +538,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            print(&args, json!({"ok": true}), "ok".to_owned())
+            Ok((json!({"ok": true}), "ok".to_owned()))
         }
         BrowserCommand::Cookies { action, pair } => match action.as_deref().unwrap_or("get") {
             "get" => {
@@ -511,7 +560,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                         )
                     })
                     .collect();
-                print(&args, cookies, lines.join("\n"))
+                Ok((cookies, lines.join("\n")))
             }
             "set" => {
                 let Some((name, value)) = pair.as_deref().and_then(|p| p.split_once('=')) else {
@@ -526,13 +575,13 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 )
                 .await
                 .map_err(fail)?;
-                print(&args, json!({"ok": true}), "ok".to_owned())
+                Ok((json!({"ok": true}), "ok".to_owned()))
             }
             "clear" => {
                 link.call("Network.clearBrowserCookies", json!({}))
                     .await
                     .map_err(fail)?;
-                print(&args, json!({"ok": true}), "ok".to_owned())
+                Ok((json!({"ok": true}), "ok".to_owned()))
             }
             other => Err(CliError::config(format!(
                 "unknown cookies action {other:?}; use get, set NAME=VALUE or clear"
@@ -549,7 +598,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                     CliError::failure(format!("cannot write {}: {e}", file.display()))
                 })?;
                 let shown = file.display().to_string();
-                print(&args, json!({"saved": shown}), shown)
+                Ok((json!({"saved": shown}), shown))
             }
             "load" => {
                 let text = std::fs::read_to_string(file).map_err(|e| {
@@ -576,11 +625,10 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 link.call("Network.setCookies", json!({"cookies": cookies}))
                     .await
                     .map_err(fail)?;
-                print(
-                    &args,
+                Ok((
                     json!({"loaded": cookies.len()}),
                     format!("loaded {} cookies", cookies.len()),
-                )
+                ))
             }
             other => Err(CliError::config(format!(
                 "unknown state action {other:?}; use save FILE or load FILE"
@@ -589,12 +637,31 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         BrowserCommand::Open { .. }
         | BrowserCommand::Close
         | BrowserCommand::Url
-        | BrowserCommand::Title => Ok(crate::exit::SUCCESS),
+        | BrowserCommand::Title => Ok((Value::Null, String::new())),
     }
 }
 
 fn fail(e: LumenError) -> CliError {
     CliError::failure(e.to_string())
+}
+
+/// Tells of the JavaScript dialogs a command met (and how they were
+/// answered) on stderr, where they do not mix with the command's output.
+fn report_dialogs(args: &BrowserArgs, dialogs: &[DialogInfo]) {
+    let mut err = std::io::stderr().lock();
+    for d in dialogs {
+        let _ = if args.json {
+            writeln!(err, "{}", json!({ "dialog": d }))
+        } else {
+            writeln!(
+                err,
+                "note: a JavaScript {} opened ({:?}) and was {}",
+                d.kind,
+                d.message,
+                if d.accepted { "accepted" } else { "dismissed" }
+            )
+        };
+    }
 }
 
 fn print(args: &BrowserArgs, value: Value, text: String) -> Result<u8, CliError> {

@@ -406,3 +406,58 @@ async fn refs_are_found_through_the_page_registry_and_through_their_node_without
     assert_eq!(s.eval("window.lateClicks").await, 2);
     s.ok(&["close"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialogs_are_answered_and_reported_and_a_blocked_page_is_named() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("dialogs.html")]).await;
+
+    // An alert during a command is accepted at once and told of.
+    let out = s.cmd(&["click", "140", "104"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert!(
+        stderr.contains(
+            "a JavaScript alert opened (\"Hello from the Lumen alert\") and was accepted"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(s.eval("window.lumen.alertClosed").await, 1);
+
+    // A confirm is dismissed by default, accepted with --dialog accept; in
+    // JSON the answer carries it.
+    s.ok(&["click", "140", "169"]).await;
+    assert_eq!(s.eval("window.lumen.confirmResult").await, false);
+    let out = s
+        .cmd(&["--json", "--dialog", "accept", "click", "140", "169"])
+        .await;
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let answer: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(answer["dialogs"][0]["kind"], "confirm");
+    assert_eq!(answer["dialogs"][0]["accepted"], true);
+    assert_eq!(s.eval("window.lumen.confirmResult").await, true);
+    // `eval` of a prompt returns what the accepted prompt gave.
+    let v = s
+        .ok(&["--dialog", "accept", "eval", "prompt('Your name?', 'Ada')"])
+        .await;
+    assert_eq!(v, "Ada");
+
+    // A dialog the page opens between commands blocks it where no command
+    // can see it: the next command says so within seconds instead of
+    // hanging, and a reload clears it.
+    s.eval("setTimeout(() => alert('opened later'), 50); 0")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let out = s.cmd(&["eval", "1 + 1"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 1, "{stderr}");
+    assert!(
+        stderr.contains("the page did not answer") && stderr.contains("reloading the page"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(12));
+    s.ok(&["reload"]).await;
+    assert_eq!(s.ok(&["eval", "1 + 1"]).await, "2");
+    s.ok(&["close"]).await;
+}
