@@ -516,13 +516,17 @@ impl PageLink {
             .swap(true, std::sync::atomic::Ordering::Relaxed);
         let mut wire = self.wire.lock().await;
         let deadline = Instant::now() + self.timeout;
-        if first {
-            let id = wire.feed("Page.enable", json!({})).await?;
-            let mut ids = Vec::with_capacity(commands.len());
-            for (method, params) in commands {
-                ids.push((wire.feed(method, params).await?, method));
-            }
-            wire.flush().await?;
+        let enable = if first {
+            Some(wire.feed("Page.enable", json!({})).await?)
+        } else {
+            None
+        };
+        let mut ids = Vec::with_capacity(commands.len());
+        for (method, params) in commands {
+            ids.push((wire.feed(method, params).await?, method));
+        }
+        wire.flush().await?;
+        if let Some(id) = enable {
             // A page blocked by a dialog nobody saw open never answers;
             // neither does one stuck in a script. Say so early.
             let soon = deadline.min(Instant::now() + PAGE_ANSWER);
@@ -538,13 +542,7 @@ impl PageLink {
                     });
                 }
             }
-            return Self::answers(&mut wire, ids, deadline).await;
         }
-        let mut ids = Vec::with_capacity(commands.len());
-        for (method, params) in commands {
-            ids.push((wire.feed(method, params).await?, method));
-        }
-        wire.flush().await?;
         Self::answers(&mut wire, ids, deadline).await
     }
 
