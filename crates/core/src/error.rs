@@ -61,6 +61,9 @@ pub enum ModelErrorKind {
     /// The stream broke: truncated, idle too long, malformed, or an in-stream
     /// error event.
     Stream,
+    /// A deadline passed: no response headers in time, or the whole call
+    /// ran past its overall deadline.
+    Timeout,
 }
 
 /// A fatal error.

@@ -126,7 +126,7 @@ impl AnthropicAdapter {
             PROVIDER,
             key,
             options.retry,
-            options.idle_timeout,
+            options.deadlines,
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());

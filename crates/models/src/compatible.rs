@@ -58,7 +58,7 @@ impl CompatibleAdapter {
             PROVIDER,
             options.api_key.clone().unwrap_or_else(|| ApiKey::new("")),
             options.retry,
-            options.idle_timeout,
+            options.deadlines,
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());

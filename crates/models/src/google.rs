@@ -61,7 +61,7 @@ impl GoogleAdapter {
             PROVIDER,
             key,
             options.retry,
-            options.idle_timeout,
+            options.deadlines,
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());

@@ -208,8 +208,35 @@ pub(crate) struct Http {
     provider: &'static str,
     key: ApiKey,
     retry: RetryPolicy,
-    idle_timeout: Duration,
+    deadlines: Deadlines,
     observer: Option<WireObserver>,
+}
+
+/// How long a model call may take. Every call has all three, streamed or
+/// not: the planner, verifier, confidence gate and summaries use
+/// non-streamed calls and are bounded the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    /// From sending a request to its response headers, per attempt. A
+    /// non-streamed answer's headers come when the whole answer is ready,
+    /// so this also bounds a non-streamed generation.
+    pub headers: Duration,
+    /// How long a stream may stay silent. Keep-alive pings count as
+    /// traffic here, and only here.
+    pub idle: Duration,
+    /// The whole call, retries and waits included, until the last byte.
+    /// Nothing extends it, pings included.
+    pub overall: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Self {
+        Self {
+            headers: Duration::from_secs(180),
+            idle: Duration::from_secs(90),
+            overall: Duration::from_secs(600),
+        }
+    }
 }
 
 impl fmt::Debug for Http {
@@ -217,7 +244,7 @@ impl fmt::Debug for Http {
         f.debug_struct("Http")
             .field("provider", &self.provider)
             .field("retry", &self.retry)
-            .field("idle_timeout", &self.idle_timeout)
+            .field("deadlines", &self.deadlines)
             .field("observed", &self.observer.is_some())
             .finish_non_exhaustive()
     }
@@ -228,7 +255,7 @@ impl Http {
         provider: &'static str,
         key: ApiKey,
         retry: RetryPolicy,
-        idle_timeout: Duration,
+        deadlines: Deadlines,
         connect_timeout: Duration,
     ) -> Result<Self> {
         install_tls_provider();
@@ -241,7 +268,7 @@ impl Http {
             provider,
             key,
             retry,
-            idle_timeout,
+            deadlines,
             observer: None,
         })
     }
@@ -263,12 +290,17 @@ impl Http {
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
     ) -> Result<serde_json::Value> {
-        let (call, response) = self.send_with_retry(url, headers, body, false).await?;
+        let (call, response, deadline) = self.send_with_retry(url, headers, body, false).await?;
         let status = response.status().as_u16();
-        let text = match response.text().await {
-            Ok(text) => text,
-            Err(e) => {
+        let text = match tokio::time::timeout_at(deadline, response.text()).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(e)) => {
                 let error = self.transport_error(&e, false);
+                self.see_end(call, Some(&error.to_string()));
+                return Err(error);
+            }
+            Err(_) => {
+                let error = self.overall_deadline_error();
                 self.see_end(call, Some(&error.to_string()));
                 return Err(error);
             }
@@ -288,14 +320,15 @@ impl Http {
     }
 
     /// POSTs `body` and returns the answer as SSE events. Each event must
-    /// arrive within the idle timeout or the stream yields an error.
+    /// arrive within the idle deadline, and the last one within the overall
+    /// deadline, or the stream yields an error.
     pub(crate) async fn post_sse(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
     ) -> Result<SseStream> {
-        let (call, response) = self.send_with_retry(url, headers, body, true).await?;
+        let (call, response, deadline) = self.send_with_retry(url, headers, body, true).await?;
         let provider = self.provider;
         // The observer sees each chunk, then one `End`: the first transport
         // error, or a clean end once the body is exhausted.
@@ -331,24 +364,27 @@ impl Http {
         })
         .filter_map(|()| async { None });
         let bytes = bytes.chain(end);
-        Ok(with_idle_timeout(
+        Ok(with_deadlines(
             sse_events(provider, bytes),
             provider,
-            self.idle_timeout,
+            self.deadlines,
+            deadline,
         ))
     }
 
     /// Sends until an attempt succeeds or retrying cannot help; returns the
-    /// call's number (for the observer) and the answer.
+    /// call's number (for the observer), the answer and the instant by
+    /// which its body must be complete (the overall deadline).
     async fn send_with_retry(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
         stream: bool,
-    ) -> Result<(u64, reqwest::Response)> {
+    ) -> Result<(u64, reqwest::Response, tokio::time::Instant)> {
         let header_map = self.header_map(headers)?;
         let call = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
+        let deadline = tokio::time::Instant::now() + self.deadlines.overall;
         let mut attempt: u32 = 0;
         loop {
             if let Some(o) = &self.observer {
@@ -374,13 +410,43 @@ impl Http {
                     stream,
                 });
             }
-            let result = self
+            let send = self
                 .client
                 .post(url)
                 .headers(header_map.clone())
                 .json(body)
-                .send()
-                .await;
+                .send();
+            let headers_by = (tokio::time::Instant::now() + self.deadlines.headers).min(deadline);
+            let result = match tokio::time::timeout_at(headers_by, send).await {
+                Ok(result) => result,
+                Err(_) if headers_by >= deadline => {
+                    let error = self.overall_deadline_error();
+                    self.see_end(call, Some(&error.to_string()));
+                    return Err(error);
+                }
+                Err(_) => {
+                    let error = self.api_error(
+                        None,
+                        ModelErrorKind::Timeout,
+                        true,
+                        format!(
+                            "no response headers within {:.0}s",
+                            self.deadlines.headers.as_secs_f64()
+                        ),
+                        None,
+                        None,
+                    );
+                    self.see_end(call, Some(&error.to_string()));
+                    if attempt >= self.retry.max_retries {
+                        return Err(LumenError::MaxRetriesExceeded {
+                            attempts: attempt + 1,
+                            last: Box::new(error),
+                        });
+                    }
+                    attempt += 1;
+                    continue;
+                }
+            };
             if let (Some(o), Ok(response)) = (&self.observer, &result) {
                 let headers: Vec<(String, String)> = response
                     .headers()
@@ -400,7 +466,9 @@ impl Http {
                 });
             }
             let error = match result {
-                Ok(response) if response.status().is_success() => return Ok((call, response)),
+                Ok(response) if response.status().is_success() => {
+                    return Ok((call, response, deadline));
+                }
                 Ok(response) => self.status_error(call, response).await,
                 Err(e) => {
                     let error = self.transport_error(&e, true);
@@ -422,6 +490,14 @@ impl Http {
                 _ => None,
             };
             let wait = self.retry.delay(attempt, retry_after);
+            if tokio::time::Instant::now() + wait >= deadline {
+                // Waiting would pass the overall deadline: give up now, with
+                // the error that made us wait.
+                return Err(LumenError::MaxRetriesExceeded {
+                    attempts: attempt + 1,
+                    last: Box::new(error),
+                });
+            }
             tracing::warn!(
                 provider = self.provider,
                 attempt = attempt + 1,
@@ -503,6 +579,10 @@ impl Http {
         )
     }
 
+    fn overall_deadline_error(&self) -> LumenError {
+        overall_deadline_error(self.provider, self.deadlines.overall)
+    }
+
     fn api_error(
         &self,
         status: Option<u16>,
@@ -558,13 +638,25 @@ fn truncate(text: &str, max: usize) -> String {
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
+        && let Some(wait) = seconds(ms / 1000.0)
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait);
     }
-    let secs = get("retry-after")?.trim().parse::<f64>().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    seconds(get("retry-after")?.trim().parse::<f64>().ok()?)
+}
+
+/// The longest Retry-After taken at its word; [`RetryPolicy::max_delay`]
+/// caps it further. Anything longer (`1e20`, `inf`) is read as this.
+const RETRY_AFTER_CAP: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A wait in seconds from a header: negative or NaN values are no wait at
+/// all; huge ones are capped (a plain `Duration::from_secs_f64` panics on
+/// them).
+fn seconds(secs: f64) -> Option<Duration> {
+    if secs.is_nan() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(secs).map_or(RETRY_AFTER_CAP, |d| d.min(RETRY_AFTER_CAP)))
 }
 
 /// The provider's own error message from an error body: Anthropic, OpenAI
@@ -725,23 +817,51 @@ pub(crate) fn stream_error(provider: &str, message: impl Into<String>) -> LumenE
     }
 }
 
-/// Ends the stream with an error when no event arrives for `idle`.
-fn with_idle_timeout(inner: SseStream, provider: &'static str, idle: Duration) -> SseStream {
+/// The error of a call that ran past its overall deadline.
+fn overall_deadline_error(provider: &str, overall: Duration) -> LumenError {
+    LumenError::ModelApi {
+        provider: provider.to_owned(),
+        status: None,
+        kind: ModelErrorKind::Timeout,
+        retryable: false,
+        message: format!(
+            "the call took longer than its overall deadline of {:.0}s",
+            overall.as_secs_f64()
+        ),
+        body: None,
+        retry_after: None,
+    }
+}
+
+/// Ends the stream with an error when no event arrives for `deadlines.idle`
+/// or the stream is still going at `deadline` (events, pings included, do
+/// not move it).
+fn with_deadlines(
+    inner: SseStream,
+    provider: &'static str,
+    deadlines: Deadlines,
+    deadline: tokio::time::Instant,
+) -> SseStream {
     Box::pin(futures::stream::unfold(
         Some(inner),
         move |state| async move {
             let mut inner = state?;
-            match tokio::time::timeout(idle, inner.next()).await {
+            let idle_by = tokio::time::Instant::now() + deadlines.idle;
+            match tokio::time::timeout_at(idle_by.min(deadline), inner.next()).await {
                 Ok(Some(item)) => Some((item, Some(inner))),
                 Ok(None) => None,
-                Err(_) => Some((
+                Err(_) if idle_by < deadline => Some((
                     Err(stream_error(
                         provider,
                         format!(
                             "the stream went idle: no event for {:.1}s",
-                            idle.as_secs_f64()
+                            deadlines.idle.as_secs_f64()
                         ),
                     )),
+                    None,
+                )),
+                Err(_) => Some((
+                    Err(overall_deadline_error(provider, deadlines.overall)),
                     None,
                 )),
             }
@@ -787,6 +907,26 @@ mod tests {
             (ModelErrorKind::ContextLength, false)
         );
         assert_eq!(classify(400, "bad"), (ModelErrorKind::BadRequest, false));
+    }
+
+    #[test]
+    fn retry_after_of_any_value_is_capped_never_a_panic() {
+        let mut headers = HeaderMap::new();
+        for (value, expected) in [
+            ("2", Some(Duration::from_secs(2))),
+            ("0.5", Some(Duration::from_millis(500))),
+            ("1e20", Some(RETRY_AFTER_CAP)),
+            ("inf", Some(RETRY_AFTER_CAP)),
+            ("99999999999999999999", Some(RETRY_AFTER_CAP)),
+            ("-1", None),
+            ("NaN", None),
+            ("Wed, 21 Oct 2015 07:28:00 GMT", None),
+        ] {
+            headers.insert("retry-after", HeaderValue::from_static(value));
+            assert_eq!(retry_after(&headers), expected, "{value}");
+        }
+        headers.insert("retry-after-ms", HeaderValue::from_static("1e300"));
+        assert_eq!(retry_after(&headers), Some(RETRY_AFTER_CAP));
     }
 
     #[test]
@@ -881,7 +1021,7 @@ mod tests {
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(10),
             },
-            Duration::from_secs(5),
+            Deadlines::default(),
             Duration::from_secs(5),
         )
         .unwrap()

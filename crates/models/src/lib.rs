@@ -61,7 +61,9 @@ use futures::StreamExt as _;
 use lumen_core::{LumenError, ModelAdapter, ModelEvent, Result, Screenshot};
 
 pub use decoder::{ActionDecoder, CoordinateSpace, base_call_id, call_ids};
-pub use http::{ApiKey, RetryPolicy, SseEvent, WireEvent, WireObserver, reframe_recording};
+pub use http::{
+    ApiKey, Deadlines, RetryPolicy, SseEvent, WireEvent, WireObserver, reframe_recording,
+};
 
 /// Options for building an adapter. Everything is optional: keys and base
 /// URLs fall back to the environment, the rest to sensible defaults.
@@ -74,8 +76,9 @@ pub struct AdapterOptions {
     pub base_url: Option<String>,
     /// Retries before the first byte of an answer.
     pub retry: RetryPolicy,
-    /// How long a stream may stay silent before it fails.
-    pub idle_timeout: Duration,
+    /// How long a call may take: to its response headers, between two
+    /// stream events, and in all.
+    pub deadlines: Deadlines,
     /// TCP/TLS connect timeout.
     pub connect_timeout: Duration,
     /// Output token limit per call (thinking comes on top).
@@ -108,7 +111,7 @@ impl Default for AdapterOptions {
             api_key: None,
             base_url: None,
             retry: RetryPolicy::default(),
-            idle_timeout: Duration::from_secs(90),
+            deadlines: Deadlines::default(),
             connect_timeout: Duration::from_secs(15),
             max_tokens: 4096,
             thinking_budget: None,

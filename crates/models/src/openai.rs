@@ -83,7 +83,7 @@ impl OpenAiAdapter {
             PROVIDER,
             key,
             options.retry,
-            options.idle_timeout,
+            options.deadlines,
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());

@@ -221,7 +221,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             .and_then(VecDeque::pop_front)
     });
     match reply {
-        Some(reply) => reply.into_response(),
+        Some(reply) => reply.into_response().await,
         None => Response::builder()
             .status(StatusCode::NOT_IMPLEMENTED)
             .header("content-type", "application/json")

@@ -93,6 +93,18 @@ pub enum Reply {
         /// Pause before each.
         pause: Duration,
     },
+    /// A status with headers exactly as given (e.g. a `Retry-After` that is
+    /// not a small whole number) and a body.
+    Raw {
+        /// The status.
+        status: StatusCode,
+        /// Headers, sent as given.
+        headers: Vec<(String, String)>,
+        /// The body.
+        body: String,
+    },
+    /// Accepts the request and never answers: no status line, no headers.
+    Silent,
 }
 
 impl Reply {
@@ -110,7 +122,7 @@ impl Reply {
         }
     }
 
-    pub(super) fn into_response(self) -> Response {
+    pub(super) async fn into_response(self) -> Response {
         let sse = |body: Body| {
             Response::builder()
                 .status(StatusCode::OK)
@@ -192,6 +204,18 @@ impl Reply {
                 });
                 sse(Body::from_stream(stream))
             }
+            Reply::Raw {
+                status,
+                headers,
+                body,
+            } => {
+                let mut builder = Response::builder().status(status);
+                for (name, value) in headers {
+                    builder = builder.header(name, value);
+                }
+                builder.body(Body::from(body)).unwrap_or_default()
+            }
+            Reply::Silent => futures::future::pending().await,
         }
     }
 }

@@ -10,7 +10,7 @@ use lumen_core::{
 };
 use lumen_models::anthropic::{AnthropicAdapter, ComputerTool};
 use lumen_models::stream::collect_events;
-use lumen_models::{AdapterOptions, ApiKey, RetryPolicy, create_adapter_with_env};
+use lumen_models::{AdapterOptions, ApiKey, Deadlines, RetryPolicy, create_adapter_with_env};
 use lumen_test_support::StatusCode;
 use lumen_test_support::mock_provider::{MockProvider, Reply, Route, SseEvent};
 use pretty_assertions::assert_eq;
@@ -31,7 +31,10 @@ fn options(base_url: Option<String>) -> AdapterOptions {
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(20),
         },
-        idle_timeout: Duration::from_secs(2),
+        deadlines: Deadlines {
+            idle: Duration::from_secs(2),
+            ..Deadlines::default()
+        },
         ..AdapterOptions::default()
     }
 }

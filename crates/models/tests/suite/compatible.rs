@@ -10,7 +10,9 @@ use lumen_core::{
 };
 use lumen_models::compatible::CompatibleAdapter;
 use lumen_models::stream::collect_events;
-use lumen_models::{AdapterOptions, CoordinateSpace, RetryPolicy, create_adapter_with_env};
+use lumen_models::{
+    AdapterOptions, CoordinateSpace, Deadlines, RetryPolicy, create_adapter_with_env,
+};
 use lumen_test_support::StatusCode;
 use lumen_test_support::mock_provider::{MockProvider, Reply, Route, SseEvent};
 use pretty_assertions::assert_eq;
@@ -27,7 +29,10 @@ fn options(base_url: &str, space: CoordinateSpace) -> AdapterOptions {
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(20),
         },
-        idle_timeout: Duration::from_secs(2),
+        deadlines: Deadlines {
+            idle: Duration::from_secs(2),
+            ..Deadlines::default()
+        },
         ..AdapterOptions::default()
     }
 }
