@@ -34,6 +34,24 @@ pub(crate) fn capped(size: Size, max_edge: u32) -> Size {
     Size::new(w, h)
 }
 
+/// The size an image of `size` becomes within both limits: the longer edge
+/// at most `max_edge`, width × height at most `max_pixels` (aspect ratio
+/// kept, each side at least 1).
+pub(crate) fn fitted(size: Size, max_edge: Option<u32>, max_pixels: Option<u64>) -> Size {
+    let size = max_edge.map_or(size, |m| capped(size, m));
+    let area = size.width as u64 * size.height as u64;
+    match max_pixels {
+        Some(max) if max > 0 && area > max => {
+            let f = (max as f64 / area as f64).sqrt();
+            // Floor, so rounding never pushes the area back over the limit.
+            let w = ((size.width as f64 * f).floor() as u32).max(1);
+            let h = ((size.height as f64 * f).floor() as u32).max(1);
+            Size::new(w, h)
+        }
+        _ => size,
+    }
+}
+
 /// Decodes, optionally resizes to `target` and draws a pointer dot at
 /// `dot` (image pixels), then encodes again.
 pub(crate) fn process(
@@ -128,6 +146,24 @@ mod tests {
         assert_eq!(capped(Size::new(1280, 720), 1568), Size::new(1280, 720));
         assert_eq!(capped(Size::new(1288, 728), 1000), Size::new(1000, 565));
         assert_eq!(capped(Size::new(5000, 1), 100), Size::new(100, 1));
+    }
+
+    #[test]
+    fn fitted_keeps_within_the_edge_and_the_pixel_count() {
+        // Claude's older limits: 1568 px and ~1.18 MP.
+        let claude = |s| fitted(s, Some(1568), Some(1_176_000));
+        // A DPR-2 capture of 1280x720 is 2560x1440 (3.7 MP).
+        let s = claude(Size::new(2560, 1440));
+        assert!(s.width <= 1568 && s.height <= 1568, "{s:?}");
+        assert!(s.width as u64 * s.height as u64 <= 1_176_000, "{s:?}");
+        assert_eq!(s, Size::new(1445, 813));
+        // 1280x720 fits both.
+        assert_eq!(claude(Size::new(1280, 720)), Size::new(1280, 720));
+        // No limits: unchanged.
+        assert_eq!(
+            fitted(Size::new(4000, 3000), None, None),
+            Size::new(4000, 3000)
+        );
     }
 
     #[test]

@@ -814,10 +814,7 @@ impl CdpTab {
         let mut size = imaging::dimensions(&bytes, format)
             .map_err(|e| LumenError::invalid_data("screenshot", e))?;
         let mut bytes = bytes;
-        let target = options
-            .max_edge
-            .map(|m| imaging::capped(size, m))
-            .unwrap_or(size);
+        let target = imaging::fitted(size, options.max_edge, options.max_pixels);
         let cursor = if options.cursor_overlay {
             *lock(&self.shared.cursor)
         } else {

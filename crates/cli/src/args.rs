@@ -34,6 +34,9 @@ pub(crate) enum Command {
     Ipc(ServeArgs),
     /// Serve runs and direct browser tools as an MCP server on stdio.
     Mcp(ServeArgs),
+    /// Print the model registry: tool family, thinking style, temperature
+    /// rule, image limits, context window and prices of each model family.
+    Models,
 }
 
 /// `lumen serve`, `lumen ipc` and `lumen mcp`.

@@ -84,6 +84,13 @@ fn main() -> ExitCode {
             Command::Serve(args) => served(lumen_server::serve(serve_options(&args)).await),
             Command::Ipc(args) => served(lumen_server::ipc_stdio(serve_options(&args)).await),
             Command::Mcp(args) => served(lumen_server::mcp_stdio(serve_options(&args)).await),
+            Command::Models => {
+                #[allow(clippy::print_stdout)]
+                {
+                    print!("{}", lumen::models::registry::table());
+                }
+                Ok(0)
+            }
         }
     });
     // Do not wait for stray tasks (a pending Ctrl-C watcher, idle servers).

@@ -20,6 +20,8 @@ pub struct ScreenshotOptions {
     pub quality: u8,
     /// Downscale so the longer edge is at most this many pixels.
     pub max_edge: Option<u32>,
+    /// Downscale so width × height is at most this many pixels.
+    pub max_pixels: Option<u64>,
     /// Draw a dot where the pointer last was.
     pub cursor_overlay: bool,
     /// Capture only this region (viewport CSS pixels), at device resolution.
@@ -32,6 +34,7 @@ impl Default for ScreenshotOptions {
             format: ImageFormat::Jpeg,
             quality: 80,
             max_edge: None,
+            max_pixels: None,
             cursor_overlay: false,
             region: None,
         }

@@ -77,7 +77,12 @@ pub struct StepContext<'a> {
     /// The current URL.
     pub url: &'a str,
     /// Sampling temperature override (the confidence gate varies it).
+    /// Adapters drop it for models that reject a temperature.
     pub temperature: Option<f32>,
+    /// Where the pointer is, viewport CSS pixels, when it has been placed:
+    /// actions that act "at the cursor" (a click without a coordinate) are
+    /// resolved against it.
+    pub cursor: Option<crate::coords::Point>,
 }
 
 /// A whole model answer.
@@ -133,6 +138,9 @@ pub struct ModelInfo {
     /// Longest image edge the model takes without downscaling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_image_dimension: Option<u32>,
+    /// Most pixels (width × height) the model takes without downscaling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_image_pixels: Option<u64>,
     /// Whether the model can return reasoning.
     pub supports_thinking: bool,
     /// Whether the provider's own computer-use tool is used.

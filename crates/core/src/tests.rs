@@ -587,6 +587,7 @@ fn options_and_misc_shapes_round_trip() {
         format: ImageFormat::Png,
         quality: 100,
         max_edge: Some(1344),
+        max_pixels: Some(1_176_000),
         cursor_overlay: true,
         region: Some(Rect {
             x0: 1,
@@ -625,6 +626,7 @@ fn options_and_misc_shapes_round_trip() {
         provider: "anthropic".into(),
         patch_size: Some(28),
         max_image_dimension: Some(1344),
+        max_image_pixels: None,
         supports_thinking: true,
         native_computer_use: true,
         context_window_tokens: 200_000,

@@ -168,6 +168,15 @@ impl RunState {
     }
 }
 
+/// The smaller of two optional limits (either alone when the other is
+/// unset).
+fn smallest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// What one action did, buffered until the assistant turn is recorded.
 struct Done {
     record: ActionRecord,
@@ -264,6 +273,18 @@ impl PerceptionLoop {
     pub fn with_control(mut self, control: RunControl) -> Self {
         self.control = control;
         self
+    }
+
+    /// How screenshots are taken: the configured options, sized to the
+    /// model's image limits. A larger image would be shrunk by the provider,
+    /// and the model would answer in the coordinates of an image we never
+    /// saw; sized here, the coordinate scale stays exact.
+    fn capture_options(&self) -> ScreenshotOptions {
+        let info = self.adapter.info();
+        let mut options = self.config.screenshot.clone();
+        options.max_edge = smallest(options.max_edge, info.max_image_dimension);
+        options.max_pixels = smallest(options.max_pixels, info.max_image_pixels);
+        options
     }
 
     /// Replaces the settings (e.g. to add a plan between runs).
@@ -409,7 +430,7 @@ impl PerceptionLoop {
             .await;
 
         let shot = self
-            .guarded(self.tab.screenshot(&self.config.screenshot))
+            .guarded(self.tab.screenshot(&self.capture_options()))
             .await?;
         self.bus
             .emit(StreamEvent::Screenshot {
@@ -468,6 +489,7 @@ impl PerceptionLoop {
             state: state_snapshot.as_ref(),
             url: &url,
             temperature: None,
+            cursor: self.tab.cursor(),
         };
         match run
             .history
@@ -948,7 +970,7 @@ impl PerceptionLoop {
         };
         // Judge the page as it is now, not as it was at the start of the step.
         let now = match self
-            .guarded(self.tab.screenshot(&self.config.screenshot))
+            .guarded(self.tab.screenshot(&self.capture_options()))
             .await
         {
             Ok(s) => s,

@@ -47,6 +47,7 @@ impl Scripted {
                 provider: "test".into(),
                 patch_size: None,
                 max_image_dimension: None,
+                max_image_pixels: None,
                 supports_thinking: false,
                 native_computer_use: false,
                 context_window_tokens: 100_000,

@@ -51,6 +51,7 @@ pub async fn plan(
         state: None,
         url: &url,
         temperature: Some(0.0),
+        cursor: None,
     };
     let response = adapter.step(&ctx).await?;
     let from_terminate = response.turn.calls.iter().find_map(|c| match &c.action {

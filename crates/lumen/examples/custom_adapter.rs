@@ -93,6 +93,7 @@ async fn main() -> Result<()> {
             provider: "custom".into(),
             patch_size: None,
             max_image_dimension: None,
+            max_image_pixels: None,
             supports_thinking: false,
             native_computer_use: false,
             context_window_tokens: 8_000,

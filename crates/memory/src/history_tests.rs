@@ -108,6 +108,7 @@ impl CountingAdapter {
                 provider: "test".into(),
                 patch_size: None,
                 max_image_dimension: None,
+                max_image_pixels: None,
                 supports_thinking: false,
                 native_computer_use: false,
                 context_window_tokens,
@@ -182,6 +183,7 @@ fn ctx<'a>(step: u32, shot: &'a Screenshot, state: Option<&'a TaskState>) -> Ste
         state,
         url: "https://a.test/",
         temperature: None,
+        cursor: None,
     }
 }
 

@@ -32,8 +32,9 @@ use serde_json::{Value, json};
 use crate::decoder::ActionDecoder;
 use crate::http::{Http, SseEvent, stream_error};
 use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::registry::{self, ModelSpec, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
-use crate::{AdapterOptions, join_url};
+use crate::{AdapterOptions, Effort, Provider, join_url};
 
 const PROVIDER: &str = "anthropic";
 const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -51,14 +52,12 @@ pub enum ComputerTool {
 }
 
 impl ComputerTool {
-    /// The tool version a model takes.
+    /// The tool version a model takes (from the [`registry`]).
+    ///
+    /// [`registry`]: crate::registry
     pub fn for_model(model: &str) -> Self {
-        match claude_version(model) {
-            Some((family, major, minor))
-                if (major, minor) >= (4, 6) || (family == "opus" && (major, minor) == (4, 5)) =>
-            {
-                ComputerTool::V20251124
-            }
+        match registry::spec(Provider::Anthropic, model).tools {
+            ToolFamily::AnthropicComputer(tool) => tool,
             _ => ComputerTool::V20250124,
         }
     }
@@ -82,7 +81,7 @@ impl ComputerTool {
 
 /// `claude-opus-4-5-20251101` → `("opus", 4, 5)`; `claude-sonnet-4-20250514`
 /// → `("sonnet", 4, 0)`; also the older `claude-3-7-sonnet-…` order.
-fn claude_version(model: &str) -> Option<(&str, u32, u32)> {
+pub(crate) fn claude_version(model: &str) -> Option<(&str, u32, u32)> {
     let rest = model.strip_prefix("claude-")?;
     let parts: Vec<&str> = rest.split('-').collect();
     let small = |s: &&str| s.len() <= 2 && s.parse::<u32>().is_ok();
@@ -100,15 +99,25 @@ fn claude_version(model: &str) -> Option<(&str, u32, u32)> {
     }
 }
 
+/// How a request asks for thinking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Thinking {
+    /// `{type: enabled, budget_tokens}` (models before adaptive thinking).
+    Budget(u32),
+    /// `{type: adaptive}` with `output_config.effort`.
+    Adaptive(Effort),
+}
+
 /// The Anthropic adapter.
 #[derive(Debug)]
 pub struct AnthropicAdapter {
     info: ModelInfo,
+    spec: &'static ModelSpec,
     http: Http,
     base_url: String,
     tool: ComputerTool,
     max_tokens: u32,
-    thinking_budget: Option<u32>,
+    thinking: Option<Thinking>,
     summary_model: String,
 }
 
@@ -130,23 +139,30 @@ impl AnthropicAdapter {
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());
+        let spec = registry::spec(Provider::Anthropic, model);
+        let thinking = match spec.thinking {
+            // Manual budgets below the API's minimum are raised to it.
+            ThinkingStyle::Budget { min } => options
+                .thinking_budget
+                .filter(|b| *b > 0)
+                .map(|b| Thinking::Budget(b.max(min))),
+            // These models reject a manual budget: the budget becomes an
+            // effort.
+            _ => options.wanted_effort().map(Thinking::Adaptive),
+        };
         Ok(Self {
-            info: ModelInfo {
-                model_id: model.to_owned(),
-                provider: PROVIDER.to_owned(),
-                patch_size: Some(28),
-                max_image_dimension: Some(1568),
-                supports_thinking: true,
-                native_computer_use: true,
-                context_window_tokens: 200_000,
-            },
+            info: spec.info(model, 28, true),
+            spec,
             http,
             base_url: options
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-            tool: ComputerTool::for_model(model),
-            max_tokens: options.max_tokens,
-            thinking_budget: options.thinking_budget.filter(|b| *b > 0),
+            tool: match spec.tools {
+                ToolFamily::AnthropicComputer(tool) => tool,
+                _ => ComputerTool::V20250124,
+            },
+            max_tokens: options.max_tokens.unwrap_or(spec.max_output),
+            thinking,
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
@@ -160,9 +176,12 @@ impl AnthropicAdapter {
 
     fn headers(&self) -> Vec<(&'static str, String)> {
         let mut betas = vec![self.tool.beta()];
-        if self.thinking_budget.is_some() {
+        // Adaptive thinking interleaves by itself; manual budgets need the
+        // beta to think between tool calls.
+        if matches!(self.thinking, Some(Thinking::Budget(_))) {
             betas.push(INTERLEAVED_THINKING_BETA);
         }
+        betas.extend(self.spec.betas);
         vec![
             ("x-api-key", self.http.key().expose().to_owned()),
             ("anthropic-version", API_VERSION.to_owned()),
@@ -189,18 +208,34 @@ impl AnthropicAdapter {
         if let Some(last) = tools.last_mut() {
             last["cache_control"] = ephemeral();
         }
+        let budget = match self.thinking {
+            Some(Thinking::Budget(b)) => b,
+            _ => 0,
+        };
         let mut body = json!({
             "model": self.info.model_id,
-            "max_tokens": self.max_tokens + self.thinking_budget.unwrap_or(0),
+            "max_tokens": self.max_tokens + budget,
             "system": [{"type": "text", "text": prompt::MECHANICS, "cache_control": ephemeral()}],
             "tools": tools,
             "messages": build_messages(ctx),
         });
-        if let Some(budget) = self.thinking_budget {
-            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
-        } else if let Some(t) = ctx.temperature {
-            // Anthropic rejects a temperature together with thinking.
-            body["temperature"] = crate::temperature_json(t);
+        match self.thinking {
+            Some(Thinking::Budget(budget)) => {
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+            }
+            Some(Thinking::Adaptive(effort)) => {
+                body["thinking"] = json!({"type": "adaptive"});
+                body["output_config"] = json!({"effort": effort.anthropic()});
+            }
+            // Anthropic rejects a temperature together with thinking, and
+            // the newest models reject it always.
+            None => {
+                if let Some(t) = ctx.temperature
+                    && self.spec.takes_temperature(false)
+                {
+                    body["temperature"] = crate::temperature_json(t);
+                }
+            }
         }
         if stream {
             body["stream"] = json!(true);
@@ -228,6 +263,11 @@ fn safe_id(id: &str) -> String {
     }
 }
 
+/// A text block with nothing but white space (which the API refuses).
+fn is_blank_text(block: &Value) -> bool {
+    block["type"] == "text" && block["text"].as_str().is_none_or(|t| t.trim().is_empty())
+}
+
 fn ephemeral() -> Value {
     json!({"type": "ephemeral"})
 }
@@ -244,7 +284,7 @@ impl ModelAdapter for AnthropicAdapter {
         let events = self.http.post_sse(&url, &self.headers(), &body).await?;
         Ok(stream::drive(
             events,
-            StreamParser::new(ActionDecoder::new(ctx.screenshot)),
+            StreamParser::new(ActionDecoder::for_step(ctx)),
         ))
     }
 
@@ -252,7 +292,7 @@ impl ModelAdapter for AnthropicAdapter {
         let url = join_url(&self.base_url, "v1/messages");
         let body = self.request_body(ctx, false);
         let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        parse_message(ActionDecoder::new(ctx.screenshot), answer)
+        parse_message(ActionDecoder::for_step(ctx), answer)
     }
 
     fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
@@ -458,7 +498,11 @@ impl MessageBuilder {
                             .map_or_else(|| vec![id.to_owned()], |(_, ids)| ids.clone());
                         self.pending.push((id.to_owned(), ids));
                     }
-                    blocks.push(block.clone());
+                    // The API refuses empty text blocks; a stream can end
+                    // one with nothing in it.
+                    if !is_blank_text(block) {
+                        blocks.push(block.clone());
+                    }
                 }
             }
             None => {
@@ -475,7 +519,7 @@ impl MessageBuilder {
                         (None, _) => {}
                     }
                 }
-                if let Some(text) = &turn.text {
+                if let Some(text) = turn.text.as_ref().filter(|t| !t.trim().is_empty()) {
                     blocks.push(json!({"type": "text", "text": text}));
                 }
                 // Without native data each action is its own tool call (ids
@@ -863,7 +907,9 @@ impl StreamParser {
         match block {
             Open::Text(text) => {
                 self.turn.text.push_str(&text);
-                self.content.push(json!({"type": "text", "text": text}));
+                if !text.trim().is_empty() {
+                    self.content.push(json!({"type": "text", "text": text}));
+                }
             }
             Open::Thinking { text, signature } => {
                 self.content
@@ -1095,7 +1141,8 @@ mod tests {
             ("claude-sonnet-4-20250514", ComputerTool::V20250124),
             ("claude-3-7-sonnet-20250219", ComputerTool::V20250124),
             ("claude-sonnet-5", ComputerTool::V20251124),
-            ("something-else", ComputerTool::V20250124),
+            // An unknown id gets the newest rules, not the oldest.
+            ("something-else", ComputerTool::V20251124),
         ] {
             assert_eq!(ComputerTool::for_model(model), tool, "{model}");
         }

@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 use crate::decoder::{ActionDecoder, CoordinateSpace};
 use crate::http::{ApiKey, Http, SseEvent, stream_error};
 use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::registry;
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
-use crate::{AdapterOptions, join_url};
+use crate::{AdapterOptions, Effort, Provider, join_url};
 
 const PROVIDER: &str = "compatible";
 
@@ -36,6 +37,7 @@ pub struct CompatibleAdapter {
     space: CoordinateSpace,
     max_tokens: u32,
     effort: Option<&'static str>,
+    max_images: Option<usize>,
     summary_model: String,
 }
 
@@ -62,26 +64,19 @@ impl CompatibleAdapter {
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());
+        let spec = registry::spec(Provider::Compatible, model);
+        let mut info = spec.info(model, 28, false);
+        info.context_window_tokens = 128_000;
+        let effort = options.wanted_effort();
         Ok(Self {
-            info: ModelInfo {
-                model_id: model.to_owned(),
-                provider: PROVIDER.to_owned(),
-                patch_size: Some(28),
-                max_image_dimension: Some(1344),
-                supports_thinking: false,
-                native_computer_use: false,
-                context_window_tokens: 128_000,
-            },
+            info,
             http,
             has_key,
             base_url,
             space: options.coordinate_space,
-            max_tokens: options.max_tokens,
-            effort: options.thinking_budget.map(|b| match b {
-                0..=2048 => "low",
-                2049..=8192 => "medium",
-                _ => "high",
-            }),
+            max_tokens: options.max_tokens.unwrap_or(spec.max_output),
+            effort: effort.map(Effort::openai),
+            max_images: options.max_images,
             summary_model: options.summary_model.unwrap_or_else(|| model.to_owned()),
         })
     }
@@ -117,6 +112,12 @@ impl CompatibleAdapter {
         if !ctx.system_prompt.trim().is_empty() {
             messages.push(json!({"role": "user", "content": ctx.system_prompt}));
         }
+        // Chat templates that demand alternating roles break on two user
+        // messages in a row (the step text after the screenshot): merge them.
+        let mut messages = merge_user_runs(messages);
+        if let Some(max) = self.max_images {
+            keep_newest_images(&mut messages, max);
+        }
         let mut body = json!({
             "model": self.info.model_id,
             "messages": messages,
@@ -150,7 +151,7 @@ impl ModelAdapter for CompatibleAdapter {
         let events = self.http.post_sse(&url, &self.headers(), &body).await?;
         Ok(stream::drive(
             events,
-            StreamParser::with_space(ActionDecoder::new(ctx.screenshot), self.space),
+            StreamParser::with_space(ActionDecoder::for_step(ctx), self.space),
         ))
     }
 
@@ -158,7 +159,7 @@ impl ModelAdapter for CompatibleAdapter {
         let url = join_url(&self.base_url, "chat/completions");
         let body = self.request_body(ctx, false);
         let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        let mut parser = StreamParser::with_space(ActionDecoder::new(ctx.screenshot), self.space);
+        let mut parser = StreamParser::with_space(ActionDecoder::for_step(ctx), self.space);
         let mut out = Vec::new();
         let choice = &answer["choices"][0];
         let message = &choice["message"];
@@ -419,6 +420,50 @@ fn encode_known(
             json!({"instruction": instruction, "max_steps": max_steps}),
         ),
         _ => ("screenshot", json!({})),
+    }
+}
+
+/// A message's content as a list of parts (a string becomes one text part).
+fn content_parts(content: &Value) -> Vec<Value> {
+    match content {
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        Value::Array(parts) => parts.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Joins each run of consecutive user messages into one.
+fn merge_user_runs(messages: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
+    for message in messages {
+        match out.last_mut() {
+            Some(last) if last["role"] == "user" && message["role"] == "user" => {
+                let mut parts = content_parts(&last["content"]);
+                parts.extend(content_parts(&message["content"]));
+                last["content"] = Value::Array(parts);
+            }
+            _ => out.push(message),
+        }
+    }
+    out
+}
+
+/// Keeps the newest `max` images; older ones become a text marker (servers
+/// such as vLLM cap images per request).
+fn keep_newest_images(messages: &mut [Value], max: usize) {
+    let mut seen = 0;
+    for message in messages.iter_mut().rev() {
+        let Some(parts) = message["content"].as_array_mut() else {
+            continue;
+        };
+        for part in parts.iter_mut().rev() {
+            if part["type"] == "image_url" {
+                seen += 1;
+                if seen > max {
+                    *part = json!({"type": "text", "text": "[an older screenshot, not sent]"});
+                }
+            }
+        }
     }
 }
 
@@ -703,7 +748,11 @@ impl Decode for StreamParser {
                     open.id = id.to_owned();
                 }
                 if let Some(name) = call["function"]["name"].as_str() {
-                    open.name.push_str(name);
+                    // Some servers repeat the whole name in every delta;
+                    // the name is streamed once by OpenAI itself.
+                    if open.name != name {
+                        open.name.push_str(name);
+                    }
                 }
                 if let Some(args) = call["function"]["arguments"].as_str() {
                     open.arguments.push_str(args);

@@ -28,14 +28,18 @@
 
 use lumen_core::{
     Action, ActionCall, Modifiers, MouseButton, Point, Rect, SafetyCheck, Screenshot,
-    ScrollDirection, ScrollUnit, Size, TaskState, TerminateStatus, denormalize,
+    ScrollDirection, ScrollUnit, Size, TerminateStatus, denormalize,
 };
 use serde_json::Value;
+use std::cell::Cell;
 
 /// Converts provider tool calls into actions for one screenshot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionDecoder {
     shot: ScreenGeometry,
+    /// Where the pointer is, as the actions decoded so far leave it:
+    /// actions "at the cursor" resolve against it.
+    cursor: Cell<Option<Point>>,
 }
 
 /// The geometry the decoder needs from a screenshot.
@@ -78,7 +82,49 @@ impl ActionDecoder {
                 image: shot.image.size(),
                 scale: shot.scale,
             },
+            cursor: Cell::new(None),
         }
+    }
+
+    /// A decoder for one step: its screenshot and where the pointer is.
+    pub fn for_step(ctx: &lumen_core::StepContext<'_>) -> Self {
+        let decoder = Self::new(ctx.screenshot);
+        decoder.cursor.set(ctx.cursor);
+        decoder
+    }
+
+    /// The pointer position after the actions decoded so far.
+    pub fn cursor(&self) -> Option<Point> {
+        self.cursor.get()
+    }
+
+    /// Records where `actions` leave the pointer, and returns them.
+    fn track(&self, actions: Vec<Action>) -> Vec<Action> {
+        for action in &actions {
+            let at = match action {
+                Action::Click { x, y, .. }
+                | Action::DoubleClick { x, y, .. }
+                | Action::TripleClick { x, y, .. }
+                | Action::Hover { x, y }
+                | Action::Scroll { x, y, .. } => Some(Point::new(*x, *y)),
+                Action::Drag { end_x, end_y, .. } => Some(Point::new(*end_x, *end_y)),
+                Action::MouseDown {
+                    x: Some(x),
+                    y: Some(y),
+                    ..
+                }
+                | Action::MouseUp {
+                    x: Some(x),
+                    y: Some(y),
+                    ..
+                } => Some(Point::new(*x, *y)),
+                _ => None,
+            };
+            if at.is_some() {
+                self.cursor.set(at);
+            }
+        }
+        actions
     }
 
     /// A decoder for a viewport shown to the model as an `image` of the
@@ -90,6 +136,7 @@ impl ActionDecoder {
                 image,
                 scale: lumen_core::ImageScale::between(viewport, image),
             },
+            cursor: Cell::new(None),
         }
     }
 
@@ -146,12 +193,24 @@ impl ActionDecoder {
                 let (x, y) = args.pair(key)?;
                 Ok(self.image_point(x, y))
             };
+            // Since computer_20250124 clicks may omit `coordinate`: they act
+            // where the pointer is.
+            let at_cursor = || -> Result<Point, String> {
+                if args.has("coordinate") {
+                    return point("coordinate");
+                }
+                self.cursor.get().ok_or_else(|| {
+                    "no `coordinate`, and the pointer has not been placed yet: give a \
+                     coordinate"
+                        .to_owned()
+                })
+            };
             let modifiers = || modifiers_from(args.opt_str("text")?.unwrap_or(""));
             Ok(match action {
                 "screenshot" => vec![Action::Screenshot],
                 "cursor_position" => vec![Action::CursorPosition],
                 "left_click" | "right_click" | "middle_click" => {
-                    let p = point("coordinate")?;
+                    let p = at_cursor()?;
                     let button = match action {
                         "right_click" => MouseButton::Right,
                         "middle_click" => MouseButton::Middle,
@@ -165,7 +224,7 @@ impl ActionDecoder {
                     }]
                 }
                 "double_click" => {
-                    let p = point("coordinate")?;
+                    let p = at_cursor()?;
                     vec![Action::DoubleClick {
                         x: p.x,
                         y: p.y,
@@ -173,7 +232,7 @@ impl ActionDecoder {
                     }]
                 }
                 "triple_click" => {
-                    let p = point("coordinate")?;
+                    let p = at_cursor()?;
                     vec![Action::TripleClick {
                         x: p.x,
                         y: p.y,
@@ -209,7 +268,11 @@ impl ActionDecoder {
                     }]
                 }
                 "scroll" => {
-                    let p = point("coordinate")?;
+                    // Without a coordinate: at the pointer, else mid-page.
+                    let p = match args.has("coordinate") {
+                        true => point("coordinate")?,
+                        false => self.cursor.get().unwrap_or_else(|| self.center()),
+                    };
                     let direction = direction(args.str("scroll_direction")?)?;
                     let amount = args.num("scroll_amount")?;
                     if amount <= 0.0 {
@@ -269,7 +332,7 @@ impl ActionDecoder {
                 other => return Err(format!("unknown computer action `{other}`")),
             })
         })();
-        result.unwrap_or_else(|e| vec![args.invalid(e)])
+        self.track(result.unwrap_or_else(|e| vec![args.invalid(e)]))
     }
 
     // ----- OpenAI ----------------------------------------------------------
@@ -332,11 +395,22 @@ impl ActionDecoder {
                     let points = path
                         .iter()
                         .map(|p| {
-                            let x = p.get("x").and_then(as_number);
-                            let y = p.get("y").and_then(as_number);
+                            // `{x, y}` objects or `[x, y]` pairs: the GA tool
+                            // sends either.
+                            let (x, y) = match p {
+                                Value::Array(pair) if pair.len() == 2 => {
+                                    (as_number(&pair[0]), as_number(&pair[1]))
+                                }
+                                _ => (
+                                    p.get("x").and_then(as_number),
+                                    p.get("y").and_then(as_number),
+                                ),
+                            };
                             match (x, y) {
                                 (Some(x), Some(y)) => Ok(self.image_point(x, y)),
-                                _ => Err("each `path` point needs numeric `x` and `y`".to_owned()),
+                                _ => Err("each `path` point needs numeric `x` and `y` (or an \
+                                          `[x, y]` pair)"
+                                    .to_owned()),
                             }
                         })
                         .collect::<Result<Vec<Point>, String>>()?;
@@ -417,7 +491,7 @@ impl ActionDecoder {
                 other => return Err(format!("unknown computer action `{other}`")),
             })
         })();
-        result.unwrap_or_else(|e| vec![args.invalid(e)])
+        self.track(result.unwrap_or_else(|e| vec![args.invalid(e)]))
     }
 
     // ----- Gemini ----------------------------------------------------------
@@ -519,6 +593,139 @@ impl ActionDecoder {
                         modifiers: Modifiers::NONE,
                     }]
                 }
+                // ----- the Gemini 3.5 set (its names, grid coordinates) -----
+                "click" | "right_click" | "middle_click" => {
+                    let p = point("x", "y")?;
+                    vec![Action::Click {
+                        x: p.x,
+                        y: p.y,
+                        button: match name {
+                            "right_click" => MouseButton::Right,
+                            "middle_click" => MouseButton::Middle,
+                            _ => MouseButton::Left,
+                        },
+                        modifiers: Modifiers::NONE,
+                    }]
+                }
+                "double_click" => {
+                    let p = point("x", "y")?;
+                    vec![Action::DoubleClick {
+                        x: p.x,
+                        y: p.y,
+                        modifiers: Modifiers::NONE,
+                    }]
+                }
+                "triple_click" => {
+                    let p = point("x", "y")?;
+                    vec![Action::TripleClick {
+                        x: p.x,
+                        y: p.y,
+                        modifiers: Modifiers::NONE,
+                    }]
+                }
+                "move" => {
+                    let p = point("x", "y")?;
+                    vec![Action::Hover { x: p.x, y: p.y }]
+                }
+                "mouse_down" | "mouse_up" => {
+                    let at = match args.has("x") || args.has("y") {
+                        true => Some(point("x", "y")?),
+                        false => None,
+                    };
+                    let (x, y) = (at.map(|p| p.x), at.map(|p| p.y));
+                    let button = MouseButton::Left;
+                    vec![if name == "mouse_down" {
+                        Action::MouseDown { x, y, button }
+                    } else {
+                        Action::MouseUp { x, y, button }
+                    }]
+                }
+                // Types where the focus is; `press_enter` defaults to false.
+                "type" => {
+                    let mut out = vec![Action::Type {
+                        text: args.str("text")?.to_owned(),
+                    }];
+                    if args.opt_bool("press_enter")?.unwrap_or(false) {
+                        out.push(Action::KeyPress {
+                            keys: vec!["Enter".into()],
+                        });
+                    }
+                    out
+                }
+                "press_key" => vec![Action::KeyPress {
+                    keys: single_chord(args.str("key")?)?,
+                }],
+                "hotkey" => {
+                    let keys = match args.field("keys")? {
+                        Value::Array(keys) => keys
+                            .iter()
+                            .map(|k| k.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<String>>>()
+                            .ok_or("`keys` must be a list of key names")?,
+                        Value::String(chord) => single_chord(chord)?,
+                        _ => return Err("`keys` must be a list of key names".into()),
+                    };
+                    if keys.is_empty() {
+                        return Err("`keys` is empty".into());
+                    }
+                    vec![Action::KeyPress { keys }]
+                }
+                "key_down" | "key_up" => {
+                    return Err(format!(
+                        "`{name}` is not supported: press a chord with `hotkey` (keys go down \
+                         in order and come up in reverse) or `press_key`"
+                    ));
+                }
+                "wait" => {
+                    let secs = args.opt_num("seconds")?.unwrap_or(1.0);
+                    vec![Action::Wait {
+                        ms: seconds_to_ms(secs)?,
+                    }]
+                }
+                "take_screenshot" => vec![Action::Screenshot],
+                "scroll" => {
+                    let p = point("x", "y")?;
+                    let direction = direction(args.str("direction")?)?;
+                    // The 3.5 docs name a pixel distance; Google's reference
+                    // agent reads a grid `magnitude`. Both are accepted.
+                    let pixels = match args.opt_num("magnitude_in_pixels")? {
+                        Some(px) => px,
+                        None => {
+                            let grid = args
+                                .opt_num("magnitude")?
+                                .unwrap_or(GEMINI_DEFAULT_MAGNITUDE);
+                            let axis = match direction {
+                                ScrollDirection::Up | ScrollDirection::Down => {
+                                    self.shot.viewport.height
+                                }
+                                _ => self.shot.viewport.width,
+                            };
+                            (grid.min(1000.0) / 1000.0 * axis as f64).round()
+                        }
+                    };
+                    if pixels <= 0.0 {
+                        return Err("the scroll magnitude must be positive".into());
+                    }
+                    vec![Action::Scroll {
+                        x: p.x,
+                        y: p.y,
+                        direction,
+                        amount: pixels,
+                        unit: ScrollUnit::Pixels,
+                        modifiers: Modifiers::NONE,
+                    }]
+                }
+                "drag_and_drop" if args.has("start_x") => {
+                    let s = point("start_x", "start_y")?;
+                    let e = point("end_x", "end_y")?;
+                    vec![Action::Drag {
+                        start_x: s.x,
+                        start_y: s.y,
+                        end_x: e.x,
+                        end_y: e.y,
+                        path: Vec::new(),
+                    }]
+                }
                 "drag_and_drop" => {
                     let s = point("x", "y")?;
                     let e = point("destination_x", "destination_y")?;
@@ -533,7 +740,7 @@ impl ActionDecoder {
                 _ => return Ok(self.lumen_tool(name, args_value, CoordinateSpace::Normalized)),
             })
         })();
-        result.unwrap_or_else(|e| vec![args.invalid(e)])
+        self.track(result.unwrap_or_else(|e| vec![args.invalid(e)]))
     }
 
     // ----- Our own tools ---------------------------------------------------
@@ -564,13 +771,17 @@ impl ActionDecoder {
                     url: args.str("url")?.to_owned(),
                 },
                 "update_state" | "write_state" => {
-                    let data = args.field("data")?;
-                    let Value::Object(map) = data else {
-                        return Err("`data` must be a JSON object".into());
+                    // Gemini's schema dialect has no open objects, so there
+                    // the object comes written out as a string.
+                    let map = match args.field("data")? {
+                        Value::Object(map) => map.clone(),
+                        Value::String(text) => match serde_json::from_str::<Value>(text) {
+                            Ok(Value::Object(map)) => map,
+                            _ => return Err("`data` must be a JSON object".into()),
+                        },
+                        _ => return Err("`data` must be a JSON object".into()),
                     };
-                    Action::WriteState {
-                        data: TaskState::clone(map),
-                    }
+                    Action::WriteState { data: map }
                 }
                 "task_complete" | "terminate" => {
                     let status = match args.opt_str("status")?.unwrap_or("success") {

@@ -303,7 +303,7 @@ fn anthropic_malformed_input_is_an_invalid_action() {
         (json!({"action": "fly"}), "unknown computer action `fly`"),
         (
             json!({"action": "left_click"}),
-            "`coordinate` must be an [x, y] array",
+            "no `coordinate`, and the pointer has not been placed yet: give a coordinate",
         ),
         (
             json!({"action": "left_click", "coordinate": [1]}),
@@ -719,5 +719,227 @@ fn text_answer_terminates() {
             status: TerminateStatus::Success,
             result: "The price is 12.".into()
         }
+    );
+}
+
+/// Since computer_20250124 clicks and scrolls may omit `coordinate`: they
+/// act where the pointer is, as the step began or as earlier actions of the
+/// same turn left it.
+#[test]
+fn anthropic_clicks_without_a_coordinate_act_at_the_cursor() {
+    let d = same();
+    // The turn moves the pointer, then clicks and scrolls where it is.
+    let moved = d.anthropic(
+        "computer",
+        &json!({"action": "mouse_move", "coordinate": [100, 200]}),
+    );
+    assert_eq!(moved, vec![Action::Hover { x: 100, y: 200 }]);
+    assert_eq!(d.cursor(), Some(Point::new(100, 200)));
+    let click = d.anthropic(
+        "computer",
+        &json!({"action": "right_click", "text": "shift"}),
+    );
+    assert_eq!(
+        click,
+        vec![Action::Click {
+            x: 100,
+            y: 200,
+            button: MouseButton::Right,
+            modifiers: Modifiers {
+                shift: true,
+                ..Modifiers::NONE
+            },
+        }]
+    );
+    let scroll = d.anthropic(
+        "computer",
+        &json!({"action": "scroll", "scroll_direction": "down", "scroll_amount": 3}),
+    );
+    assert!(
+        matches!(scroll[0], Action::Scroll { x: 100, y: 200, .. }),
+        "{scroll:?}"
+    );
+    // With no pointer yet, a scroll goes mid-page; a click is refused.
+    let fresh = same();
+    let scroll = fresh.anthropic(
+        "computer",
+        &json!({"action": "scroll", "scroll_direction": "down", "scroll_amount": 3}),
+    );
+    assert!(
+        matches!(scroll[0], Action::Scroll { x: 640, y: 360, .. }),
+        "{scroll:?}"
+    );
+    // (the scroll placed the pointer; a decoder with none refuses a click)
+    assert!(matches!(
+        same().anthropic("computer", &json!({"action": "double_click"}))[0],
+        Action::Invalid { .. }
+    ));
+}
+
+/// Every predefined function of the Gemini 3.5 computer-use set maps to a
+/// real action in viewport pixels (grid coordinates, pixel magnitudes,
+/// seconds), and both argument shapes of `scroll` and `drag_and_drop`
+/// are read.
+#[test]
+fn gemini_3_5_actions_decode_with_their_units() {
+    let d = same();
+    let one = |name: &str, args: serde_json::Value| d.gemini(name, &args);
+    let at = |x, y| (x, y);
+    let (x, y) = at(640, 360);
+    assert_eq!(
+        one("click", json!({"x": 500, "y": 500, "intent": "open"})),
+        vec![Action::Click {
+            x,
+            y,
+            button: MouseButton::Left,
+            modifiers: Modifiers::NONE
+        }]
+    );
+    assert_eq!(
+        one("right_click", json!({"x": 500, "y": 500})),
+        vec![Action::Click {
+            x,
+            y,
+            button: MouseButton::Right,
+            modifiers: Modifiers::NONE
+        }]
+    );
+    assert_eq!(
+        one("middle_click", json!({"x": 500, "y": 500})),
+        vec![Action::Click {
+            x,
+            y,
+            button: MouseButton::Middle,
+            modifiers: Modifiers::NONE
+        }]
+    );
+    assert_eq!(
+        one("double_click", json!({"x": 500, "y": 500})),
+        vec![Action::DoubleClick {
+            x,
+            y,
+            modifiers: Modifiers::NONE
+        }]
+    );
+    assert_eq!(
+        one("triple_click", json!({"x": 500, "y": 500})),
+        vec![Action::TripleClick {
+            x,
+            y,
+            modifiers: Modifiers::NONE
+        }]
+    );
+    assert_eq!(
+        one("move", json!({"x": 500, "y": 500})),
+        vec![Action::Hover { x, y }]
+    );
+    assert_eq!(
+        one("mouse_down", json!({"x": 500, "y": 500})),
+        vec![Action::MouseDown {
+            x: Some(x),
+            y: Some(y),
+            button: MouseButton::Left
+        }]
+    );
+    assert_eq!(
+        one("mouse_up", json!({})),
+        vec![Action::MouseUp {
+            x: None,
+            y: None,
+            button: MouseButton::Left
+        }]
+    );
+    assert_eq!(
+        one("type", json!({"text": "hi", "press_enter": true})),
+        vec![
+            Action::Type { text: "hi".into() },
+            Action::KeyPress {
+                keys: vec!["Enter".into()]
+            }
+        ]
+    );
+    assert_eq!(
+        one("type", json!({"text": "hi"})),
+        vec![Action::Type { text: "hi".into() }]
+    );
+    assert_eq!(
+        one("press_key", json!({"key": "Enter"})),
+        vec![Action::KeyPress {
+            keys: vec!["Enter".into()]
+        }]
+    );
+    assert_eq!(
+        one("hotkey", json!({"keys": ["Control", "a"]})),
+        vec![Action::KeyPress {
+            keys: vec!["Control".into(), "a".into()]
+        }]
+    );
+    assert_eq!(
+        one("wait", json!({"seconds": 3})),
+        vec![Action::Wait { ms: 3000 }]
+    );
+    assert_eq!(one("wait", json!({})), vec![Action::Wait { ms: 1000 }]);
+    assert_eq!(one("take_screenshot", json!({})), vec![Action::Screenshot]);
+    // A pixel magnitude is pixels; a grid magnitude is a share of the axis.
+    let pixels = one(
+        "scroll",
+        json!({"x": 500, "y": 500, "direction": "down", "magnitude_in_pixels": 300}),
+    );
+    assert!(
+        matches!(pixels[0], Action::Scroll { amount, unit: ScrollUnit::Pixels, .. } if amount == 300.0),
+        "{pixels:?}"
+    );
+    let grid = one(
+        "scroll",
+        json!({"x": 500, "y": 500, "direction": "down", "magnitude": 500}),
+    );
+    assert!(
+        matches!(grid[0], Action::Scroll { amount, .. } if amount == 360.0),
+        "{grid:?}"
+    );
+    let drag = one(
+        "drag_and_drop",
+        json!({"start_x": 0, "start_y": 0, "end_x": 500, "end_y": 500}),
+    );
+    assert!(
+        matches!(
+            drag[0],
+            Action::Drag {
+                start_x: 0,
+                start_y: 0,
+                end_x: 640,
+                end_y: 360,
+                ..
+            }
+        ),
+        "{drag:?}"
+    );
+    let legacy = one(
+        "drag_and_drop",
+        json!({"x": 0, "y": 0, "destination_x": 500, "destination_y": 500}),
+    );
+    assert_eq!(drag, legacy);
+    assert!(matches!(
+        one("key_down", json!({"key": "Shift"}))[0],
+        Action::Invalid { .. }
+    ));
+}
+
+#[test]
+fn openai_drag_paths_take_pairs_and_objects() {
+    let d = same();
+    let pairs = d.openai(&json!({"type": "drag", "path": [[10, 20], [30, 40], [50, 60]]}));
+    let objects = d.openai(&json!({"type": "drag", "path": [{"x": 10, "y": 20}, {"x": 30, "y": 40}, {"x": 50, "y": 60}]}));
+    assert_eq!(pairs, objects);
+    assert!(
+        matches!(
+            pairs[0],
+            Action::Drag {
+                start_x: 10,
+                end_y: 60,
+                ..
+            }
+        ),
+        "{pairs:?}"
     );
 }

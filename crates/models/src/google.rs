@@ -29,8 +29,9 @@ use serde_json::{Map, Value, json};
 use crate::decoder::ActionDecoder;
 use crate::http::{Http, SseEvent, stream_error};
 use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::registry::{self, ModelSpec, Temperature, ThinkingStyle};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
-use crate::{AdapterOptions, join_url};
+use crate::{AdapterOptions, Effort, Provider, join_url};
 
 const PROVIDER: &str = "google";
 const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -42,8 +43,10 @@ pub struct GoogleAdapter {
     info: ModelInfo,
     http: Http,
     base_url: String,
+    spec: &'static ModelSpec,
     max_tokens: u32,
     thinking_budget: Option<u32>,
+    effort: Option<Effort>,
     summary_model: String,
 }
 
@@ -65,21 +68,17 @@ impl GoogleAdapter {
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());
+        let spec = registry::spec(Provider::Google, model);
+        let effort = options.wanted_effort();
         Ok(Self {
-            info: ModelInfo {
-                model_id: model.to_owned(),
-                provider: PROVIDER.to_owned(),
-                patch_size: Some(56),
-                max_image_dimension: Some(1568),
-                supports_thinking: true,
-                native_computer_use: true,
-                context_window_tokens: 1_048_576,
-            },
+            info: spec.info(model, 56, true),
+            spec,
             http,
             base_url: options
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-            max_tokens: options.max_tokens,
+            max_tokens: options.max_tokens.unwrap_or(spec.max_output),
+            effort,
             thinking_budget: options.thinking_budget,
             summary_model: options
                 .summary_model
@@ -107,7 +106,7 @@ impl GoogleAdapter {
             .into_iter()
             .filter(|(name, _, _)| *name != "navigate")
             .map(|(name, description, schema)| {
-                json!({"name": name, "description": description, "parameters": schema})
+                json!({"name": name, "description": description, "parameters": gemini_schema(&schema)})
             })
             .collect();
         let mut contents = build_contents(ctx);
@@ -115,11 +114,31 @@ impl GoogleAdapter {
             push_part(&mut contents, "user", json!({"text": ctx.system_prompt}));
         }
         let mut config = json!({"maxOutputTokens": self.max_tokens});
-        if let Some(budget) = self.thinking_budget {
-            config["thinkingConfig"] = json!({"thinkingBudget": budget, "includeThoughts": true});
+        match self.spec.thinking {
+            ThinkingStyle::GeminiBudget => {
+                if let Some(budget) = self.thinking_budget {
+                    config["thinkingConfig"] =
+                        json!({"thinkingBudget": budget, "includeThoughts": true});
+                }
+            }
+            // Gemini 3 takes a level; a budget alongside it is a 400.
+            ThinkingStyle::GeminiLevel => {
+                let mut thinking = json!({"includeThoughts": true});
+                if let Some(effort) = self.effort {
+                    thinking["thinkingLevel"] = json!(effort.gemini());
+                }
+                config["thinkingConfig"] = thinking;
+            }
+            _ => {}
         }
-        if let Some(t) = ctx.temperature {
-            config["temperature"] = crate::temperature_json(t);
+        match self.spec.temperature {
+            // Gemini 3's guidance: keep 1.0; lower values make it loop.
+            Temperature::Fixed(t) => config["temperature"] = crate::temperature_json(t),
+            _ => {
+                if let Some(t) = ctx.temperature {
+                    config["temperature"] = crate::temperature_json(t);
+                }
+            }
         }
         json!({
             "systemInstruction": {"parts": [{"text": prompt::MECHANICS}]},
@@ -145,7 +164,7 @@ impl ModelAdapter for GoogleAdapter {
         let events = self.http.post_sse(&url, &self.headers(), &body).await?;
         Ok(stream::drive(
             events,
-            StreamParser::new(ActionDecoder::new(ctx.screenshot)),
+            StreamParser::new(ActionDecoder::for_step(ctx)),
         ))
     }
 
@@ -153,7 +172,7 @@ impl ModelAdapter for GoogleAdapter {
         let body = self.request_body(ctx);
         let url = self.url(&self.info.model_id, false);
         let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        let mut parser = StreamParser::new(ActionDecoder::new(ctx.screenshot));
+        let mut parser = StreamParser::new(ActionDecoder::for_step(ctx));
         let mut out = Vec::new();
         parser.chunk(&answer, &mut out)?;
         parser.finish(true, &mut out)
@@ -208,6 +227,60 @@ pub fn image_tokens(width: u32, height: u32) -> u64 {
 
 // ----- request building ------------------------------------------------------
 
+/// A JSON Schema in the dialect of Gemini's `FunctionDeclaration.parameters`
+/// (the SDK's `Schema`): upper-case type names, no `additionalProperties`,
+/// and no OBJECT schema without `properties` (the Developer API refuses
+/// both). An open object becomes a string holding a JSON object, which the
+/// decoder parses.
+fn gemini_schema(schema: &Value) -> Value {
+    let Some(map) = schema.as_object() else {
+        return schema.clone();
+    };
+    let open_object = map.get("type") == Some(&json!("object"))
+        && map
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(|p| p.is_empty());
+    if open_object {
+        return json!({
+            "type": "STRING",
+            "description": "A JSON object, written out as text, e.g. {\"key\": \"value\"}.",
+        });
+    }
+    let mut out = Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "additionalProperties" => {}
+            "properties" => {
+                let props = value
+                    .as_object()
+                    .map(|p| {
+                        p.iter()
+                            .map(|(k, v)| (k.clone(), gemini_schema(v)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                out.insert(key.clone(), Value::Object(props));
+            }
+            "items" => {
+                out.insert(key.clone(), gemini_schema(value));
+            }
+            // The SDK's `Schema.type` is an enum of upper-case names.
+            "type" => {
+                let upper = value.as_str().map(str::to_ascii_uppercase);
+                out.insert(
+                    key.clone(),
+                    upper.map_or_else(|| value.clone(), Value::from),
+                );
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
 fn push_part(contents: &mut Vec<Value>, role: &str, part: Value) {
     match contents.last_mut() {
         Some(last) if last["role"] == role => {
@@ -222,6 +295,8 @@ fn push_part(contents: &mut Vec<Value>, role: &str, part: Value) {
 /// A call awaiting its function response.
 struct Pending {
     name: String,
+    /// The call's wire id, echoed in `functionResponse.id`.
+    wire_id: Option<String>,
     ids: Vec<String>,
 }
 
@@ -342,6 +417,7 @@ fn model_turn(contents: &mut Vec<Value>, pending: &mut Vec<Pending>, turn: &Assi
                         .map_or_else(|| vec![base.clone()], |(_, ids)| ids.clone());
                     pending.push(Pending {
                         name: name.to_owned(),
+                        wire_id: wire_id(&part["functionCall"]),
                         ids: call_ids,
                     });
                     n += 1;
@@ -402,6 +478,9 @@ fn answer(
             response.insert("safety_acknowledgement".into(), json!("true"));
         }
         let mut fr = json!({"name": call.name, "response": response});
+        if let Some(id) = &call.wire_id {
+            fr["id"] = json!(id);
+        }
         if i + 1 == count
             && let Some((image, marker)) = &shot
         {
@@ -438,6 +517,9 @@ fn answer(
 #[derive(Debug)]
 struct Partial {
     name: String,
+    /// The call's own id, when the API gave one (its function response
+    /// must carry it back).
+    id: Option<String>,
     args: Value,
     signature: Option<String>,
 }
@@ -597,6 +679,7 @@ impl StreamParser {
                 }
                 self.partial = Some(Partial {
                     name: name.to_owned(),
+                    id: wire_id(call),
                     args: call.get("args").cloned().unwrap_or_else(|| json!({})),
                     signature,
                 });
@@ -608,6 +691,7 @@ impl StreamParser {
                 }
                 let partial = Partial {
                     name: name.to_owned(),
+                    id: wire_id(call),
                     args: call.get("args").cloned().unwrap_or_else(|| json!({})),
                     signature,
                 };
@@ -622,6 +706,9 @@ impl StreamParser {
                 }
                 if open.signature.is_none() {
                     open.signature = signature;
+                }
+                if open.id.is_none() {
+                    open.id = wire_id(call);
                 }
             }
             // The empty terminator of a streamed call.
@@ -653,8 +740,12 @@ impl StreamParser {
     }
 
     fn complete(&mut self, call: Partial, out: &mut Vec<ModelEvent>) {
-        let id = self.next_id();
+        let generated = self.next_id();
         let mut part = json!({"functionCall": {"name": call.name, "args": call.args}});
+        if let Some(id) = &call.id {
+            part["functionCall"]["id"] = json!(id);
+        }
+        let id = call.id.unwrap_or(generated);
         if let Some(sig) = &call.signature {
             part["thoughtSignature"] = json!(sig);
         }
@@ -674,6 +765,14 @@ impl StreamParser {
         let actions = self.decoder.gemini(&call.name, &call.args);
         self.turn.push_call(&id, actions, &checks, out);
     }
+}
+
+/// A function call's `id`, when it has a non-empty one.
+fn wire_id(call: &Value) -> Option<String> {
+    call["id"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
 }
 
 /// A step of a `partialArgs` JSON path.

@@ -52,6 +52,7 @@ pub mod google;
 pub mod http;
 pub mod openai;
 mod prompt;
+pub mod registry;
 pub mod stream;
 
 use std::sync::Arc;
@@ -81,12 +82,21 @@ pub struct AdapterOptions {
     pub deadlines: Deadlines,
     /// TCP/TLS connect timeout.
     pub connect_timeout: Duration,
-    /// Output token limit per call (thinking comes on top).
-    pub max_tokens: u32,
-    /// Reasoning budget in tokens: Anthropic `budget_tokens`, Gemini
-    /// `thinkingBudget`, OpenAI reasoning effort (≤2048 low, ≤8192 medium,
-    /// else high). `None` leaves the provider's default.
+    /// Output token limit per call (thinking comes on top); `None` takes
+    /// the model's default from the [`registry`].
+    pub max_tokens: Option<u32>,
+    /// Reasoning budget in tokens, for models with a manual budget
+    /// (Anthropic `budget_tokens`, raised to the model's minimum; Gemini
+    /// `thinkingBudget`). Models that take an effort instead get one from
+    /// it (≤2048 low, ≤8192 medium, else high) unless [`effort`] is set.
+    /// `None` (and no `effort`) leaves the provider's default.
+    ///
+    /// [`effort`]: AdapterOptions::effort
     pub thinking_budget: Option<u32>,
+    /// Reasoning effort, for models that take one (Anthropic adaptive
+    /// thinking, OpenAI reasoning, Gemini 3 thinking levels). Overrides the
+    /// effort derived from `thinking_budget`.
+    pub effort: Option<Effort>,
     /// The model `summarize` uses (a cheap one); default per provider.
     pub summary_model: Option<String>,
     /// Coordinate space of the compatible adapter's tools.
@@ -98,6 +108,10 @@ pub struct AdapterOptions {
     /// instead of `computer_use_preview`. Default: `computer` for models
     /// other than `computer-use-preview*`.
     pub openai_batched_computer_tool: Option<bool>,
+    /// OpenAI-compatible servers: the most images one request may carry
+    /// (vLLM's `--limit-mm-per-prompt`, llama.cpp and LM Studio limits);
+    /// older screenshots become a text marker. `None`: no limit.
+    pub max_images: Option<usize>,
     /// Sees every request (secret headers masked) and every byte of every
     /// answer as received, for recording provider streams (`cargo xtask
     /// record`). `None` (the default): nothing is observed and nothing
@@ -113,14 +127,105 @@ impl Default for AdapterOptions {
             retry: RetryPolicy::default(),
             deadlines: Deadlines::default(),
             connect_timeout: Duration::from_secs(15),
-            max_tokens: 4096,
+            max_tokens: None,
             thinking_budget: None,
+            effort: None,
             summary_model: None,
             coordinate_space: CoordinateSpace::default(),
             openai_chain_responses: false,
             openai_batched_computer_tool: None,
+            max_images: None,
             wire_observer: None,
         }
+    }
+}
+
+/// How hard a model should think. Each provider maps it onto its own
+/// scale (see [`Effort::anthropic`], [`Effort::openai`], [`Effort::gemini`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Effort {
+    /// As little as the model allows.
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// The most the model offers.
+    Max,
+}
+
+impl Effort {
+    /// The effort a token budget stands for: ≤2048 low, ≤8192 medium, else
+    /// high.
+    pub fn from_budget(budget: u32) -> Self {
+        match budget {
+            0..=2048 => Effort::Low,
+            2049..=8192 => Effort::Medium,
+            _ => Effort::High,
+        }
+    }
+
+    /// Anthropic `output_config.effort`.
+    pub fn anthropic(self) -> &'static str {
+        match self {
+            Effort::Minimal | Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Max => "max",
+        }
+    }
+
+    /// OpenAI `reasoning.effort`.
+    pub fn openai(self) -> &'static str {
+        match self {
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Max => "xhigh",
+        }
+    }
+
+    /// Gemini 3 `thinkingConfig.thinkingLevel` (the SDK's enum names).
+    pub fn gemini(self) -> &'static str {
+        match self {
+            Effort::Minimal => "MINIMAL",
+            Effort::Low => "LOW",
+            Effort::Medium => "MEDIUM",
+            Effort::High | Effort::Max => "HIGH",
+        }
+    }
+}
+
+impl std::str::FromStr for Effort {
+    type Err = LumenError;
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "minimal" => Effort::Minimal,
+            "low" => Effort::Low,
+            "medium" => Effort::Medium,
+            "high" => Effort::High,
+            "max" | "xhigh" => Effort::Max,
+            other => {
+                return Err(LumenError::config(
+                    "effort",
+                    format!("unknown effort `{other}`: use minimal, low, medium, high or max"),
+                ));
+            }
+        })
+    }
+}
+
+impl AdapterOptions {
+    /// The effort asked for, from `effort` or else `thinking_budget`.
+    pub(crate) fn wanted_effort(&self) -> Option<Effort> {
+        self.effort.or_else(|| {
+            self.thinking_budget
+                .filter(|b| *b > 0)
+                .map(Effort::from_budget)
+        })
     }
 }
 

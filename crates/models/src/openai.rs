@@ -35,8 +35,9 @@ use serde_json::{Value, json};
 use crate::decoder::{ActionDecoder, CoordinateSpace};
 use crate::http::{Http, SseEvent, stream_error};
 use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::registry::{self, ModelSpec, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
-use crate::{AdapterOptions, join_url};
+use crate::{AdapterOptions, Effort, Provider, join_url};
 
 const PROVIDER: &str = "openai";
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -51,22 +52,16 @@ const PLACEHOLDER_PNG: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAE
 #[derive(Debug)]
 pub struct OpenAiAdapter {
     info: ModelInfo,
+    spec: &'static ModelSpec,
     http: Http,
     base_url: String,
     batched: bool,
     chain: bool,
     max_tokens: u32,
+    /// Extra output room for reasoning (the thinking budget, when set).
+    reasoning_room: u32,
     effort: Option<&'static str>,
     summary_model: String,
-}
-
-/// Reasoning effort for a thinking budget.
-fn effort(budget: u32) -> &'static str {
-    match budget {
-        0..=2048 => "low",
-        2049..=8192 => "medium",
-        _ => "high",
-    }
 }
 
 impl OpenAiAdapter {
@@ -87,31 +82,23 @@ impl OpenAiAdapter {
             options.connect_timeout,
         )?
         .observed(options.wire_observer.clone());
+        let spec = registry::spec(Provider::OpenAi, model);
         let batched = options
             .openai_batched_computer_tool
-            .unwrap_or(!model.starts_with("computer-use-preview"));
+            .unwrap_or(spec.tools != ToolFamily::OpenAiComputerPreview);
+        let effort = options.wanted_effort();
         Ok(Self {
-            info: ModelInfo {
-                model_id: model.to_owned(),
-                provider: PROVIDER.to_owned(),
-                patch_size: Some(32),
-                max_image_dimension: Some(2048),
-                supports_thinking: true,
-                native_computer_use: true,
-                context_window_tokens: if model.starts_with("computer-use-preview") {
-                    8_192
-                } else {
-                    400_000
-                },
-            },
+            info: spec.info(model, 32, true),
+            spec,
             http,
             base_url: options
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             batched,
             chain: options.openai_chain_responses,
-            max_tokens: options.max_tokens,
-            effort: options.thinking_budget.map(effort),
+            max_tokens: options.max_tokens.unwrap_or(spec.max_output),
+            reasoning_room: options.thinking_budget.unwrap_or(0),
+            effort: effort.map(Effort::openai),
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
@@ -153,7 +140,7 @@ impl OpenAiAdapter {
         } else {
             (None, ctx.wire)
         };
-        let mut input = build_input(records, ctx);
+        let mut input = build_input(records, ctx, self.chain);
         if !ctx.system_prompt.trim().is_empty() {
             input.push(json!({"role": "user", "content": [{"type": "input_text", "text": ctx.system_prompt}]}));
         }
@@ -163,7 +150,8 @@ impl OpenAiAdapter {
             "input": input,
             "tools": tools,
             "truncation": "auto",
-            "max_output_tokens": self.max_tokens,
+            // Reasoning tokens count against this limit too.
+            "max_output_tokens": self.max_tokens + self.reasoning_room,
             "parallel_tool_calls": true,
         });
         if self.chain {
@@ -176,9 +164,16 @@ impl OpenAiAdapter {
             body["include"] = json!(["reasoning.encrypted_content"]);
         }
         if let Some(effort) = self.effort {
-            body["reasoning"] = json!({"effort": effort, "summary": "auto"});
+            // `computer-use-preview` documents only "concise" summaries.
+            let summary = if self.batched { "auto" } else { "concise" };
+            body["reasoning"] = json!({"effort": effort, "summary": summary});
         }
-        if let Some(t) = ctx.temperature {
+        // GPT-5.x reasons by default and then rejects a temperature.
+        let reasoning =
+            self.effort.is_some() || self.spec.thinking == ThinkingStyle::ReasoningEffort;
+        if let Some(t) = ctx.temperature
+            && self.spec.takes_temperature(reasoning)
+        {
             body["temperature"] = crate::temperature_json(t);
         }
         if stream {
@@ -200,7 +195,7 @@ impl ModelAdapter for OpenAiAdapter {
         let events = self.http.post_sse(&url, &self.headers(), &body).await?;
         Ok(stream::drive(
             events,
-            StreamParser::new(ActionDecoder::new(ctx.screenshot)),
+            StreamParser::new(ActionDecoder::for_step(ctx)),
         ))
     }
 
@@ -210,7 +205,7 @@ impl ModelAdapter for OpenAiAdapter {
         let answer = self.http.post_json(&url, &self.headers(), &body).await?;
         let response: WireResponse = serde_json::from_value(answer)
             .map_err(|e| stream_error(PROVIDER, format!("unexpected answer shape: {e}")))?;
-        let mut parser = StreamParser::new(ActionDecoder::new(ctx.screenshot));
+        let mut parser = StreamParser::new(ActionDecoder::for_step(ctx));
         let mut out = Vec::new();
         for item in response.output.iter() {
             parser.item_done(item, &mut out);
@@ -295,8 +290,12 @@ fn native(turn: &AssistantTurn) -> Option<&Value> {
         .map(|p| &p.data)
 }
 
+/// A screenshot as an input image, at `detail: "original"`: any other
+/// detail lets the server resize it, and the model's coordinates then
+/// belong to an image we never saw. The loop already sized it to the
+/// model's limits.
 fn image_part(url: String) -> Value {
-    json!({"type": "input_image", "image_url": url, "detail": "auto"})
+    json!({"type": "input_image", "image_url": url, "detail": "original"})
 }
 
 fn user_text(text: String) -> Value {
@@ -310,7 +309,7 @@ struct Pending {
     ids: Vec<String>,
 }
 
-fn build_input(records: &[WireRecord], ctx: &StepContext<'_>) -> Vec<Value> {
+fn build_input(records: &[WireRecord], ctx: &StepContext<'_>, chain: bool) -> Vec<Value> {
     let mut input: Vec<Value> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
     let mut results: Vec<ToolResult> = Vec::new();
@@ -335,7 +334,7 @@ fn build_input(records: &[WireRecord], ctx: &StepContext<'_>) -> Vec<Value> {
                     &mut input,
                     &mut pending,
                     &mut results,
-                    Some((url.clone(), marker.clone(), shot.url.clone())),
+                    Some((url.clone(), marker.clone())),
                 );
                 if !answered {
                     let mut content = Vec::new();
@@ -358,8 +357,8 @@ fn build_input(records: &[WireRecord], ctx: &StepContext<'_>) -> Vec<Value> {
                 {
                     Some(items) => {
                         for item in items {
-                            if !skip_items {
-                                input.push(item.clone());
+                            if !skip_items && let Some(item) = replayable(item, chain) {
+                                input.push(item);
                             }
                             let kind = item["type"].as_str().unwrap_or("");
                             if kind == "computer_call" || kind == "function_call" {
@@ -413,15 +412,36 @@ fn build_input(records: &[WireRecord], ctx: &StepContext<'_>) -> Vec<Value> {
     input
 }
 
+/// An output item as it may be sent back. Chained (`store: true`) input
+/// may name stored items by id. Stateless input may not: the API looks
+/// every `id` up and answers "Item not found", so ids go, except on
+/// reasoning items, which stateless replay carries by `encrypted_content`
+/// (a reasoning item without it cannot be replayed at all).
+fn replayable(item: &Value, chained: bool) -> Option<Value> {
+    if chained {
+        return Some(item.clone());
+    }
+    let mut item = item.clone();
+    let map = item.as_object_mut()?;
+    if map.get("type").and_then(Value::as_str) == Some("reasoning") {
+        return map
+            .get("encrypted_content")
+            .is_some_and(Value::is_string)
+            .then_some(item);
+    }
+    map.remove("id");
+    Some(item)
+}
+
 /// Answers the pending calls. `shot` is the screenshot that follows them
-/// (its data URL, or the marker of a compressed one, and its page URL);
+/// (its data URL, or the marker of a compressed one);
 /// computer calls carry it, and it is then not sent again. Returns whether
 /// a computer call took the screenshot.
 fn flush(
     input: &mut Vec<Value>,
     pending: &mut Vec<Pending>,
     results: &mut Vec<ToolResult>,
-    shot: Option<(Option<String>, Option<String>, Option<String>)>,
+    shot: Option<(Option<String>, Option<String>)>,
 ) -> bool {
     if pending.is_empty() && results.is_empty() {
         return false;
@@ -444,11 +464,11 @@ fn flush(
                         "[the screenshot after this turn is on its last computer call]".to_owned(),
                     ),
                 ),
-                Some((Some(url), _, _)) => {
+                Some((Some(url), _)) => {
                     screenshot_used = true;
                     (url.clone(), None)
                 }
-                Some((None, marker, _)) => {
+                Some((None, marker)) => {
                     screenshot_used = true;
                     (PLACEHOLDER_PNG.to_owned(), marker.clone())
                 }
@@ -457,17 +477,14 @@ fn flush(
                     Some("[no screenshot]".to_owned()),
                 ),
             };
-            let mut output = json!({
+            // The SDK's screenshot output has no field for the page URL
+            // (the API refuses unknown fields), so the URL is not sent here.
+            let output = json!({
                 "type": "computer_call_output",
                 "call_id": p.call_id,
                 "output": {"type": "computer_screenshot", "image_url": image},
                 "acknowledged_safety_checks": answer.acknowledged,
             });
-            // Browser environments report the page URL with the screenshot,
-            // so OpenAI's URL safety checks can run.
-            if let Some((_, _, Some(url))) = &shot {
-                output["output"]["current_url"] = json!(url);
-            }
             input.push(output);
             let mut note = format!("Result of computer call {}: {}", p.call_id, answer.text);
             if let Some(m) = marker {

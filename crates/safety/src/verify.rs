@@ -193,6 +193,7 @@ impl Verifier for ModelVerifier {
             state: input.state,
             url: input.url,
             temperature: Some(0.0),
+            cursor: None,
         };
         let response = self.adapter.step(&ctx).await?;
         Ok(match verdict_of(&response) {

@@ -89,6 +89,7 @@ impl Scripted {
                 provider: provider.into(),
                 patch_size: None,
                 max_image_dimension: None,
+                max_image_pixels: None,
                 supports_thinking: true,
                 native_computer_use: false,
                 context_window_tokens: 100_000,

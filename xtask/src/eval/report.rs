@@ -293,29 +293,16 @@ fn cell(text: &str) -> String {
     cut.replace('|', "\\|")
 }
 
-/// Rough list prices (USD per million tokens: input, output, cache read)
-/// for the models people run this with. Unknown models get no estimate.
+/// The estimated cost of a run from the model registry (the one price table
+/// the CLI uses too); unknown models get no estimate.
 pub(crate) fn estimate_cost(model: &str, input: u64, output: u64, cached: u64) -> Option<f64> {
-    let name = model.rsplit('/').next().unwrap_or(model);
-    let (pin, pout, pcache) = if name.contains("opus") {
-        (15.0, 75.0, 1.5)
-    } else if name.contains("sonnet") {
-        (3.0, 15.0, 0.3)
-    } else if name.contains("haiku") {
-        (1.0, 5.0, 0.1)
-    } else if name.contains("computer-use-preview") {
-        (3.0, 12.0, 3.0)
-    } else if name.contains("gemini-2.5-pro") {
-        (1.25, 10.0, 0.31)
-    } else if name.contains("gemini") {
-        (0.3, 2.5, 0.075)
-    } else if name.contains("gpt-4o") || name.contains("gpt-5") {
-        (2.5, 10.0, 1.25)
-    } else {
-        return None;
+    let usage = lumen_core::TokenUsage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
     };
-    let m = 1_000_000.0;
-    Some(input as f64 / m * pin + output as f64 / m * pout + cached as f64 / m * pcache)
+    lumen_models::registry::cost(model, &usage)
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ fn ctx<'a>(wire: &'a [WireRecord], shot: &'a lumen_core::Screenshot) -> StepCont
         state: None,
         url: "http://127.0.0.1/shop/lamp-1",
         temperature: None,
+        cursor: None,
     }
 }
 

@@ -114,6 +114,7 @@ fn ctx(shot: &lumen_core::Screenshot) -> StepContext<'_> {
         state: None,
         url: "http://127.0.0.1/",
         temperature: None,
+        cursor: None,
     }
 }
 

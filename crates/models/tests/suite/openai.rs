@@ -50,6 +50,7 @@ fn ctx<'a>(wire: &'a [WireRecord], shot: &'a lumen_core::Screenshot) -> StepCont
         state: None,
         url: "http://127.0.0.1/shop/lamp-1",
         temperature: None,
+        cursor: None,
     }
 }
 
@@ -181,13 +182,17 @@ fn native_turns_are_answered_by_call_id_with_the_screenshot() {
     // [marker], reasoning, computer_call, computer_call_output, result text, prompt.
     assert_eq!(input[0]["content"][0]["text"], "[screenshot: step 0]");
     assert_eq!(input[1]["encrypted_content"], "enc-0");
+    // Stateless replay: a reasoning item keeps its id (it travels with its
+    // encrypted content); any other item's id would be looked up and fail.
+    assert_eq!(input[1]["id"], "rs_0");
     assert_eq!(input[2]["call_id"], "call_0");
+    assert!(input[2].get("id").is_none(), "{}", input[2]);
     assert_eq!(
         input[3],
         json!({
             "type": "computer_call_output",
             "call_id": "call_0",
-            "output": {"type": "computer_screenshot", "image_url": "<IMG step 5>", "current_url": "http://127.0.0.1/a"},
+            "output": {"type": "computer_screenshot", "image_url": "<IMG step 5>"},
             "acknowledged_safety_checks": [{"id": "sc_0", "code": "irrelevant_domain", "message": "Odd domain."}],
         })
     );
