@@ -227,8 +227,8 @@ impl AnthropicAdapter {
                 body["thinking"] = json!({"type": "adaptive"});
                 body["output_config"] = json!({"effort": effort.anthropic()});
             }
-            // Anthropic rejects a temperature together with thinking, and
-            // the newest models reject it always.
+            // The registry decides: Anthropic's current request types have
+            // no temperature (and it never went with thinking).
             None => {
                 if let Some(t) = ctx.temperature
                     && self.spec.takes_temperature(false)

@@ -1029,7 +1029,7 @@ mod tests {
         let url = format!("{}/v1/messages", mock.base_url());
         let headers = [("x-api-key", KEY.to_owned())];
         let events: Vec<SseEvent> = http
-            .post_sse(&url, &headers, &serde_json::json!({"stream": true}))
+            .post_sse(&url, &headers, &serde_json::json!({"model": "claude-sonnet-4-6", "max_tokens": 16, "messages": [], "stream": true}))
             .await
             .unwrap()
             .map(|e| e.unwrap())

@@ -391,10 +391,9 @@ fn build_input(records: &[WireRecord], ctx: &StepContext<'_>, chain: bool) -> Ve
                             text.push_str(&format!("[action {}] {action}", call.id));
                         }
                         if !text.is_empty() {
-                            input.push(json!({
-                                "role": "assistant",
-                                "content": [{"type": "output_text", "text": text}],
-                            }));
+                            // An easy input message: its content parts may
+                            // only be input parts, so the text goes plain.
+                            input.push(json!({"role": "assistant", "content": text}));
                         }
                     }
                 }
@@ -412,25 +411,18 @@ fn build_input(records: &[WireRecord], ctx: &StepContext<'_>, chain: bool) -> Ve
     input
 }
 
-/// An output item as it may be sent back. Chained (`store: true`) input
-/// may name stored items by id. Stateless input may not: the API looks
-/// every `id` up and answers "Item not found", so ids go, except on
-/// reasoning items, which stateless replay carries by `encrypted_content`
-/// (a reasoning item without it cannot be replayed at all).
+/// An output item as it may be sent back. Stateless requests (`store:
+/// false`) cannot refer to stored items: a reasoning item is resolved by id
+/// unless it carries its `encrypted_content`, and then fails with "Item
+/// with id 'rs_…' not found". So a reasoning item without it is dropped.
+/// Every other item keeps its id: the SDK's input types require it on
+/// computer calls and output messages, and the API does not look it up.
 fn replayable(item: &Value, chained: bool) -> Option<Value> {
-    if chained {
-        return Some(item.clone());
+    let stateless_reasoning = !chained && item["type"] == "reasoning";
+    if stateless_reasoning && !item["encrypted_content"].is_string() {
+        return None;
     }
-    let mut item = item.clone();
-    let map = item.as_object_mut()?;
-    if map.get("type").and_then(Value::as_str) == Some("reasoning") {
-        return map
-            .get("encrypted_content")
-            .is_some_and(Value::is_string)
-            .then_some(item);
-    }
-    map.remove("id");
-    Some(item)
+    Some(item.clone())
 }
 
 /// Answers the pending calls. `shot` is the screenshot that follows them

@@ -219,7 +219,7 @@ const V20251124: ToolFamily = ToolFamily::AnthropicComputer(ComputerTool::V20251
 const BUDGET: ThinkingStyle = ThinkingStyle::Budget { min: 1024 };
 
 macro_rules! claude {
-    ($id:literal, $family:literal, $v:expr, $tools:expr, $thinking:expr, $temp:expr, $images:expr, $out:literal, $price:expr) => {
+    ($id:literal, $family:literal, $v:expr, $tools:expr, $thinking:expr, $images:expr, $out:literal, $price:expr) => {
         ModelSpec {
             id: $id,
             provider: Provider::Anthropic,
@@ -228,7 +228,7 @@ macro_rules! claude {
             tools: $tools,
             betas: &[],
             thinking: $thinking,
-            temperature: $temp,
+            temperature: Temperature::Rejected,
             images: $images,
             context_window: 200_000,
             max_output: $out,
@@ -241,13 +241,15 @@ macro_rules! claude {
 /// within a family.
 pub static MODELS: &[ModelSpec] = &[
     // ----- Anthropic ------------------------------------------------------
+    // No Claude row takes a temperature: Opus 4.7 and later answer 400, and
+    // the SDK's request types (anthropic 2.12.0) no longer have the field
+    // at all, for any model.
     claude!(
         "claude-3-7-sonnet",
         "claude-sonnet",
         (3, 7),
         V20250124,
         BUDGET,
-        Temperature::Allowed,
         CLAUDE_IMAGES,
         8192,
         price(3.0, 15.0, 0.3, 3.75)
@@ -258,7 +260,6 @@ pub static MODELS: &[ModelSpec] = &[
         (4, 0),
         V20250124,
         BUDGET,
-        Temperature::Allowed,
         CLAUDE_IMAGES,
         8192,
         price(3.0, 15.0, 0.3, 3.75)
@@ -269,7 +270,6 @@ pub static MODELS: &[ModelSpec] = &[
         (4, 6),
         V20251124,
         ThinkingStyle::Adaptive,
-        Temperature::Allowed,
         CLAUDE_IMAGES,
         8192,
         price(3.0, 15.0, 0.3, 3.75)
@@ -280,7 +280,6 @@ pub static MODELS: &[ModelSpec] = &[
         (5, 0),
         V20251124,
         ThinkingStyle::Adaptive,
-        Temperature::Rejected,
         CLAUDE_IMAGES,
         8192,
         price(3.0, 15.0, 0.3, 3.75)
@@ -291,7 +290,6 @@ pub static MODELS: &[ModelSpec] = &[
         (4, 0),
         V20250124,
         BUDGET,
-        Temperature::Allowed,
         CLAUDE_IMAGES,
         8192,
         price(15.0, 75.0, 1.5, 18.75)
@@ -302,7 +300,6 @@ pub static MODELS: &[ModelSpec] = &[
         (4, 5),
         V20251124,
         BUDGET,
-        Temperature::Allowed,
         CLAUDE_IMAGES,
         8192,
         price(5.0, 25.0, 0.5, 6.25)
@@ -313,7 +310,6 @@ pub static MODELS: &[ModelSpec] = &[
         (4, 6),
         V20251124,
         ThinkingStyle::Adaptive,
-        Temperature::Allowed,
         CLAUDE_IMAGES,
         8192,
         price(5.0, 25.0, 0.5, 6.25)
@@ -324,7 +320,6 @@ pub static MODELS: &[ModelSpec] = &[
         (4, 7),
         V20251124,
         ThinkingStyle::Adaptive,
-        Temperature::Rejected,
         CLAUDE_LARGE_IMAGES,
         8192,
         price(5.0, 25.0, 0.5, 6.25)
@@ -335,7 +330,6 @@ pub static MODELS: &[ModelSpec] = &[
         (4, 5),
         V20250124,
         BUDGET,
-        Temperature::Allowed,
         CLAUDE_IMAGES,
         8192,
         price(1.0, 5.0, 0.1, 1.25)
@@ -346,7 +340,6 @@ pub static MODELS: &[ModelSpec] = &[
         (5, 5),
         V20251124,
         ThinkingStyle::Adaptive,
-        Temperature::Rejected,
         CLAUDE_IMAGES,
         8192,
         price(1.0, 5.0, 0.1, 1.25)
@@ -682,6 +675,189 @@ pub fn table() -> String {
         ));
     }
     out
+}
+
+// ----- request rules the SDK types cannot express ---------------------------
+
+/// Why a provider would refuse `body` for rules its SDK's types cannot
+/// express: which thinking a model takes, whether it takes a temperature,
+/// its image limits, and a few value constraints. Empty when none apply.
+/// The mock provider runs this next to the SDK schema check (see
+/// `lumen_mock::mock_provider::conformance`), so every end-to-end test is a
+/// conformance test too.
+pub fn request_violations(provider: Provider, body: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let model = body["model"].as_str().unwrap_or("");
+    match provider {
+        Provider::Anthropic => anthropic_rules(spec(provider, model), body, &mut out),
+        Provider::OpenAi => openai_rules(spec(provider, model), body, &mut out),
+        Provider::Google => gemini_rules(body, &mut out),
+        Provider::Compatible => {}
+    }
+    out
+}
+
+fn anthropic_rules(spec: &ModelSpec, body: &serde_json::Value, out: &mut Vec<String>) {
+    let thinking = body["thinking"]["type"].as_str();
+    if spec.thinking == ThinkingStyle::Adaptive && thinking == Some("enabled") {
+        out.push(format!(
+            "{} takes only adaptive thinking, not a manual budget",
+            spec.id
+        ));
+    }
+    if thinking == Some("enabled") {
+        let budget = body["thinking"]["budget_tokens"].as_u64().unwrap_or(0);
+        let max = body["max_tokens"].as_u64().unwrap_or(0);
+        if budget < 1024 {
+            out.push(format!(
+                "thinking.budget_tokens {budget} is below the minimum of 1024"
+            ));
+        }
+        if budget >= max {
+            out.push(format!(
+                "thinking.budget_tokens {budget} must be less than max_tokens {max}"
+            ));
+        }
+    }
+    if body.get("temperature").is_some() {
+        if spec.temperature == Temperature::Rejected {
+            out.push(format!("`temperature` is deprecated for {}", spec.id));
+        }
+        if matches!(thinking, Some("enabled") | Some("adaptive")) {
+            out.push("`temperature` may not be set together with thinking".into());
+        }
+    }
+    for (m, message) in body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        blank_text_blocks(&message["content"], &format!("messages[{m}]"), out);
+    }
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        if let (Some(w), Some(h)) = (
+            tool["display_width_px"].as_u64(),
+            tool["display_height_px"].as_u64(),
+        ) {
+            image_within(spec, w, h, "the computer tool's display", out);
+        }
+    }
+}
+
+/// Anthropic refuses text blocks that are empty or white space only.
+fn blank_text_blocks(content: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    for (b, block) in content.as_array().into_iter().flatten().enumerate() {
+        if block["type"] == "text" && block["text"].as_str().is_some_and(|t| t.trim().is_empty()) {
+            out.push(format!(
+                "{path}.content[{b}]: text content blocks must be non-empty"
+            ));
+        }
+        if block["type"] == "tool_result" {
+            blank_text_blocks(&block["content"], &format!("{path}.content[{b}]"), out);
+        }
+    }
+}
+
+fn image_within(spec: &ModelSpec, w: u64, h: u64, what: &str, out: &mut Vec<String>) {
+    let limits = spec.images;
+    if w.max(h) > limits.long_edge as u64 || w * h > limits.pixels {
+        out.push(format!(
+            "{what} is {w}x{h}, over {}'s limits ({} px edge, {} pixels): the API would \
+             shrink it and the model's coordinates would drift",
+            spec.id, limits.long_edge, limits.pixels
+        ));
+    }
+}
+
+fn openai_rules(spec: &ModelSpec, body: &serde_json::Value, out: &mut Vec<String>) {
+    let effort = body["reasoning"]["effort"].as_str();
+    if body.get("temperature").is_some()
+        && spec.thinking == ThinkingStyle::ReasoningEffort
+        && effort != Some("none")
+    {
+        out.push(format!(
+            "`temperature` is only accepted with reasoning effort `none` on {}",
+            spec.id
+        ));
+    }
+    if spec.tools == ToolFamily::OpenAiComputerPreview
+        && let Some(summary) = body["reasoning"]["summary"].as_str()
+        && summary != "concise"
+    {
+        out.push(format!(
+            "{} supports reasoning.summary \"concise\" only, not {summary:?}",
+            spec.id
+        ));
+    }
+    if body["store"] == false {
+        for (i, item) in body["input"].as_array().into_iter().flatten().enumerate() {
+            // Stateless requests cannot refer to stored items.
+            if item["type"] == "item_reference"
+                || (item["type"] == "reasoning" && !item["encrypted_content"].is_string())
+            {
+                out.push(format!(
+                    "input[{i}] ({}) refers to a stored item, but items are not persisted \
+                     when `store` is false: the API answers 'Item not found'",
+                    item["type"].as_str().unwrap_or("?")
+                ));
+            }
+        }
+    }
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        if let (Some(w), Some(h)) = (
+            tool["display_width"].as_u64(),
+            tool["display_height"].as_u64(),
+        ) {
+            image_within(spec, w, h, "the computer tool's display", out);
+        }
+    }
+}
+
+fn gemini_rules(body: &serde_json::Value, out: &mut Vec<String>) {
+    let thinking = &body["generationConfig"]["thinkingConfig"];
+    if thinking.get("thinkingLevel").is_some() && thinking.get("thinkingBudget").is_some() {
+        out.push("thinkingLevel and thinkingBudget may not be set together".into());
+    }
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        for function in tool["functionDeclarations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let name = function["name"].as_str().unwrap_or("?");
+            gemini_schema_rules(&function["parameters"], name, out);
+        }
+    }
+}
+
+/// The Developer API refuses `additionalProperties` and OBJECT schemas
+/// without properties in function parameters.
+fn gemini_schema_rules(schema: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    let Some(map) = schema.as_object() else {
+        return;
+    };
+    if map.contains_key("additionalProperties") {
+        out.push(format!(
+            "{at}: `additionalProperties` is not supported by the Gemini API"
+        ));
+    }
+    let is_object = map
+        .get("type")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|t| t.eq_ignore_ascii_case("object"));
+    let props = map.get("properties").and_then(serde_json::Value::as_object);
+    if is_object && props.is_none_or(|p| p.is_empty()) {
+        out.push(format!(
+            "{at}: an OBJECT schema needs non-empty `properties`"
+        ));
+    }
+    for (key, sub) in props.into_iter().flatten() {
+        gemini_schema_rules(sub, &format!("{at}.{key}"), out);
+    }
+    if let Some(items) = map.get("items") {
+        gemini_schema_rules(items, &format!("{at}[]"), out);
+    }
 }
 
 #[cfg(test)]

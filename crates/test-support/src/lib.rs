@@ -14,6 +14,9 @@
 //! - [`FixtureServer`] serves `fixtures/sites/` (or any folder) on
 //!   `127.0.0.1` and `localhost` at an ephemeral port, with injected latency
 //!   and status codes and a log of every request, and stops when dropped.
+//! - [`mock_provider`](fn@mock_provider) starts the mock model provider
+//!   checking every request against the official SDK types and the model
+//!   registry's rules: every end-to-end test is a conformance test.
 //! - [`locate_chromium`] and [`locate_headless_shell`] find a browser binary,
 //!   and [`ChromiumNotFound`] says how to install one when there is none.
 //!
@@ -58,3 +61,31 @@ pub use lumen_mock::mock_provider;
 pub use lumen_mock::{
     FixtureServer, MAX_QUERY_DELAY, RequestRecord, StatusCode, element_center, fixtures_root,
 };
+
+/// Starts the mock model provider with every check a real API applies: the
+/// official SDK request types (built into the mock) and the rules those
+/// types cannot express, from the model registry
+/// ([`lumen_models::registry::request_violations`]). A request that breaks
+/// one is answered with 400 and listed by
+/// [`MockProvider::violations`](mock_provider::MockProvider::violations).
+///
+/// # Errors
+///
+/// Fails if no loopback port can be bound.
+pub async fn mock_provider() -> std::io::Result<mock_provider::MockProvider> {
+    let mock = mock_provider::MockProvider::start().await?;
+    mock.add_check(registry_rules);
+    Ok(mock)
+}
+
+/// The model registry's rules for a mock provider route.
+pub fn registry_rules(route: mock_provider::Route, body: &serde_json::Value) -> Vec<String> {
+    use lumen_models::Provider;
+    let provider = match route {
+        mock_provider::Route::AnthropicMessages => Provider::Anthropic,
+        mock_provider::Route::OpenAiResponses => Provider::OpenAi,
+        mock_provider::Route::ChatCompletions => Provider::Compatible,
+        mock_provider::Route::Gemini => Provider::Google,
+    };
+    lumen_models::registry::request_violations(provider, body)
+}

@@ -90,12 +90,12 @@ pub(crate) fn request(api: JudgeApi, model: &str, input: &JudgeInput<'_>) -> (St
         JudgeApi::Gemini => {
             let mut parts = vec![json!({"text": text})];
             parts.extend(input.screenshots.iter().map(|img| {
-                json!({"inline_data": {"mime_type": img.format.mime(), "data": img.to_base64()}})
+                json!({"inlineData": {"mimeType": img.format.mime(), "data": img.to_base64()}})
             }));
             (
                 format!("/v1beta/models/{model}:generateContent"),
                 json!({
-                    "system_instruction": {"parts": [{"text": SYSTEM}]},
+                    "systemInstruction": {"parts": [{"text": SYSTEM}]},
                     "contents": [{"role": "user", "parts": parts}],
                     "generationConfig": {"responseMimeType": "application/json", "maxOutputTokens": 512},
                 }),
@@ -465,7 +465,7 @@ mod tests {
         .await;
         assert!(v.pass);
         assert_eq!(
-            body["contents"][0]["parts"][1]["inline_data"]["mime_type"],
+            body["contents"][0]["parts"][1]["inlineData"]["mimeType"],
             "image/png"
         );
         assert_eq!(keys, ["x-goog-api-key"]);

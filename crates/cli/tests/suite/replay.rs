@@ -14,9 +14,7 @@ async fn a_recorded_run_replays_and_a_changed_page_is_reported_as_a_divergence()
         std::fs::copy(fixtures_root().join(page), site_dir.path().join(page)).unwrap();
     }
     let site = FixtureServer::start_at(site_dir.path()).await.unwrap();
-    let mock = lumen_test_support::mock_provider::MockProvider::start()
-        .await
-        .unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let page2 = site.url("links/page2.html");
     for reply in [navigate(0, &page2), done(1, "on page 2", "success")] {
         mock.push(
@@ -103,9 +101,7 @@ async fn heal_asks_the_model_for_the_diverged_step_only() {
         std::fs::copy(fixtures_root().join(page), site_dir.path().join(page)).unwrap();
     }
     let site = FixtureServer::start_at(site_dir.path()).await.unwrap();
-    let mock = lumen_test_support::mock_provider::MockProvider::start()
-        .await
-        .unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let page2 = site.url("links/page2.html");
     let route = lumen_test_support::mock_provider::Route::AnthropicMessages;
     for reply in [navigate(0, &page2), done(1, "on page 2", "success")] {

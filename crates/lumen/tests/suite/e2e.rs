@@ -28,7 +28,7 @@ struct Harness {
 impl Harness {
     async fn new(provider: Provider, page: &str) -> Harness {
         let site = FixtureServer::start().await.unwrap();
-        let mock = MockProvider::start().await.unwrap();
+        let mock = lumen_test_support::mock_provider().await.unwrap();
         let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
         assert!(tab.goto(&site.url(page)).await.unwrap().ok);
         Harness {

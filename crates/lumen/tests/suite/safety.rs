@@ -18,7 +18,7 @@ use serde_json::json;
 
 async fn setup(page: &str) -> (FixtureServer, MockProvider, Arc<CdpTab>) {
     let site = FixtureServer::start().await.unwrap();
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
     assert!(tab.goto(&site.url(page)).await.unwrap().ok);
     (site, mock, tab)

@@ -12,6 +12,7 @@
 //! Every SSE event the mock sends ends with a blank line, as the SSE
 //! specification requires.
 
+pub mod conformance;
 mod reply;
 pub mod script;
 pub mod trajectory;
@@ -81,15 +82,30 @@ pub struct ProviderRequest {
     pub key_headers: Vec<String>,
     /// The body as JSON (`Null` when it was empty or not JSON).
     pub body: serde_json::Value,
+    /// Why the real API would refuse this request (see [`conformance`]);
+    /// empty when it would accept it. A refused request is answered with
+    /// 400 and leaves the scripted replies untouched.
+    pub violations: Vec<String>,
 }
 
 /// Headers that carry API keys: recorded by name only.
 const KEY_HEADERS: &[&str] = &["authorization", "x-api-key", "x-goog-api-key", "api-key"];
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Shared {
     queues: Mutex<HashMap<Route, VecDeque<Reply>>>,
     requests: Mutex<Vec<ProviderRequest>>,
+    checks: Mutex<Vec<Arc<conformance::Check>>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("queues", &self.queues)
+            .field("requests", &self.requests)
+            .field("checks", &lock(&self.checks).len())
+            .finish()
+    }
 }
 
 /// The running mock provider. Stops when dropped.
@@ -161,6 +177,25 @@ impl MockProvider {
         lock(&self.shared.requests).clone()
     }
 
+    /// Adds a check run on every request after the SDK schema check (rules
+    /// the types cannot express, such as which thinking a model takes).
+    /// Its violations are answered like the schema's: with a 400.
+    pub fn add_check(
+        &self,
+        check: impl Fn(Route, &serde_json::Value) -> Vec<String> + Send + Sync + 'static,
+    ) {
+        lock(&self.shared.checks).push(Arc::new(check));
+    }
+
+    /// Every violation of every request so far, each prefixed with the
+    /// request's path: what a conformance test asserts is empty.
+    pub fn violations(&self) -> Vec<String> {
+        lock(&self.shared.requests)
+            .iter()
+            .flat_map(|r| r.violations.iter().map(move |v| format!("{}: {v}", r.path)))
+            .collect()
+    }
+
     /// Stops the server and waits for it.
     pub async fn shutdown(mut self) {
         self.stop.send_replace(true);
@@ -207,14 +242,45 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             headers.insert(name, value.to_str().unwrap_or("<binary>").to_owned());
         }
     }
+    let body: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+    let violations = match (route, &body) {
+        (Some(route), Some(body)) => {
+            let mut found = conformance::schema_violations(route, body);
+            let checks: Vec<Arc<conformance::Check>> = lock(&shared.checks).clone();
+            for check in checks {
+                found.extend(check(route, body));
+            }
+            found
+        }
+        (Some(_), None) => vec!["the body is not JSON".to_owned()],
+        (None, _) => Vec::new(),
+    };
     lock(&shared.requests).push(ProviderRequest {
         method: parts.method.as_str().to_owned(),
         path: redact_query_key(&path_and_query),
         route,
         headers,
         key_headers,
-        body: serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        body: body.unwrap_or(serde_json::Value::Null),
+        violations: violations.clone(),
     });
+    if !violations.is_empty() {
+        // What the real APIs do with a request they cannot accept.
+        return Response::builder()
+            .status(StatusCode::BAD_REQUEST)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                serde_json::json!({
+                    "type": "error",
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": format!("mock provider: {}", violations.join("; ")),
+                    },
+                })
+                .to_string(),
+            ))
+            .unwrap_or_default();
+    }
     let reply = route.and_then(|r| {
         lock(&shared.queues)
             .get_mut(&r)

@@ -182,7 +182,7 @@ fn request_body_replays_native_turns_verbatim() {
 
 #[tokio::test]
 async fn streams_actions_as_their_arguments_complete() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(Route::AnthropicMessages, Reply::Sse(computer_use_events()));
     // The model saw a 1280x720 picture of a 2560x1440 viewport.
     let shot = screenshot(Size::new(2560, 1440), Size::new(1280, 720), 5);
@@ -250,7 +250,7 @@ async fn streams_actions_as_their_arguments_complete() {
 
 #[tokio::test]
 async fn http_chunking_does_not_change_the_events() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let body: String = computer_use_events()
         .iter()
         .map(SseEvent::to_wire)
@@ -283,7 +283,7 @@ async fn http_chunking_does_not_change_the_events() {
 
 #[tokio::test]
 async fn step_parses_a_json_answer_and_text_terminates() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(
         Route::AnthropicMessages,
         Reply::Json(
@@ -337,7 +337,7 @@ fn kind_of(e: &LumenError) -> ModelErrorKind {
 
 #[tokio::test]
 async fn retries_429_500_and_529_then_succeeds() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(
         Route::AnthropicMessages,
         Reply::error(
@@ -383,7 +383,7 @@ async fn retries_429_500_and_529_then_succeeds() {
 
 #[tokio::test]
 async fn gives_up_with_max_retries_exceeded() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     for _ in 0..3 {
         mock.push(
             Route::AnthropicMessages,
@@ -407,7 +407,7 @@ async fn gives_up_with_max_retries_exceeded() {
 
 #[tokio::test]
 async fn auth_bad_request_and_context_length_are_typed_and_not_retried() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(
         Route::AnthropicMessages,
         Reply::error(
@@ -453,7 +453,7 @@ async fn auth_bad_request_and_context_length_are_typed_and_not_retried() {
 
 #[tokio::test]
 async fn stream_faults_are_typed_errors() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let head: Vec<SseEvent> = computer_use_events().into_iter().take(9).collect();
 
     // Disconnect mid-stream: the click already came, then an error.
@@ -504,7 +504,7 @@ async fn stream_faults_are_typed_errors() {
 
 #[tokio::test]
 async fn summarize_uses_the_cheap_model() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(
         Route::AnthropicMessages,
         Reply::Json(StatusCode::OK, json!({"id": "m", "content": [{"type": "text", "text": "Found the lamp."}], "stop_reason": "end_turn"})),

@@ -14,7 +14,7 @@ use lumen_models::{
     AdapterOptions, CoordinateSpace, Deadlines, RetryPolicy, create_adapter_with_env,
 };
 use lumen_test_support::StatusCode;
-use lumen_test_support::mock_provider::{MockProvider, Reply, Route, SseEvent};
+use lumen_test_support::mock_provider::{Reply, Route, SseEvent};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -115,7 +115,7 @@ fn request_body_for_a_three_step_history() {
 
 #[tokio::test]
 async fn assembles_tool_call_deltas_and_counts_usage() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(Route::ChatCompletions, Reply::Sse(tool_call_events()));
     let shot = screenshot(Size::new(1288, 728), Size::new(1000, 565), 5);
     let adapter = CompatibleAdapter::new(
@@ -181,7 +181,7 @@ async fn assembles_tool_call_deltas_and_counts_usage() {
 
 #[tokio::test]
 async fn text_answers_missing_done_and_faults() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let base = format!("{}/v1", mock.base_url());
     let env = |name: &str| match name {
         "OPENAI_BASE_URL" => Some(base.clone()),

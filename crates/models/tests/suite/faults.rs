@@ -134,7 +134,7 @@ async fn error_of(adapter: &dyn ModelAdapter) -> LumenError {
 async fn every_adapter_survives_every_fault() {
     for case in cases() {
         let name = case.model;
-        let mock = MockProvider::start().await.unwrap();
+        let mock = lumen_test_support::mock_provider().await.unwrap();
         let a = adapter(&mock, &case);
         let shot = shot_1280();
 
@@ -232,7 +232,7 @@ async fn every_adapter_survives_every_fault() {
 async fn deadlines_bound_every_call_and_retry_after_never_panics() {
     for case in cases() {
         let name = case.model;
-        let mock = MockProvider::start().await.unwrap();
+        let mock = lumen_test_support::mock_provider().await.unwrap();
         let deadlines = Deadlines {
             headers: Duration::from_millis(150),
             idle: Duration::from_millis(300),

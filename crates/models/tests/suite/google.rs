@@ -192,7 +192,7 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
 
 #[tokio::test]
 async fn streams_computer_use_with_partial_arguments() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(Route::Gemini, Reply::Sse(computer_use_events()));
     // An odd, downscaled screenshot: the grid maps onto the viewport.
     let shot = screenshot(Size::new(1288, 728), Size::new(1000, 565), 5);
@@ -271,7 +271,7 @@ async fn streams_computer_use_with_partial_arguments() {
 
 #[tokio::test]
 async fn step_text_answer_and_faults() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let shot = shot_1280();
     let a = adapter(&mock);
     mock.push(Route::Gemini, Reply::Json(StatusCode::OK, json!({

@@ -1,5 +1,6 @@
 mod anthropic;
 mod compatible;
+mod conformance;
 mod faults;
 mod google;
 mod openai;

@@ -182,11 +182,11 @@ fn native_turns_are_answered_by_call_id_with_the_screenshot() {
     // [marker], reasoning, computer_call, computer_call_output, result text, prompt.
     assert_eq!(input[0]["content"][0]["text"], "[screenshot: step 0]");
     assert_eq!(input[1]["encrypted_content"], "enc-0");
-    // Stateless replay: a reasoning item keeps its id (it travels with its
-    // encrypted content); any other item's id would be looked up and fail.
+    // Stateless replay: the reasoning item travels with its encrypted
+    // content; the computer call keeps the id its SDK type requires.
     assert_eq!(input[1]["id"], "rs_0");
     assert_eq!(input[2]["call_id"], "call_0");
-    assert!(input[2].get("id").is_none(), "{}", input[2]);
+    assert_eq!(input[2]["id"], "cu_0");
     assert_eq!(
         input[3],
         json!({
@@ -230,7 +230,7 @@ fn chained_requests_send_only_the_new_items() {
 
 #[tokio::test]
 async fn streams_a_computer_batch_with_safety_checks() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(Route::OpenAiResponses, Reply::Sse(batched_events()));
     let shot = screenshot(Size::new(2560, 1440), Size::new(1280, 720), 5);
     let items = collect_events(
@@ -308,7 +308,7 @@ async fn streams_a_computer_batch_with_safety_checks() {
 
 #[tokio::test]
 async fn step_decodes_a_preview_call_and_a_text_answer() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     mock.push(Route::OpenAiResponses, Reply::Json(StatusCode::OK, json!({
         "id": "resp_2", "status": "completed",
         "output": [{"type": "computer_call", "id": "cu_2", "call_id": "call_2", "action": {"type": "keypress", "keys": ["CTRL", "L"]}, "pending_safety_checks": []}],
@@ -348,7 +348,7 @@ fn kind_of(e: &lumen_core::LumenError) -> ModelErrorKind {
 
 #[tokio::test]
 async fn faults_are_typed_errors() {
-    let mock = MockProvider::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
     let shot = shot_1280();
     let a = adapter(&mock, "gpt-5.4");
     let last_error = |items: Vec<lumen_core::Result<ModelEvent>>| match items.into_iter().last() {

@@ -28,7 +28,7 @@ impl Env {
     pub(crate) async fn new() -> Env {
         Env {
             site: FixtureServer::start().await.unwrap(),
-            mock: MockProvider::start().await.unwrap(),
+            mock: lumen_test_support::mock_provider().await.unwrap(),
             data: tempfile::tempdir().unwrap(),
         }
     }
