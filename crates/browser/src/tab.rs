@@ -789,7 +789,8 @@ impl CdpTab {
                 ));
             }
             params["clip"] = serde_json::json!({
-                "x": r.x0, "y": r.y0, "width": r.width(), "height": r.height(), "scale": 1,
+                "x": r.x0, "y": r.y0, "width": r.width(), "height": r.height(),
+                "scale": region_scale(r, options.max_edge, options.max_pixels),
             });
         }
         let capture = self
@@ -1280,6 +1281,23 @@ impl CdpTab {
         );
         self.set_viewport(size, dpr).await?;
         Ok(size)
+    }
+}
+
+/// The scale a region is rendered at: with image limits, as large as they
+/// allow (a zoom shows detail the full screenshot cannot), at most 4×;
+/// without, 1 (device pixels).
+fn region_scale(region: lumen_core::Rect, max_edge: Option<u32>, max_pixels: Option<u64>) -> f64 {
+    let long = region.width().max(region.height()).max(1) as f64;
+    let area = (region.width().max(1) as f64) * (region.height().max(1) as f64);
+    let by_edge = max_edge.map(|m| m as f64 / long);
+    let by_area = max_pixels.map(|p| (p as f64 / area).sqrt());
+    match (by_edge, by_area) {
+        (None, None) => 1.0,
+        (a, b) => a
+            .unwrap_or(f64::MAX)
+            .min(b.unwrap_or(f64::MAX))
+            .clamp(1.0, 4.0),
     }
 }
 

@@ -108,6 +108,10 @@ pub struct ToolResult {
     /// Provider safety checks the user acknowledged for this call (OpenAI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acknowledged_safety_checks: Vec<serde_json::Value>,
+    /// An image the action made for the model (a zoom's region), shown in
+    /// the next request only: history drops it once a newer turn exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::Image>,
 }
 
 /// A record of the provider-facing history.

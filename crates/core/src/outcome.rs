@@ -228,6 +228,10 @@ pub struct ActionExecution {
     /// Wall time of the execution including settling, milliseconds.
     #[serde(default)]
     pub duration_ms: u64,
+    /// An image the action made for the model: a zoom's region, captured
+    /// at full resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::Image>,
 }
 
 impl ActionExecution {
@@ -272,6 +276,7 @@ impl From<ActionOutcome> for ActionExecution {
             effect: o.effect,
             control: None,
             duration_ms: 0,
+            image: None,
         }
     }
 }

@@ -416,6 +416,7 @@ fn wire() -> Vec<WireRecord> {
             error: Some("nothing there".into()),
             hints: vec!["try scrolling".into()],
             acknowledged_safety_checks: vec![],
+            image: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,

@@ -26,8 +26,9 @@
 //! The loop also takes a site knowledge base, workflow memory, an action
 //! cache and the action verifier from `lumen-memory` and `lumen-safety`
 //! (`PerceptionLoop::with_*`); the `lumen` facade wires them from its
-//! options. Known gap: `zoom` is answered with a fresh full screenshot on the
-//! next step, not an image of the region.
+//! options. A `zoom` is captured by the router (the region rendered as large
+//! as the model's image limits allow) and shown to the model inside the
+//! zoom's own tool result, once.
 
 #![deny(missing_docs)]
 

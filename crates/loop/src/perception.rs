@@ -168,6 +168,14 @@ impl RunState {
     }
 }
 
+/// `options` sized to the model's image limits.
+fn capture_limits(options: &ScreenshotOptions, info: &lumen_core::ModelInfo) -> ScreenshotOptions {
+    let mut options = options.clone();
+    options.max_edge = smallest(options.max_edge, info.max_image_dimension);
+    options.max_pixels = smallest(options.max_pixels, info.max_image_pixels);
+    options
+}
+
 /// The smaller of two optional limits (either alone when the other is
 /// unset).
 fn smallest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -190,10 +198,12 @@ impl PerceptionLoop {
         adapter: Arc<dyn ModelAdapter>,
         config: LoopConfig,
     ) -> Self {
+        let router =
+            ActionRouter::new().with_capture(capture_limits(&config.screenshot, adapter.info()));
         Self {
             tab,
             adapter,
-            router: ActionRouter::new(),
+            router,
             guard: ActionGuard::default(),
             verifier: None,
             bus: EventBus::new(),
@@ -245,9 +255,10 @@ impl PerceptionLoop {
         self
     }
 
-    /// Sets the router (settle mode, secrets).
+    /// Sets the router (settle mode, secrets). Its zoom captures are sized
+    /// to this loop's model.
     pub fn with_router(mut self, router: ActionRouter) -> Self {
-        self.router = router;
+        self.router = router.with_capture(self.capture_options());
         self
     }
 
@@ -280,16 +291,13 @@ impl PerceptionLoop {
     /// and the model would answer in the coordinates of an image we never
     /// saw; sized here, the coordinate scale stays exact.
     fn capture_options(&self) -> ScreenshotOptions {
-        let info = self.adapter.info();
-        let mut options = self.config.screenshot.clone();
-        options.max_edge = smallest(options.max_edge, info.max_image_dimension);
-        options.max_pixels = smallest(options.max_pixels, info.max_image_pixels);
-        options
+        capture_limits(&self.config.screenshot, self.adapter.info())
     }
 
     /// Replaces the settings (e.g. to add a plan between runs).
     pub fn with_config(mut self, config: LoopConfig) -> Self {
         self.config = config;
+        self.router = self.router.clone().with_capture(self.capture_options());
         self
     }
 
@@ -1100,6 +1108,7 @@ fn tool_result(r: &ActionRecord) -> ToolResult {
         } else {
             Vec::new()
         },
+        image: r.execution.image.clone(),
     }
 }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lumen_core::{
-    Action, ActionCall, ActionExecution, BrowserTab, ClickOptions, ControlRequest, Point, Result,
-    SettleOptions, Size,
+    Action, ActionCall, ActionExecution, BrowserTab, ClickOptions, ControlRequest, Point, Rect,
+    Result, ScreenshotOptions, SettleOptions, Size,
 };
 use lumen_safety::Secrets;
 
@@ -66,6 +66,8 @@ pub const MAX_WAIT: Duration = Duration::from_secs(30);
 pub struct ActionRouter {
     settle: SettleMode,
     secrets: Arc<Secrets>,
+    /// How a zoom is captured: format and the model's image limits.
+    capture: ScreenshotOptions,
 }
 
 impl fmt::Debug for ActionRouter {
@@ -73,6 +75,7 @@ impl fmt::Debug for ActionRouter {
         f.debug_struct("ActionRouter")
             .field("settle", &self.settle)
             .field("secrets", &self.secrets)
+            .field("capture", &self.capture)
             .finish()
     }
 }
@@ -86,6 +89,13 @@ impl ActionRouter {
     /// Sets how to wait after actions.
     pub fn with_settle(mut self, settle: SettleMode) -> Self {
         self.settle = settle;
+        self
+    }
+
+    /// Sets how zooms are captured (the loop passes its screenshot options,
+    /// sized to the model's image limits).
+    pub fn with_capture(mut self, capture: ScreenshotOptions) -> Self {
+        self.capture = capture;
         self
     }
 
@@ -190,8 +200,40 @@ impl ActionRouter {
             Action::Goto { url } => tab.goto(url).await?,
             Action::Back => tab.back().await?,
             Action::Forward => tab.forward().await?,
-            Action::Screenshot | Action::Zoom { .. } => {
+            Action::Screenshot => {
                 return Ok(ActionExecution::control(ControlRequest::Screenshot));
+            }
+            // The region at full resolution (rendered larger, up to the
+            // model's image limits), shown to the model with the result.
+            Action::Zoom { region } => {
+                let (w, h) = (viewport.width as i32, viewport.height as i32);
+                let clipped = Rect {
+                    x0: region.x0.clamp(0, w),
+                    y0: region.y0.clamp(0, h),
+                    x1: region.x1.clamp(0, w),
+                    y1: region.y1.clamp(0, h),
+                };
+                if clipped.width() == 0 || clipped.height() == 0 {
+                    return Ok(ActionExecution::failed(format!(
+                        "the zoom region ({}, {})-({}, {}) is empty or outside the {}x{} viewport",
+                        region.x0, region.y0, region.x1, region.y1, viewport.width, viewport.height
+                    )));
+                }
+                let region = clipped;
+                let options = ScreenshotOptions {
+                    region: Some(region),
+                    cursor_overlay: false,
+                    ..self.capture.clone()
+                };
+                let shot = tab.screenshot(&options).await?;
+                let mut exec = ActionExecution::ok();
+                exec.hints.push(format!(
+                    "zoomed into ({}, {})-({}, {}): the image after this result shows that \
+                     region at {}x{}; coordinates still refer to the full screenshot",
+                    region.x0, region.y0, region.x1, region.y1, shot.image.width, shot.image.height
+                ));
+                exec.image = Some(shot.image);
+                return Ok(exec);
             }
             Action::CursorPosition => {
                 let mut exec = ActionExecution::ok();
@@ -430,7 +472,9 @@ mod tests {
             },
         )
         .await;
-        assert_eq!(z.control, Some(ControlRequest::Screenshot));
+        // A zoom is no control request: the router captures its region.
+        assert_eq!(z.control, None);
+        assert!(z.ok && z.image.is_some(), "{z:?}");
         let f = run(
             &r,
             &tab,

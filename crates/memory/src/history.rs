@@ -298,7 +298,14 @@ impl HistoryManager {
     }
 
     /// Records a model turn. Call it before the tool results of its calls.
+    /// Images earlier results carried (zooms) have been seen by now: they
+    /// are dropped, so each is paid for once.
     pub fn push_assistant(&mut self, turn: AssistantTurn) {
+        for record in &mut self.wire {
+            if let WireRecord::ToolResult(result) = record {
+                result.image = None;
+            }
+        }
         self.wire.push(WireRecord::Assistant(turn));
     }
 

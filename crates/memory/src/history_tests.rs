@@ -199,6 +199,7 @@ fn ok_result(id: &str, error: Option<String>) -> ToolResult {
         error,
         hints: vec![],
         acknowledged_safety_checks: vec![],
+        image: None,
     }
 }
 

@@ -556,10 +556,22 @@ impl MessageBuilder {
         let pending = std::mem::take(&mut self.pending);
         for (id, ids) in &pending {
             let answer = prompt::answer_for(ids, &refs);
+            let mut content = vec![json!({"type": "text", "text": answer.text})];
+            // A zoom's region, inside the result it answers.
+            for img in results
+                .iter()
+                .filter(|r| ids.contains(&r.call_id))
+                .filter_map(|r| r.image.as_ref())
+            {
+                content.push(json!({
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": img.format.mime(), "data": img.to_base64()},
+                }));
+            }
             let mut block = json!({
                 "type": "tool_result",
                 "tool_use_id": id,
-                "content": [{"type": "text", "text": answer.text}],
+                "content": content,
             });
             if !answer.ok {
                 block["is_error"] = json!(true);

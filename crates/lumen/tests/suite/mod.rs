@@ -1,2 +1,3 @@
 mod e2e;
 mod safety;
+mod zoom;

@@ -156,6 +156,7 @@ fn request_body_replays_native_turns_verbatim() {
             error: None,
             hints: vec![],
             acknowledged_safety_checks: vec![],
+            image: None,
         }),
     ];
     let adapter = AnthropicAdapter::new("claude-sonnet-4-5", options(None)).unwrap();

@@ -67,6 +67,8 @@ fn history(provider: Provider, shot: &Screenshot) -> Vec<WireRecord> {
                     .iter()
                     .map(|c| serde_json::json!({"id": c.id, "code": c.code, "message": c.message}))
                     .collect(),
+                // A zoom's image rides on its result.
+                image: (i == 1).then(|| shot.image.clone()),
             })
         })
         .collect();

@@ -153,6 +153,7 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
             error: None,
             hints: vec![],
             acknowledged_safety_checks: vec![json!({"id": "r-0"})],
+            image: None,
         }),
         WireRecord::ToolResult(ToolResult {
             call_id: "r-1".into(),
@@ -161,6 +162,7 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
             error: Some("cancelled".into()),
             hints: vec![],
             acknowledged_safety_checks: vec![],
+            image: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,

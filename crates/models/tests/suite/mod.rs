@@ -117,6 +117,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             error: None,
             hints: vec![],
             acknowledged_safety_checks: vec![],
+            image: None,
         })
     };
     vec![
@@ -152,6 +153,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             error: None,
             hints: vec!["the page navigated to /shop/lamp-1".into()],
             acknowledged_safety_checks: vec![],
+            image: None,
         }),
         compressed(4),
         WireRecord::Assistant(AssistantTurn {
@@ -180,6 +182,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             error: Some("no editable element has focus".into()),
             hints: vec![],
             acknowledged_safety_checks: vec![],
+            image: None,
         }),
         ok("call_wait", "wait"),
         WireRecord::Screenshot(WireScreenshot {

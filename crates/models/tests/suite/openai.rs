@@ -161,6 +161,7 @@ fn native_history() -> Vec<WireRecord> {
             acknowledged_safety_checks: vec![
                 json!({"id": "sc_0", "code": "irrelevant_domain", "message": "Odd domain."}),
             ],
+            image: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,
