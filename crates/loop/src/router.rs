@@ -121,7 +121,9 @@ impl ActionRouter {
     ) -> Result<ActionExecution> {
         let started = Instant::now();
         let mut exec = self.dispatch(&call.action, tab, viewport).await?;
-        if exec.ok && exec.control.is_none() && call.action.touches_browser() {
+        // Observing (a zoom) changes nothing to wait for.
+        let observes = call.action.category() == lumen_core::ActionCategory::Observe;
+        if exec.ok && exec.control.is_none() && call.action.touches_browser() && !observes {
             // A tab that reports the navigation already happened (CdpTab
             // waits for commit and load) needs no further wait for one.
             let navigated = exec.effect.as_ref().is_some_and(|e| e.navigated);
