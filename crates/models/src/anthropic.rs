@@ -49,6 +49,10 @@ pub enum ComputerTool {
     V20250124,
     /// `computer_20251124` (Claude Opus 4.5 and every Claude ≥ 4.6): adds zoom.
     V20251124,
+    /// `computer_toolset_20260801` (GA, no beta header): one `tools[]`
+    /// entry without a name; the model calls each member (`left_click`,
+    /// `type`, `scroll`…) as its own tool with the member's input.
+    Toolset20260801,
 }
 
 impl ComputerTool {
@@ -67,15 +71,23 @@ impl ComputerTool {
         match self {
             ComputerTool::V20250124 => "computer_20250124",
             ComputerTool::V20251124 => "computer_20251124",
+            ComputerTool::Toolset20260801 => "computer_toolset_20260801",
         }
     }
 
-    /// The beta header that enables it.
-    pub fn beta(&self) -> &'static str {
+    /// The beta header that enables it (none for the GA toolset).
+    pub fn beta(&self) -> Option<&'static str> {
         match self {
-            ComputerTool::V20250124 => "computer-use-2025-01-24",
-            ComputerTool::V20251124 => "computer-use-2025-11-24",
+            ComputerTool::V20250124 => Some("computer-use-2025-01-24"),
+            ComputerTool::V20251124 => Some("computer-use-2025-11-24"),
+            ComputerTool::Toolset20260801 => None,
         }
+    }
+
+    /// Whether the model calls members by name (the toolset) rather than
+    /// one `computer` tool with an `action` field.
+    pub fn is_toolset(&self) -> bool {
+        *self == ComputerTool::Toolset20260801
     }
 }
 
@@ -175,32 +187,43 @@ impl AnthropicAdapter {
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {
-        let mut betas = vec![self.tool.beta()];
+        let mut betas: Vec<&str> = self.tool.beta().into_iter().collect();
         // Adaptive thinking interleaves by itself; manual budgets need the
         // beta to think between tool calls.
         if matches!(self.thinking, Some(Thinking::Budget(_))) {
             betas.push(INTERLEAVED_THINKING_BETA);
         }
         betas.extend(self.spec.betas);
-        vec![
+        let mut headers = vec![
             ("x-api-key", self.http.key().expose().to_owned()),
             ("anthropic-version", API_VERSION.to_owned()),
-            ("anthropic-beta", betas.join(",")),
-        ]
+        ];
+        if !betas.is_empty() {
+            headers.push(("anthropic-beta", betas.join(",")));
+        }
+        headers
     }
 
     /// The request body for one step (public so tests can pin it).
     pub fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
         let image = ctx.screenshot.image.size();
-        let mut computer = json!({
-            "type": self.tool.tool_type(),
-            "name": "computer",
-            "display_width_px": image.width,
-            "display_height_px": image.height,
-        });
-        if self.tool == ComputerTool::V20251124 {
-            computer["enable_zoom"] = json!(true);
-        }
+        // The toolset carries no name and no display size: the model reads
+        // the size off the screenshots. Every member, zoom included, is on.
+        let computer = match self.tool {
+            ComputerTool::Toolset20260801 => json!({"type": self.tool.tool_type()}),
+            ComputerTool::V20250124 | ComputerTool::V20251124 => {
+                let mut tool = json!({
+                    "type": self.tool.tool_type(),
+                    "name": "computer",
+                    "display_width_px": image.width,
+                    "display_height_px": image.height,
+                });
+                if self.tool == ComputerTool::V20251124 {
+                    tool["enable_zoom"] = json!(true);
+                }
+                tool
+            }
+        };
         let mut tools = vec![computer];
         for (name, description, schema) in prompt::own_tools() {
             tools.push(json!({"name": name, "description": description, "input_schema": schema}));
@@ -217,7 +240,7 @@ impl AnthropicAdapter {
             "max_tokens": self.max_tokens + budget,
             "system": [{"type": "text", "text": prompt::MECHANICS, "cache_control": ephemeral()}],
             "tools": tools,
-            "messages": build_messages(ctx),
+            "messages": build_messages(ctx, self.tool),
         });
         match self.thinking {
             Some(Thinking::Budget(budget)) => {
@@ -366,8 +389,11 @@ pub fn image_tokens(width: u32, height: u32) -> u64 {
 // ----- request building ------------------------------------------------------
 
 /// Builds `messages` from wire history (see the module docs).
-fn build_messages(ctx: &StepContext<'_>) -> Vec<Value> {
-    let mut b = MessageBuilder::default();
+fn build_messages(ctx: &StepContext<'_>, tool: ComputerTool) -> Vec<Value> {
+    let mut b = MessageBuilder {
+        toolset: tool.is_toolset(),
+        ..MessageBuilder::default()
+    };
     let scale = ctx.screenshot.scale;
     let mut saw_screenshot = false;
     for record in ctx.wire {
@@ -413,6 +439,8 @@ fn build_messages(ctx: &StepContext<'_>) -> Vec<Value> {
 
 #[derive(Default)]
 struct MessageBuilder {
+    /// Whether computer actions are toolset members (named by action).
+    toolset: bool,
     messages: Vec<Value>,
     /// tool_use ids of the last assistant turn, each with the ids of the
     /// action calls it decoded into.
@@ -529,7 +557,7 @@ impl MessageBuilder {
                         continue;
                     }
                     let id = safe_id(&call.id);
-                    let (name, input) = encode_action(&call.action, scale);
+                    let (name, input) = encode_action(&call.action, scale, self.toolset);
                     blocks
                         .push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
                     self.pending.push((id, vec![call.id.clone()]));
@@ -621,8 +649,24 @@ impl MessageBuilder {
 
 /// Re-encodes one of our actions as an Anthropic tool call, for history that
 /// has no native replay data (written by another adapter). Coordinates go
-/// back to screenshot pixels with the current scale.
-fn encode_action(action: &Action, scale: ImageScale) -> (&'static str, Value) {
+/// back to screenshot pixels with the current scale. With the toolset, a
+/// computer action is called by its member's name, without `action`.
+fn encode_action(action: &Action, scale: ImageScale, toolset: bool) -> (String, Value) {
+    let (name, mut input) = encode_computer(action, scale);
+    if toolset
+        && name == "computer"
+        && let Some(member) = input
+            .as_object_mut()
+            .and_then(|m| m.remove("action"))
+            .and_then(|a| a.as_str().map(str::to_owned))
+    {
+        return (member, input);
+    }
+    (name.to_owned(), input)
+}
+
+/// [`encode_action`] for the single `computer` tool.
+fn encode_computer(action: &Action, scale: ImageScale) -> (&'static str, Value) {
     let px = |x: i32, y: i32| {
         let (ix, iy) = scale.css_to_image(lumen_core::Point::new(x, y));
         json!([ix.round() as i64, iy.round() as i64])
@@ -1152,12 +1196,55 @@ mod tests {
             ("claude-haiku-4-5", ComputerTool::V20250124),
             ("claude-sonnet-4-20250514", ComputerTool::V20250124),
             ("claude-3-7-sonnet-20250219", ComputerTool::V20250124),
-            ("claude-sonnet-5", ComputerTool::V20251124),
+            ("claude-opus-4-7", ComputerTool::V20251124),
+            ("claude-sonnet-5", ComputerTool::Toolset20260801),
+            ("claude-opus-5", ComputerTool::Toolset20260801),
             // An unknown id gets the newest rules, not the oldest.
-            ("something-else", ComputerTool::V20251124),
+            ("something-else", ComputerTool::Toolset20260801),
         ] {
             assert_eq!(ComputerTool::for_model(model), tool, "{model}");
         }
+    }
+
+    #[test]
+    fn the_toolset_is_one_nameless_entry_with_no_beta_header() {
+        let adapter = AnthropicAdapter::new(
+            "claude-sonnet-5",
+            AdapterOptions {
+                api_key: Some(crate::ApiKey::new("test-key-0123456789")),
+                ..AdapterOptions::default()
+            },
+        )
+        .unwrap();
+        let shot = lumen_core::Screenshot {
+            image: lumen_core::Image::new(lumen_core::ImageFormat::Png, 1280, 720, vec![0]),
+            viewport: lumen_core::Size::new(1280, 720),
+            scale: ImageScale::IDENTITY,
+        };
+        let ctx = StepContext {
+            step: 0,
+            max_steps: 5,
+            instruction: "t",
+            system_prompt: "",
+            screenshot: &shot,
+            wire: &[],
+            state: None,
+            url: "http://127.0.0.1/",
+            temperature: Some(0.5),
+            cursor: None,
+        };
+        let body = adapter.request_body(&ctx, true);
+        assert_eq!(
+            body["tools"][0],
+            json!({"type": "computer_toolset_20260801"})
+        );
+        assert!(body.get("temperature").is_none());
+        assert!(
+            adapter
+                .headers()
+                .iter()
+                .all(|(name, _)| *name != "anthropic-beta")
+        );
     }
 
     #[test]

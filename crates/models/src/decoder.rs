@@ -61,6 +61,31 @@ pub enum CoordinateSpace {
     Normalized,
 }
 
+/// The members of Anthropic's `computer_toolset_20260801` (the SDK's
+/// `computer_member_name.py`): each is called as a tool of its own.
+pub const COMPUTER_MEMBERS: &[&str] = &[
+    "key",
+    "hold_key",
+    "type",
+    "cursor_position",
+    "mouse_move",
+    "left_mouse_down",
+    "left_mouse_up",
+    "left_click",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "triple_click",
+    "left_click_drag",
+    "scroll",
+    "wait",
+    "screenshot",
+    "zoom",
+];
+
+/// The most times one `key` call may repeat its chords.
+const MAX_KEY_REPEAT: u64 = 100;
+
 /// Gemini's default `scroll_at` magnitude (grid units).
 pub const GEMINI_DEFAULT_MAGNITUDE: f64 = 800.0;
 
@@ -172,10 +197,20 @@ impl ActionDecoder {
 
     // ----- Anthropic -------------------------------------------------------
 
-    /// Decodes an Anthropic tool call: the `computer` tool or one of ours.
+    /// Decodes an Anthropic tool call: the `computer` tool, a member of the
+    /// computer toolset (`left_click`, `scroll`…, whose input is the
+    /// computer tool's without `action`), or one of ours.
     pub fn anthropic(&self, name: &str, input: &Value) -> Vec<Action> {
         match name {
             "computer" => self.anthropic_computer(input),
+            member if COMPUTER_MEMBERS.contains(&member) => {
+                let mut input = match input {
+                    Value::Object(map) => map.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                input.insert("action".into(), Value::from(member));
+                self.anthropic_computer(&Value::Object(input))
+            }
             _ => self.lumen_tool(name, input, CoordinateSpace::Pixels),
         }
     }
@@ -290,10 +325,20 @@ impl ActionDecoder {
                 "type" => vec![Action::Type {
                     text: args.str("text")?.to_owned(),
                 }],
-                "key" => chords(args.str("text")?)?
-                    .into_iter()
-                    .map(|keys| Action::KeyPress { keys })
-                    .collect(),
+                "key" => {
+                    let repeat = match args.opt_num("repeat")? {
+                        None => 1,
+                        Some(n) if n >= 1.0 && n <= MAX_KEY_REPEAT as f64 => n as u64,
+                        Some(_) => {
+                            return Err(format!("`repeat` must be between 1 and {MAX_KEY_REPEAT}"));
+                        }
+                    };
+                    let once = chords(args.str("text")?)?;
+                    (0..repeat)
+                        .flat_map(|_| once.iter().cloned())
+                        .map(|keys| Action::KeyPress { keys })
+                        .collect()
+                }
                 "hold_key" => {
                     let secs = args.num("duration")?;
                     let keys = single_chord(args.str("text")?)?;

@@ -943,3 +943,46 @@ fn openai_drag_paths_take_pairs_and_objects() {
         "{pairs:?}"
     );
 }
+
+/// The computer toolset calls each member as its own tool, with the
+/// computer tool's input minus `action`; `key` may repeat its chords.
+#[test]
+fn anthropic_toolset_members_decode_like_computer_actions() {
+    let d = same();
+    assert_eq!(
+        d.anthropic("left_click", &json!({"coordinate": [10, 20]})),
+        vec![click(10, 20)]
+    );
+    assert_eq!(
+        d.anthropic(
+            "scroll",
+            &json!({"scroll_direction": "down", "scroll_amount": 2, "coordinate": [5, 5]})
+        ),
+        d.anthropic(
+            "computer",
+            &json!({"action": "scroll", "scroll_direction": "down", "scroll_amount": 2, "coordinate": [5, 5]})
+        )
+    );
+    assert_eq!(
+        d.anthropic("key", &json!({"text": "Down", "repeat": 3})),
+        vec![
+            Action::KeyPress {
+                keys: vec!["Down".into()]
+            };
+            3
+        ]
+    );
+    assert!(matches!(
+        d.anthropic("key", &json!({"text": "Down", "repeat": 1000}))[0],
+        Action::Invalid { .. }
+    ));
+    assert_eq!(
+        d.anthropic("screenshot", &json!({})),
+        vec![Action::Screenshot]
+    );
+    // Our own tools keep their names.
+    assert!(matches!(
+        d.anthropic("task_complete", &json!({"result": "ok"}))[0],
+        Action::Terminate { .. }
+    ));
+}

@@ -216,6 +216,8 @@ const GEMINI_IMAGES: ImageLimits = ImageLimits {
 
 const V20250124: ToolFamily = ToolFamily::AnthropicComputer(ComputerTool::V20250124);
 const V20251124: ToolFamily = ToolFamily::AnthropicComputer(ComputerTool::V20251124);
+/// The GA computer toolset, for the 5.x generation.
+const TOOLSET: ToolFamily = ToolFamily::AnthropicComputer(ComputerTool::Toolset20260801);
 const BUDGET: ThinkingStyle = ThinkingStyle::Budget { min: 1024 };
 
 macro_rules! claude {
@@ -278,7 +280,7 @@ pub static MODELS: &[ModelSpec] = &[
         "claude-sonnet-5",
         "claude-sonnet",
         (5, 0),
-        V20251124,
+        TOOLSET,
         ThinkingStyle::Adaptive,
         CLAUDE_IMAGES,
         8192,
@@ -325,6 +327,16 @@ pub static MODELS: &[ModelSpec] = &[
         price(5.0, 25.0, 0.5, 6.25)
     ),
     claude!(
+        "claude-opus-5",
+        "claude-opus",
+        (5, 0),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_LARGE_IMAGES,
+        8192,
+        price(5.0, 25.0, 0.5, 6.25)
+    ),
+    claude!(
         "claude-haiku-4-5",
         "claude-haiku",
         (4, 5),
@@ -338,7 +350,7 @@ pub static MODELS: &[ModelSpec] = &[
         "claude-haiku-5-5",
         "claude-haiku",
         (5, 5),
-        V20251124,
+        TOOLSET,
         ThinkingStyle::Adaptive,
         CLAUDE_IMAGES,
         8192,
@@ -874,15 +886,15 @@ mod tests {
         for (provider, model, expected) in [
             (Anthropic, "claude-opus-4-7", "claude-opus-4-7"),
             (Anthropic, "claude-opus-4-8", "claude-opus-4-7"),
-            (Anthropic, "claude-opus-5-5", "claude-opus-4-7"),
+            (Anthropic, "claude-opus-5-5", "claude-opus-5"),
             (Anthropic, "claude-opus-4-5-20251101", "claude-opus-4-5"),
             (Anthropic, "claude-opus-4-1-20250805", "claude-opus-4"),
             (Anthropic, "claude-sonnet-4-5-20250929", "claude-sonnet-4"),
             (Anthropic, "claude-sonnet-5-5", "claude-sonnet-5"),
             (Anthropic, "claude-3-7-sonnet-20250219", "claude-3-7-sonnet"),
             (Anthropic, "claude-haiku-4-5", "claude-haiku-4-5"),
-            // An unknown family is matched by version.
-            (Anthropic, "claude-fable-5", "claude-sonnet-5"),
+            // An unknown family is matched by version (ties: the later row).
+            (Anthropic, "claude-fable-5", "claude-opus-5"),
             (OpenAi, "gpt-5.4", "gpt-5.4"),
             (OpenAi, "gpt-5.5", "gpt-5.4"),
             (OpenAi, "gpt-5.1", "gpt-5"),

@@ -106,7 +106,9 @@ fn assert_success(r: &RunResult, answer: &str, provider: Provider) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_step_form_task_fills_and_submits_the_form_with_every_adapter() {
-    for provider in ALL {
+    // Every protocol, and the Anthropic computer toolset and Gemini 3.5's
+    // action set on the same adapters.
+    for provider in ALL.into_iter().chain(Wire::DIALECTS) {
         let h = Harness::new(provider, "form.html").await;
         let (name, email, submit) = (
             h.center("#name").await,
@@ -153,7 +155,7 @@ async fn a_multi_step_form_task_fills_and_submits_the_form_with_every_adapter() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scroll_and_read_task_is_answered_through_terminate() {
-    for provider in ALL {
+    for provider in ALL.into_iter().chain(Wire::DIALECTS) {
         let h = Harness::new(provider, "scroll.html").await;
         h.script(&[
             vec![ScriptStep::ScrollDown],

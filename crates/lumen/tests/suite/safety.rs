@@ -143,7 +143,7 @@ async fn a_popup_on_a_blocked_domain_is_undone_and_reported() {
 /// A non-streaming "YES"/"NO" answer in each protocol's JSON shape.
 fn verdict(wire: Wire, text: &str) -> Reply {
     let body = match wire {
-        Wire::Anthropic => {
+        Wire::Anthropic | Wire::AnthropicToolset => {
             json!({"id": "msg_v", "type": "message", "role": "assistant", "model": "mock",
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
             "usage": {"input_tokens": 10, "output_tokens": 3}})
@@ -152,7 +152,7 @@ fn verdict(wire: Wire, text: &str) -> Reply {
             "output": [{"type": "message", "id": "msg_v", "role": "assistant", "status": "completed",
                         "content": [{"type": "output_text", "text": text, "annotations": []}]}],
             "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}}),
-        Wire::Google => {
+        Wire::Google | Wire::GoogleExtended => {
             json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
             "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 3}})
         }

@@ -26,6 +26,12 @@ pub enum Wire {
     Google,
     /// OpenAI-compatible Chat Completions with Lumen's function tools.
     Compatible,
+    /// Anthropic Messages with the GA computer toolset: each computer
+    /// action is a tool call named after its member (`left_click`…).
+    AnthropicToolset,
+    /// Gemini computer use with the 3.5 action set (`click`, `type`,
+    /// `hotkey`, `scroll` in pixels…).
+    GoogleExtended,
 }
 
 impl Wire {
@@ -37,13 +43,20 @@ impl Wire {
         Wire::Compatible,
     ];
 
-    /// Its name (`anthropic`, `openai`, `google`, `compatible`).
+    /// The newer tool dialects of two of the protocols, each driving the
+    /// same adapter as its protocol.
+    pub const DIALECTS: [Wire; 2] = [Wire::AnthropicToolset, Wire::GoogleExtended];
+
+    /// Its name (`anthropic`, `openai`, `google`, `compatible`,
+    /// `anthropic-toolset`, `google-3.5`).
     pub fn name(self) -> &'static str {
         match self {
             Wire::Anthropic => "anthropic",
             Wire::OpenAi => "openai",
             Wire::Google => "google",
             Wire::Compatible => "compatible",
+            Wire::AnthropicToolset => "anthropic-toolset",
+            Wire::GoogleExtended => "google-3.5",
         }
     }
 
@@ -54,15 +67,17 @@ impl Wire {
             Wire::OpenAi => "openai/computer-use-preview",
             Wire::Google => "google/gemini-2.5-computer-use-preview-10-2025",
             Wire::Compatible => "compatible/qwen2.5-vl",
+            Wire::AnthropicToolset => "anthropic/claude-sonnet-5",
+            Wire::GoogleExtended => "google/gemini-3.5-flash",
         }
     }
 
     /// The mock route its requests arrive on.
     pub fn route(self) -> Route {
         match self {
-            Wire::Anthropic => Route::AnthropicMessages,
+            Wire::Anthropic | Wire::AnthropicToolset => Route::AnthropicMessages,
             Wire::OpenAi => Route::OpenAiResponses,
-            Wire::Google => Route::Gemini,
+            Wire::Google | Wire::GoogleExtended => Route::Gemini,
             Wire::Compatible => Route::ChatCompletions,
         }
     }
@@ -72,7 +87,9 @@ impl Wire {
     pub fn base_url(self, mock: &MockProvider) -> String {
         match self {
             Wire::OpenAi | Wire::Compatible => format!("{}/v1", mock.base_url()),
-            Wire::Anthropic | Wire::Google => mock.base_url(),
+            Wire::Anthropic | Wire::Google | Wire::AnthropicToolset | Wire::GoogleExtended => {
+                mock.base_url()
+            }
         }
     }
 
@@ -82,7 +99,7 @@ impl Wire {
     /// per earlier call.
     pub fn answers_turn(self, body: &str, turn: usize) -> bool {
         match self {
-            Wire::Google => body.matches("functionResponse").count() > turn,
+            Wire::Google | Wire::GoogleExtended => body.matches("functionResponse").count() > turn,
             _ => {
                 body.contains(&format!("call_{turn}_0"))
                     || body.contains(&format!("toolu_{turn}_0"))
@@ -97,13 +114,24 @@ impl Wire {
         let grid =
             |x: i32, y: i32| json!({"x": grid_axis(x, viewport.0), "y": grid_axis(y, viewport.1)});
         match self {
-            Wire::Anthropic => {
+            Wire::Anthropic | Wire::AnthropicToolset => {
+                let toolset = self == Wire::AnthropicToolset;
                 let mut blocks = Vec::new();
                 for (i, s) in steps.iter().enumerate() {
-                    let tool = |suffix: &str, name: &str, input: Value| AnthropicBlock::ToolUse {
-                        id: format!("toolu_{turn}_{i}{suffix}"),
-                        name: name.into(),
-                        input,
+                    let tool = |suffix: &str, name: &str, mut input: Value| {
+                        // The toolset calls each action by its member's name.
+                        let name = match input.as_object_mut() {
+                            Some(map) if toolset && name == "computer" => map
+                                .remove("action")
+                                .and_then(|a| a.as_str().map(str::to_owned))
+                                .unwrap_or_default(),
+                            _ => name.to_owned(),
+                        };
+                        AnthropicBlock::ToolUse {
+                            id: format!("toolu_{turn}_{i}{suffix}"),
+                            name,
+                            input,
+                        }
                     };
                     let computer = |input: Value| tool("", "computer", input);
                     match s {
@@ -200,6 +228,34 @@ impl Wire {
                 }
                 gemini_turn(&parts, 1000)
             }
+            Wire::GoogleExtended => {
+                let call =
+                    |name: &str, args: Value| json!({"functionCall": {"name": name, "args": args}});
+                let mut parts = Vec::new();
+                for s in steps {
+                    match s {
+                        ScriptStep::Click(x, y) => parts.push(call("click", grid(*x, *y))),
+                        ScriptStep::Hover(x, y) => parts.push(call("move", grid(*x, *y))),
+                        ScriptStep::TypeAt(x, y, t) => {
+                            parts.push(call("click", grid(*x, *y)));
+                            parts.push(call("type", json!({"text": t})));
+                        }
+                        ScriptStep::Type(t) => parts.push(call("type", json!({"text": t}))),
+                        ScriptStep::Key(k) => parts.push(call("press_key", json!({"key": k}))),
+                        ScriptStep::ScrollDown => {
+                            let mut args = grid(viewport.0 as i32 / 2, viewport.1 as i32 / 2);
+                            args["direction"] = json!("down");
+                            args["magnitude_in_pixels"] = json!(500);
+                            parts.push(call("scroll", args));
+                        }
+                        ScriptStep::Goto(u) => parts.push(call("navigate", json!({"url": u}))),
+                        ScriptStep::Done(r) => {
+                            parts.push(call("task_complete", json!({"result": r})))
+                        }
+                    }
+                }
+                gemini_turn(&parts, 1000)
+            }
             Wire::Compatible => {
                 let mut calls: Vec<(String, &str, Value)> = Vec::new();
                 for (i, s) in steps.iter().enumerate() {
@@ -239,9 +295,13 @@ impl std::str::FromStr for Wire {
     fn from_str(s: &str) -> Result<Self, String> {
         Wire::ALL
             .into_iter()
+            .chain(Wire::DIALECTS)
             .find(|w| w.name() == s)
             .ok_or_else(|| {
-                format!("unknown provider `{s}`: use anthropic, openai, google or compatible")
+                format!(
+                    "unknown provider `{s}`: use anthropic, openai, google, compatible, \
+                     anthropic-toolset or google-3.5"
+                )
             })
     }
 }
