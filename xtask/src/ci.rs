@@ -6,6 +6,8 @@
 //! 2. fmt: `cargo fmt --all -- --check`;
 //! 3. clippy: `cargo clippy --workspace --all-targets -- -D warnings`;
 //! 4. tidy: the checks of `cargo xtask tidy`, in-process;
+//!    sdk: `cargo xtask sdk-schemas --check`, the mock provider's request
+//!    schemas against the pinned SDKs (installed with pip when missing);
 //! 5. eval: `cargo xtask eval --offline --quick`, the whole engine on the
 //!    replica sites and MiniWoB++ for all four adapters (scripted models);
 //! 6. tests: `cargo nextest run` when nextest is installed, else `cargo test`;
@@ -93,6 +95,9 @@ fn run_steps(
         ]))
     })?;
     step(timings, "tidy", tidy::run)?;
+    step(timings, "sdk", || {
+        crate::sdk_schemas::run(&crate::sdk_schemas::Options::checking())
+    })?;
     step(timings, "eval", || {
         util::run(
             util::cargo()

@@ -18,6 +18,7 @@ mod ci;
 mod decode_stream;
 mod eval;
 mod record;
+mod sdk_schemas;
 mod tidy;
 mod util;
 
@@ -58,6 +59,10 @@ enum Task {
     /// Run one real task with a real model and save its sanitized raw
     /// provider streams as conformance fixtures (docs/eval.md).
     Record(Box<record::Options>),
+    /// Derive the mock provider's request schemas from the pinned official
+    /// SDKs (installed into target/sdk with pip); `--check` compares them
+    /// with the committed ones.
+    SdkSchemas(sdk_schemas::Options),
     /// Measure latency against the raw floor (`cargo xtask bench browser`).
     #[command(subcommand)]
     Bench(Bench),
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
         Task::DecodeStream(options) => decode_stream::run(&options),
         Task::Eval(options) => eval::run(&options),
         Task::Record(options) => record::run(&options),
+        Task::SdkSchemas(options) => sdk_schemas::run(&options),
         Task::Bench(Bench::Browser(options)) => bench_browser::run(&options),
         Task::Bench(Bench::Agent(options)) => bench_agent::run(&options),
         Task::Bench(Bench::Server(options)) => bench_server::run(&options),

@@ -941,4 +941,13 @@ mod tests {
         assert_eq!(cost("qwen2.5-vl:7b", &usage), None);
         assert!(table().contains("| `claude-opus-4-7` |"));
     }
+
+    #[test]
+    fn docs_show_the_registry_as_it_is() {
+        let docs = include_str!("../../../docs/models.md");
+        assert!(
+            docs.contains(&table()),
+            "docs/models.md's registry table is stale: paste the output of `lumen models`"
+        );
+    }
 }
