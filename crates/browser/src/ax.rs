@@ -8,8 +8,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+pub use lumen_core::{AxNode, AxSnapshot};
 use lumen_core::{Point, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::tab::{CdpTab, lock};
 
@@ -20,65 +21,6 @@ pub(crate) struct AxRefs {
     next: u32,
     by_node: HashMap<i64, u32>,
     by_ref: HashMap<u32, i64>,
-}
-
-/// One node of an [`AxSnapshot`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AxNode {
-    /// The stable ref (`@e3`).
-    #[serde(rename = "ref")]
-    pub reference: String,
-    /// The ARIA role (`button`, `link`, `textbox`, `heading`).
-    pub role: String,
-    /// The accessible name.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    /// The current value (text fields, sliders), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    /// Nesting depth among the kept nodes (0 for the root).
-    pub depth: u32,
-    /// Whether the node can be focused.
-    #[serde(default)]
-    pub focusable: bool,
-}
-
-/// The accessibility tree of the driven tab, flattened in document order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AxSnapshot {
-    /// The page's URL when taken.
-    pub url: String,
-    /// The kept nodes in document order.
-    pub nodes: Vec<AxNode>,
-}
-
-impl AxSnapshot {
-    /// An indented text outline, one node per line:
-    /// `  - button "Submit" [@e7]`.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        for n in &self.nodes {
-            out.push_str(&"  ".repeat(n.depth as usize));
-            out.push_str("- ");
-            out.push_str(&n.role);
-            if !n.name.is_empty() {
-                out.push_str(&format!(" {:?}", n.name));
-            }
-            if let Some(v) = &n.value {
-                out.push_str(&format!(" = {v:?}"));
-            }
-            out.push_str(&format!(" [{}]\n", n.reference));
-        }
-        out
-    }
-
-    /// The first node with this role whose name contains `name`.
-    pub fn find(&self, role: &str, name: &str) -> Option<&AxNode> {
-        self.nodes
-            .iter()
-            .find(|n| n.role == role && n.name.contains(name))
-    }
 }
 
 #[derive(Deserialize)]
@@ -332,3 +274,151 @@ pub(crate) async fn ref_center(tab: &CdpTab, reference: &str) -> Result<Option<P
     let cy = ys.iter().sum::<f64>() / 4.0;
     Ok(Some(Point::new(cx.round() as i32, cy.round() as i32)))
 }
+
+/// The DOM backend node a ref names in the driven tab's document, if it is
+/// still known.
+fn backend_of(tab: &CdpTab, reference: &str) -> Option<i64> {
+    let num = reference
+        .trim()
+        .trim_start_matches('@')
+        .trim_start_matches('e')
+        .parse::<u32>()
+        .ok()?;
+    lock(&tab.active_ctx().ax_refs).by_ref.get(&num).copied()
+}
+
+/// The answer when a ref is not (or no longer) known.
+fn stale(reference: &str) -> lumen_core::ActionOutcome {
+    lumen_core::ActionOutcome::failed(format!(
+        "ref {reference} is unknown or stale (refs last until the page navigates): read the \
+         page again for fresh refs"
+    ))
+}
+
+/// Scrolls the element a ref names into view.
+pub(crate) async fn scroll_to_ref(
+    tab: &CdpTab,
+    reference: &str,
+) -> Result<lumen_core::ActionOutcome> {
+    let Some(backend) = backend_of(tab, reference) else {
+        return Ok(stale(reference));
+    };
+    let ctx = tab.active_ctx();
+    match tab
+        .conn_arc()
+        .page_raw(
+            &ctx.page,
+            "DOM.scrollIntoViewIfNeeded",
+            serde_json::json!({ "backendNodeId": backend }),
+        )
+        .await
+    {
+        Ok(_) => Ok(lumen_core::ActionOutcome::ok()),
+        Err(crate::cdp::CallError::Protocol { message, .. }) => {
+            Ok(lumen_core::ActionOutcome::failed(format!(
+                "ref {reference} cannot be scrolled into view: {message}"
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sets the value of the form control a ref names, as a person would leave
+/// it: text fields and text areas take the text, a select the option whose
+/// value or label matches, a checkbox or radio `true`/`false`; `input` and
+/// `change` events fire so the page sees it.
+pub(crate) async fn fill_ref(
+    tab: &CdpTab,
+    reference: &str,
+    value: &serde_json::Value,
+) -> Result<lumen_core::ActionOutcome> {
+    let Some(backend) = backend_of(tab, reference) else {
+        return Ok(stale(reference));
+    };
+    let ctx = tab.active_ctx();
+    let conn = tab.conn_arc();
+    let resolved = match conn
+        .page_raw(
+            &ctx.page,
+            "DOM.resolveNode",
+            serde_json::json!({ "backendNodeId": backend }),
+        )
+        .await
+    {
+        Ok(v) => v,
+        Err(crate::cdp::CallError::Protocol { .. }) => return Ok(stale(reference)),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(object) = resolved["object"]["objectId"].as_str() else {
+        return Ok(stale(reference));
+    };
+    let answer = conn
+        .page_raw(
+            &ctx.page,
+            "Runtime.callFunctionOn",
+            serde_json::json!({
+                "objectId": object,
+                "functionDeclaration": FILL_FUNCTION,
+                "arguments": [{ "value": value }],
+                "returnByValue": true,
+            }),
+        )
+        .await;
+    let answer = match answer {
+        Ok(v) => v,
+        Err(crate::cdp::CallError::Protocol { message, .. }) => {
+            return Ok(lumen_core::ActionOutcome::failed(format!(
+                "ref {reference} could not be filled: {message}"
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let result = &answer["result"]["value"];
+    match result["error"].as_str() {
+        Some(error) => Ok(lumen_core::ActionOutcome::failed(format!(
+            "ref {reference}: {error}"
+        ))),
+        None => {
+            let mut outcome = lumen_core::ActionOutcome::ok();
+            if let Some(now) = result["now"].as_str() {
+                outcome
+                    .hints
+                    .push(format!("ref {reference} now holds {now}"));
+            }
+            Ok(outcome)
+        }
+    }
+}
+
+/// Sets a control's value (see [`fill_ref`]); returns `{now}` or `{error}`.
+const FILL_FUNCTION: &str = r#"function (value) {
+  const el = this;
+  const fire = () => {
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  };
+  const tag = (el.tagName || '').toLowerCase();
+  if (el.disabled) return { error: 'the control is disabled' };
+  if (tag === 'select') {
+    const want = String(value);
+    const opt = Array.from(el.options).find(o => o.value === want || o.label === want || o.text.trim() === want);
+    if (!opt) return { error: 'no option ' + JSON.stringify(want) + ' (options: ' + Array.from(el.options).map(o => JSON.stringify(o.label)).join(', ') + ')' };
+    el.value = opt.value; fire(); return { now: JSON.stringify(opt.label) };
+  }
+  if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) {
+    const on = value === true || value === 'true' || value === 1 || value === 'on';
+    if (el.checked !== on) { el.checked = on; fire(); }
+    return { now: on ? 'checked' : 'unchecked' };
+  }
+  if (tag === 'input' || tag === 'textarea') {
+    if (el.readOnly) return { error: 'the field is read-only' };
+    el.focus();
+    const proto = tag === 'input' ? HTMLInputElement.prototype : HTMLTextAreaElement.prototype;
+    const setter = Object.getOwnPropertyDescriptor(proto, 'value').set;
+    setter.call(el, String(value)); fire(); return { now: JSON.stringify(el.value) };
+  }
+  if (el.isContentEditable) {
+    el.focus(); el.textContent = String(value); fire(); return { now: JSON.stringify(el.textContent) };
+  }
+  return { error: 'it is a ' + tag + ', not a form field' };
+}"#;

@@ -1331,6 +1331,7 @@ pub async fn page_tabs(browser_ws_url: &str, call_timeout: Duration) -> Result<V
         .map(|t| TabInfo {
             id: t["targetId"].as_str().unwrap_or_default().to_owned(),
             url: t["url"].as_str().unwrap_or_default().to_owned(),
+            title: t["title"].as_str().unwrap_or_default().to_owned(),
             followed: false,
         })
         .collect())

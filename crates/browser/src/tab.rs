@@ -10,14 +10,14 @@ use base64::Engine as _;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::target::TargetId;
 use lumen_core::{
-    ActionOutcome, BrowserTab, ClickOptions, DownloadInfo, EffectReceipt, ElementInfo, ErrorCode,
-    Image, ImageFormat, ImageScale, LumenError, Modifiers, MouseButton, Point, Result, Screenshot,
-    ScreenshotOptions, SettleOptions, SettleReport, Size, TabInfo,
+    ActionOutcome, AxSnapshot, BrowserTab, ClickOptions, DownloadInfo, EffectReceipt, ElementInfo,
+    ErrorCode, Image, ImageFormat, ImageScale, LumenError, Modifiers, MouseButton, Point, Result,
+    Screenshot, ScreenshotOptions, SettleOptions, SettleReport, Size, TabInfo,
 };
 use serde::Deserialize;
 use tokio::task::JoinHandle;
 
-use crate::ax::{AxRefs, AxSnapshot};
+use crate::ax::AxRefs;
 use crate::cdp::{CallError, Conn, PAGE_BUSY};
 use crate::imaging;
 use crate::keys::{self, KeyDef};
@@ -410,6 +410,7 @@ impl CdpTab {
                 TabInfo {
                     followed: id == active,
                     url: t["url"].as_str().unwrap_or_default().to_owned(),
+                    title: t["title"].as_str().unwrap_or_default().to_owned(),
                     id,
                 }
             })
@@ -1042,7 +1043,12 @@ impl CdpTab {
             } else {
                 format!("The action opened a new tab ({url}).")
             });
-            receipt.new_tab = Some(TabInfo { id, url, followed });
+            receipt.new_tab = Some(TabInfo {
+                id,
+                url,
+                title: String::new(),
+                followed,
+            });
         }
 
         if let Some(b) = &before {
@@ -1882,6 +1888,63 @@ impl BrowserTab for CdpTab {
 
     async fn evaluate(&self, expression: &str) -> Result<serde_json::Value> {
         self.eval_active(expression).await
+    }
+
+    async fn accessibility(&self) -> Result<Option<AxSnapshot>> {
+        self.accessibility_snapshot().await.map(Some)
+    }
+
+    async fn ref_point(&self, reference: &str) -> Result<Option<Point>> {
+        if !crate::ax::scroll_to_ref(self, reference).await?.ok {
+            return Ok(None);
+        }
+        crate::ax::ref_center(self, reference).await
+    }
+
+    async fn scroll_to_ref(&self, reference: &str) -> Result<ActionOutcome> {
+        crate::ax::scroll_to_ref(self, reference).await
+    }
+
+    async fn fill_ref(&self, reference: &str, value: &serde_json::Value) -> Result<ActionOutcome> {
+        crate::ax::fill_ref(self, reference, value).await
+    }
+
+    async fn tabs(&self) -> Result<Vec<TabInfo>> {
+        CdpTab::tabs(self).await
+    }
+
+    async fn new_tab(&self) -> Result<ActionOutcome> {
+        let created = self
+            .conn()
+            .browser_raw(
+                "Target.createTarget",
+                serde_json::json!({ "url": "about:blank" }),
+            )
+            .await?;
+        let Some(id) = created["targetId"].as_str().map(str::to_owned) else {
+            return Ok(ActionOutcome::failed("the browser opened no tab"));
+        };
+        self.switch_to_tab(&id).await?;
+        let mut outcome = ActionOutcome::ok();
+        outcome.effect = Some(Box::new(EffectReceipt {
+            new_tab: Some(TabInfo {
+                id: id.clone(),
+                url: "about:blank".into(),
+                title: String::new(),
+                followed: true,
+            }),
+            ..EffectReceipt::default()
+        }));
+        outcome.hints.push(format!("opened tab {id}, now driven"));
+        Ok(outcome)
+    }
+
+    async fn switch_tab(&self, id: &str) -> Result<ActionOutcome> {
+        match self.switch_to_tab(id).await {
+            Ok(()) => Ok(ActionOutcome::ok()),
+            Err(e) if is_fatal(&e) => Err(e),
+            Err(e) => Ok(ActionOutcome::failed(format!("no tab {id}: {e}"))),
+        }
     }
 
     async fn close_tab(&self, id: &str) -> Result<ActionOutcome> {

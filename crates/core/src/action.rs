@@ -304,6 +304,74 @@ pub enum Action {
         /// What was achieved.
         summary: String,
     },
+    /// Read the page's accessibility tree as text, each element with a ref
+    /// (`@e7`) that later actions can name.
+    ReadPage {
+        /// Only elements a person acts on (buttons, links, fields…).
+        #[serde(default, skip_serializing_if = "is_false")]
+        interactive_only: bool,
+        /// Only the subtree under this ref.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        root: Option<String>,
+        /// How deep to go (default: all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        depth: Option<u32>,
+    },
+    /// Find elements matching a description ("the email field"), answered
+    /// with their refs, best first, without a model call.
+    FindElements {
+        /// What to look for.
+        query: String,
+    },
+    /// Read the page's visible text.
+    PageText,
+    /// Set the form control a ref names: text for a field, an option's
+    /// value or label for a select, `true`/`false` for a checkbox or radio.
+    FormInput {
+        /// The ref (`@e7`).
+        reference: String,
+        /// The value.
+        value: serde_json::Value,
+    },
+    /// Scroll the element a ref names into view.
+    ScrollToRef {
+        /// The ref.
+        reference: String,
+    },
+    /// Click the element a ref names (scrolled into view first).
+    ClickRef {
+        /// The ref.
+        reference: String,
+        /// Which button (default left).
+        #[serde(default, skip_serializing_if = "MouseButton::is_left")]
+        button: MouseButton,
+        /// 1 for a click, 2 for a double click, 3 for a triple click.
+        click_count: u8,
+        /// Modifier keys held.
+        #[serde(default, skip_serializing_if = "Modifiers::is_empty")]
+        modifiers: Modifiers,
+    },
+    /// Move the pointer onto the element a ref names.
+    HoverRef {
+        /// The ref.
+        reference: String,
+    },
+    /// Reload the page.
+    Reload,
+    /// List the open tabs.
+    ListTabs,
+    /// Open a new blank tab and drive it.
+    NewTab,
+    /// Drive another open tab.
+    SwitchTab {
+        /// Its id (from [`Action::ListTabs`] or a tab-opened report).
+        id: String,
+    },
+    /// Close an open tab.
+    CloseTab {
+        /// Its id.
+        id: String,
+    },
     /// A tool call that could not be decoded. Executing it fails with
     /// `error`, which the model sees; nothing touches the browser.
     Invalid {
@@ -355,6 +423,18 @@ impl Action {
             Action::Terminate { .. } => "terminate",
             Action::Delegate { .. } => "delegate",
             Action::Fold { .. } => "fold",
+            Action::ReadPage { .. } => "readPage",
+            Action::FindElements { .. } => "findElements",
+            Action::PageText => "pageText",
+            Action::FormInput { .. } => "formInput",
+            Action::ScrollToRef { .. } => "scrollToRef",
+            Action::ClickRef { .. } => "clickRef",
+            Action::HoverRef { .. } => "hoverRef",
+            Action::Reload => "reload",
+            Action::ListTabs => "listTabs",
+            Action::NewTab => "newTab",
+            Action::SwitchTab { .. } => "switchTab",
+            Action::CloseTab { .. } => "closeTab",
             Action::Invalid { .. } => "invalid",
         }
     }
@@ -362,12 +442,18 @@ impl Action {
     /// The family this action belongs to.
     pub fn category(&self) -> ActionCategory {
         match self {
-            Action::Scroll { .. } | Action::Hover { .. } | Action::Wait { .. } => {
-                ActionCategory::Passive
-            }
+            Action::Scroll { .. }
+            | Action::Hover { .. }
+            | Action::Wait { .. }
+            | Action::ScrollToRef { .. }
+            | Action::HoverRef { .. } => ActionCategory::Passive,
             Action::Screenshot
             | Action::CursorPosition
             | Action::Zoom { .. }
+            | Action::ReadPage { .. }
+            | Action::FindElements { .. }
+            | Action::PageText
+            | Action::ListTabs
             | Action::Invalid { .. } => ActionCategory::Observe,
             _ => ActionCategory::Productive,
         }

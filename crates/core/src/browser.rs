@@ -8,7 +8,8 @@ use crate::action::{Modifiers, MouseButton};
 use crate::coords::{ImageScale, Point, Rect, Size};
 use crate::error::Result;
 use crate::image::{Image, ImageFormat};
-use crate::outcome::ActionOutcome;
+use crate::outcome::{ActionOutcome, TabInfo};
+use crate::page::AxSnapshot;
 
 /// How to take a screenshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,6 +205,66 @@ pub trait BrowserTab: Send + Sync {
     }
     /// Closes the tab (and the browser, when the tab owns it).
     async fn close(&self) -> Result<()>;
+
+    // ----- refs and tabs (the browser toolset) -----------------------------
+    //
+    // Defaults answer that this browser cannot: a tab of another kind keeps
+    // working with the pixel tools.
+
+    /// The accessibility tree of the driven tab, each kept node with a ref
+    /// that lasts as long as the document. `Ok(None)` when this browser
+    /// cannot read it.
+    async fn accessibility(&self) -> Result<Option<AxSnapshot>> {
+        Ok(None)
+    }
+    /// The centre of the element a ref names, viewport CSS pixels, after
+    /// scrolling it into view; `None` when the ref is unknown, stale or the
+    /// element has no box.
+    async fn ref_point(&self, reference: &str) -> Result<Option<Point>> {
+        let _ = reference;
+        Ok(None)
+    }
+    /// Scrolls the element a ref names into view.
+    async fn scroll_to_ref(&self, reference: &str) -> Result<ActionOutcome> {
+        Ok(ActionOutcome::failed(format!(
+            "this browser cannot resolve ref {reference}"
+        )))
+    }
+    /// Sets the value of the form control a ref names (text, an option's
+    /// value or label, or `true`/`false` for a checkbox or radio).
+    async fn fill_ref(&self, reference: &str, value: &serde_json::Value) -> Result<ActionOutcome> {
+        let _ = value;
+        Ok(ActionOutcome::failed(format!(
+            "this browser cannot fill ref {reference}"
+        )))
+    }
+    /// The visible text of the page.
+    async fn page_text(&self) -> Result<String> {
+        let text = self
+            .evaluate("document.body ? document.body.innerText : ''")
+            .await?;
+        Ok(text.as_str().unwrap_or_default().to_owned())
+    }
+    /// Every open tab; the driven one has `followed` set. The default is
+    /// this tab alone.
+    async fn tabs(&self) -> Result<Vec<TabInfo>> {
+        Ok(vec![TabInfo {
+            id: "main".into(),
+            url: self.url().await?,
+            title: self.title().await.unwrap_or_default(),
+            followed: true,
+        }])
+    }
+    /// Opens a new blank tab and drives it; the outcome's effect names it.
+    async fn new_tab(&self) -> Result<ActionOutcome> {
+        Ok(ActionOutcome::failed("this browser cannot open tabs"))
+    }
+    /// Drives another open tab (an id from [`tabs`](Self::tabs)).
+    async fn switch_tab(&self, id: &str) -> Result<ActionOutcome> {
+        Ok(ActionOutcome::failed(format!(
+            "this browser cannot switch to tab {id}"
+        )))
+    }
 }
 
 mod duration_ms {

@@ -56,6 +56,10 @@ pub struct WireScreenshot {
     /// The page URL when it was taken (Gemini wants it with the image).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The open tabs when it was taken, for models that are told them
+    /// (Anthropic's browser toolset); empty when not recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tabs: Vec<crate::TabInfo>,
 }
 
 /// One model turn as it must be replayed.
@@ -112,6 +116,10 @@ pub struct ToolResult {
     /// the next request only: history drops it once a newer turn exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::Image>,
+    /// What a reading action answered with (page outline, search matches,
+    /// page text, tabs). Cut short once a newer turn exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 /// A record of the provider-facing history.

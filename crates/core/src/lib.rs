@@ -50,6 +50,7 @@ pub mod hooks;
 pub mod image;
 pub mod model;
 pub mod outcome;
+pub mod page;
 pub mod run;
 
 pub use action::{
@@ -76,6 +77,7 @@ pub use outcome::{
     ActionExecution, ActionOutcome, ControlRequest, DialogInfo, DownloadInfo, EffectReceipt,
     ElementInfo, TabInfo,
 };
+pub use page::{AxNode, AxSnapshot};
 pub use run::{LoopResult, RecordedEvent, RunResult, RunStatus, StreamEvent};
 
 /// Structured task memory written by the model (`writeState`): always a JSON

@@ -147,6 +147,10 @@ pub struct ModelInfo {
     pub native_computer_use: bool,
     /// Context window, tokens.
     pub context_window_tokens: u64,
+    /// Whether the model is told the open tabs after each turn (the loop
+    /// then records them with each screenshot).
+    #[serde(default)]
+    pub tab_inventory: bool,
 }
 
 /// A model provider, as the loop sees it: a codec between wire history and

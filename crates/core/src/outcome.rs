@@ -70,6 +70,9 @@ pub struct TabInfo {
     pub id: String,
     /// Its URL when last seen.
     pub url: String,
+    /// Its title when last seen (empty when unknown).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
     /// Whether the agent now drives this tab.
     pub followed: bool,
 }
@@ -232,6 +235,10 @@ pub struct ActionExecution {
     /// at full resolution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::Image>,
+    /// What an action that reads answers with (the page's outline, the
+    /// matches of a search, the page's text, the tab list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 impl ActionExecution {
@@ -277,6 +284,7 @@ impl From<ActionOutcome> for ActionExecution {
             control: None,
             duration_ms: 0,
             image: None,
+            output: None,
         }
     }
 }

@@ -322,6 +322,7 @@ fn receipt() -> EffectReceipt {
         new_tab: Some(TabInfo {
             id: "T1".into(),
             url: "http://127.0.0.1/c".into(),
+            title: String::new(),
             followed: true,
         }),
         dialog: Some(DialogInfo {
@@ -387,6 +388,7 @@ fn wire() -> Vec<WireRecord> {
             image: Some(image()),
             compressed: false,
             url: Some("http://x/".into()),
+            tabs: Vec::new(),
         }),
         WireRecord::Assistant(AssistantTurn {
             calls: vec![ActionCall::new(
@@ -417,12 +419,14 @@ fn wire() -> Vec<WireRecord> {
             hints: vec!["try scrolling".into()],
             acknowledged_safety_checks: vec![],
             image: None,
+            output: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,
             image: None,
             compressed: true,
             url: None,
+            tabs: Vec::new(),
         }),
         WireRecord::Summary {
             content: "Opened the page.".into(),
@@ -631,6 +635,7 @@ fn options_and_misc_shapes_round_trip() {
         supports_thinking: true,
         native_computer_use: true,
         context_window_tokens: 200_000,
+        tab_inventory: false,
     });
     round_trip(&HookDecision::Deny {
         reason: "rate limited".into(),
@@ -791,4 +796,35 @@ fn traits_are_object_safe(
     _: Arc<dyn Verifier>,
     _: Arc<dyn LoopMonitor>,
 ) {
+}
+
+#[test]
+fn a_search_ranks_interactive_matches_first_without_a_model() {
+    use crate::{AxNode, AxSnapshot};
+    let node = |r: &str, role: &str, name: &str| AxNode {
+        reference: r.into(),
+        role: role.into(),
+        name: name.into(),
+        value: None,
+        depth: 1,
+        focusable: role != "heading",
+    };
+    let snapshot = AxSnapshot {
+        url: "http://x/".into(),
+        nodes: vec![
+            node("@e1", "heading", "Email preferences"),
+            node("@e2", "textbox", "Name"),
+            node("@e3", "textbox", "Email"),
+            node("@e4", "button", "Submit"),
+        ],
+    };
+    let found: Vec<&str> = snapshot
+        .search("the email field", 20)
+        .iter()
+        .map(|n| n.reference.as_str())
+        .collect();
+    assert_eq!(found, ["@e3", "@e1"]);
+    assert_eq!(snapshot.search("submit button", 20)[0].reference, "@e4");
+    assert!(snapshot.search("the", 20).is_empty());
+    assert_eq!(snapshot.search("e", 20).len(), 0);
 }

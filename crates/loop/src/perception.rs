@@ -448,6 +448,19 @@ impl PerceptionLoop {
             .await;
         run.history
             .push_screenshot(step, shot.image.clone(), Some(url.clone()));
+        if self.adapter.info().tab_inventory {
+            // Models told the open tabs after each turn get them recorded
+            // with the screenshot; a failed listing leaves them out.
+            match self.guarded(self.tab.tabs()).await {
+                Ok(tabs) => run.history.set_tabs(tabs),
+                Err(
+                    e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. }),
+                ) => {
+                    return Err(e);
+                }
+                Err(e) => tracing::debug!("could not list the tabs: {e}"),
+            }
+        }
         self.shrink_older_screenshots(step, &shot, run).await;
 
         let folds: Vec<String> = run
@@ -1109,6 +1122,7 @@ fn tool_result(r: &ActionRecord) -> ToolResult {
             Vec::new()
         },
         image: r.execution.image.clone(),
+        output: r.execution.output.clone(),
     }
 }
 

@@ -51,6 +51,7 @@ impl Scripted {
                 supports_thinking: false,
                 native_computer_use: false,
                 context_window_tokens: 100_000,
+                tab_inventory: false,
             },
         })
     }

@@ -39,6 +39,7 @@ pub async fn plan(
         image: Some(shot.image.clone()),
         compressed: false,
         url: Some(url.clone()),
+        tabs: Vec::new(),
     })];
     let prompt = format!("{PLANNER_PROMPT}\n\nTASK:\n{instruction}\n\nCurrent URL: {url}");
     let ctx = StepContext {

@@ -58,6 +58,51 @@ impl Default for SettleMode {
     }
 }
 
+/// The most characters a reading action answers with (the browser
+/// toolset's own cap on `read_page`).
+pub const MAX_OUTPUT: usize = 50_000;
+
+/// The most matches a search answers with.
+pub const MAX_FIND_MATCHES: usize = 20;
+
+/// The outline a `ReadPage` asks for.
+fn outline(
+    snapshot: &lumen_core::AxSnapshot,
+    interactive_only: bool,
+    root: Option<&str>,
+    depth: Option<u32>,
+) -> std::result::Result<String, String> {
+    let nodes = &snapshot.nodes;
+    let (start, end, base) = match root {
+        None => (0, nodes.len(), 0),
+        Some(r) => {
+            let Some(i) = nodes.iter().position(|n| n.reference == r) else {
+                return Err(stale_ref(r));
+            };
+            let base = nodes[i].depth;
+            let end = nodes[i + 1..]
+                .iter()
+                .position(|n| n.depth <= base)
+                .map_or(nodes.len(), |p| i + 1 + p);
+            (i, end, base)
+        }
+    };
+    let lines: Vec<String> = nodes[start..end]
+        .iter()
+        .filter(|n| depth.is_none_or(|d| n.depth.saturating_sub(base) <= d))
+        .filter(|n| !interactive_only || n.is_interactive())
+        .map(|n| n.line(base))
+        .collect();
+    Ok(lines.join("\n"))
+}
+
+fn stale_ref(reference: &str) -> String {
+    format!(
+        "ref {reference} is unknown or stale (refs last until the page navigates): read the page \
+         again for fresh refs"
+    )
+}
+
 /// The longest `wait` the model may ask for in one action.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 
@@ -97,6 +142,23 @@ impl ActionRouter {
     pub fn with_capture(mut self, capture: ScreenshotOptions) -> Self {
         self.capture = capture;
         self
+    }
+
+    /// A successful reading action answering with `text`: secrets the page
+    /// shows are redacted, and the text is capped.
+    fn answer(&self, text: String) -> ActionExecution {
+        let mut text = self.secrets.redact(&text).into_owned();
+        if text.len() > MAX_OUTPUT {
+            let mut end = MAX_OUTPUT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push_str("\n… (cut at 50,000 characters: read a subtree with `ref`)");
+        }
+        let mut exec = ActionExecution::ok();
+        exec.output = Some(text);
+        exec
     }
 
     /// Sets the secrets used to fill `<secret:NAME>` in typed text.
@@ -237,6 +299,87 @@ impl ActionRouter {
                 exec.image = Some(shot.image);
                 return Ok(exec);
             }
+            Action::ReadPage {
+                interactive_only,
+                root,
+                depth,
+            } => {
+                let Some(snapshot) = tab.accessibility().await? else {
+                    return Ok(ActionExecution::failed(
+                        "this browser cannot read the accessibility tree",
+                    ));
+                };
+                let outline = outline(&snapshot, *interactive_only, root.as_deref(), *depth);
+                return Ok(self.answer(match outline {
+                    Ok(text) if text.is_empty() => "(nothing to list)".to_owned(),
+                    Ok(text) => text,
+                    Err(e) => return Ok(ActionExecution::failed(e)),
+                }));
+            }
+            Action::FindElements { query } => {
+                let Some(snapshot) = tab.accessibility().await? else {
+                    return Ok(ActionExecution::failed(
+                        "this browser cannot read the accessibility tree",
+                    ));
+                };
+                let found = snapshot.search(query, MAX_FIND_MATCHES);
+                if found.is_empty() {
+                    return Ok(ActionExecution::failed(format!(
+                        "nothing on the page matches {query:?}; read the page to see what is there"
+                    )));
+                }
+                let lines: Vec<String> = found.iter().map(|n| n.line(n.depth)).collect();
+                return Ok(self.answer(lines.join("\n")));
+            }
+            Action::PageText => return Ok(self.answer(tab.page_text().await?)),
+            Action::FormInput { reference, value } => {
+                // A secret placeholder is filled here, as for typing.
+                let value = match value.as_str() {
+                    Some(text) => match self.secrets.substitute(text) {
+                        Ok(filled) => serde_json::Value::String(filled),
+                        Err(e) => return Ok(ActionExecution::failed(e.to_string())),
+                    },
+                    None => value.clone(),
+                };
+                tab.fill_ref(reference, &value).await?
+            }
+            Action::ScrollToRef { reference } => tab.scroll_to_ref(reference).await?,
+            Action::ClickRef {
+                reference,
+                button,
+                click_count,
+                modifiers,
+            } => match tab.ref_point(reference).await? {
+                Some(at) => {
+                    tab.click(at, click(*button, (*click_count).clamp(1, 3), *modifiers))
+                        .await?
+                }
+                None => return Ok(ActionExecution::failed(stale_ref(reference))),
+            },
+            Action::HoverRef { reference } => match tab.ref_point(reference).await? {
+                Some(at) => tab.hover(at).await?,
+                None => return Ok(ActionExecution::failed(stale_ref(reference))),
+            },
+            Action::Reload => tab.reload().await?,
+            Action::ListTabs => {
+                let tabs = tab.tabs().await?;
+                let lines: Vec<String> = tabs
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "{}{} {:?} {}",
+                            if t.followed { "* " } else { "  " },
+                            t.id,
+                            t.title,
+                            t.url
+                        )
+                    })
+                    .collect();
+                return Ok(self.answer(lines.join("\n")));
+            }
+            Action::NewTab => tab.new_tab().await?,
+            Action::SwitchTab { id } => tab.switch_tab(id).await?,
+            Action::CloseTab { id } => tab.close_tab(id).await?,
             Action::CursorPosition => {
                 let mut exec = ActionExecution::ok();
                 exec.hints.push(match tab.cursor() {

@@ -97,6 +97,7 @@ async fn main() -> Result<()> {
             supports_thinking: false,
             native_computer_use: false,
             context_window_tokens: 8_000,
+            tab_inventory: false,
         },
     });
     // The demo page is a data: URL, which the default policy does not allow.

@@ -141,6 +141,10 @@ pub struct Compaction {
     pub records_replaced: usize,
 }
 
+/// How much of a reading action's output (a page outline, the page's text)
+/// stays in history once the model has answered it.
+pub const OLD_OUTPUT_KEPT: usize = 2_000;
+
 /// The wire and semantic histories of one run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HistoryManager {
@@ -200,9 +204,23 @@ impl HistoryManager {
             image: Some(image),
             compressed: false,
             url,
+            tabs: Vec::new(),
         }));
         self.compress();
         self.condense();
+    }
+
+    /// Records the open tabs on the newest screenshot (for models told the
+    /// tab inventory after each turn).
+    pub fn set_tabs(&mut self, tabs: Vec<lumen_core::TabInfo>) {
+        if let Some(WireRecord::Screenshot(shot)) = self
+            .wire
+            .iter_mut()
+            .rev()
+            .find(|r| matches!(r, WireRecord::Screenshot(_)))
+        {
+            shot.tabs = tabs;
+        }
     }
 
     /// Swaps in the reduced copy of the screenshot of `step` (made with
@@ -298,12 +316,25 @@ impl HistoryManager {
     }
 
     /// Records a model turn. Call it before the tool results of its calls.
+    /// Older reading outputs keep their first [`OLD_OUTPUT_KEPT`] bytes.
     /// Images earlier results carried (zooms) have been seen by now: they
     /// are dropped, so each is paid for once.
     pub fn push_assistant(&mut self, turn: AssistantTurn) {
         for record in &mut self.wire {
             if let WireRecord::ToolResult(result) = record {
                 result.image = None;
+                // An old page outline or text is stale (its refs too) and
+                // costs tokens every step: its head stays.
+                if let Some(output) = &mut result.output
+                    && output.len() > OLD_OUTPUT_KEPT
+                {
+                    let mut end = OLD_OUTPUT_KEPT;
+                    while !output.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    output.truncate(end);
+                    output.push_str("\n… (older output cut; read again for fresh refs)");
+                }
             }
         }
         self.wire.push(WireRecord::Assistant(turn));

@@ -85,7 +85,8 @@ fn compressed_screenshots_keep_their_step_and_url_for_the_marker() {
             step: 7,
             image: None,
             compressed: true,
-            url: Some("https://a.test/x".into())
+            url: Some("https://a.test/x".into()),
+            tabs: Vec::new(),
         }
     );
     assert_eq!(screenshot_marker(old.step), "[screenshot: step 7]");
@@ -112,6 +113,7 @@ impl CountingAdapter {
                 supports_thinking: false,
                 native_computer_use: false,
                 context_window_tokens,
+                tab_inventory: false,
             },
             summary,
             seen: Mutex::new(Vec::new()),
@@ -200,6 +202,7 @@ fn ok_result(id: &str, error: Option<String>) -> ToolResult {
         hints: vec![],
         acknowledged_safety_checks: vec![],
         image: None,
+        output: None,
     }
 }
 

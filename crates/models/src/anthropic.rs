@@ -53,6 +53,12 @@ pub enum ComputerTool {
     /// entry without a name; the model calls each member (`left_click`,
     /// `type`, `scroll`…) as its own tool with the member's input.
     Toolset20260801,
+    /// `browser_toolset_20260801` (GA, no beta header), in place of a
+    /// computer tool: navigation, tabs, `read_page` and `find` answering
+    /// with element refs, `form_input`, clicks on a coordinate or a ref,
+    /// and a `browser_state` block (open tabs, tabs opened) in each
+    /// successful result.
+    BrowserToolset20260801,
 }
 
 impl ComputerTool {
@@ -72,6 +78,7 @@ impl ComputerTool {
             ComputerTool::V20250124 => "computer_20250124",
             ComputerTool::V20251124 => "computer_20251124",
             ComputerTool::Toolset20260801 => "computer_toolset_20260801",
+            ComputerTool::BrowserToolset20260801 => "browser_toolset_20260801",
         }
     }
 
@@ -80,14 +87,17 @@ impl ComputerTool {
         match self {
             ComputerTool::V20250124 => Some("computer-use-2025-01-24"),
             ComputerTool::V20251124 => Some("computer-use-2025-11-24"),
-            ComputerTool::Toolset20260801 => None,
+            ComputerTool::Toolset20260801 | ComputerTool::BrowserToolset20260801 => None,
         }
     }
 
     /// Whether the model calls members by name (the toolset) rather than
     /// one `computer` tool with an `action` field.
     pub fn is_toolset(&self) -> bool {
-        *self == ComputerTool::Toolset20260801
+        matches!(
+            self,
+            ComputerTool::Toolset20260801 | ComputerTool::BrowserToolset20260801
+        )
     }
 }
 
@@ -162,17 +172,21 @@ impl AnthropicAdapter {
             // effort.
             _ => options.wanted_effort().map(Thinking::Adaptive),
         };
+        let tool = match (options.tools, spec.tools) {
+            (Some(crate::Tools::Browser), _) => ComputerTool::BrowserToolset20260801,
+            (_, ToolFamily::AnthropicComputer(tool)) => tool,
+            _ => ComputerTool::V20250124,
+        };
+        let mut info = spec.info(model, 28, true);
+        info.tab_inventory = tool == ComputerTool::BrowserToolset20260801;
         Ok(Self {
-            info: spec.info(model, 28, true),
+            info,
             spec,
             http,
             base_url: options
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
-            tool: match spec.tools {
-                ToolFamily::AnthropicComputer(tool) => tool,
-                _ => ComputerTool::V20250124,
-            },
+            tool,
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             thinking,
             summary_model: options
@@ -210,7 +224,9 @@ impl AnthropicAdapter {
         // The toolset carries no name and no display size: the model reads
         // the size off the screenshots. Every member, zoom included, is on.
         let computer = match self.tool {
-            ComputerTool::Toolset20260801 => json!({"type": self.tool.tool_type()}),
+            ComputerTool::Toolset20260801 | ComputerTool::BrowserToolset20260801 => {
+                json!({"type": self.tool.tool_type()})
+            }
             ComputerTool::V20250124 | ComputerTool::V20251124 => {
                 let mut tool = json!({
                     "type": self.tool.tool_type(),
@@ -225,7 +241,12 @@ impl AnthropicAdapter {
             }
         };
         let mut tools = vec![computer];
+        let browser = self.tool == ComputerTool::BrowserToolset20260801;
         for (name, description, schema) in prompt::own_tools() {
+            // The browser toolset has its own `navigate`.
+            if browser && name == "navigate" {
+                continue;
+            }
             tools.push(json!({"name": name, "description": description, "input_schema": schema}));
         }
         if let Some(last) = tools.last_mut() {
@@ -284,6 +305,21 @@ fn safe_id(id: &str) -> String {
     } else {
         safe
     }
+}
+
+/// The API's limit for a text field of a `browser_state` block.
+const STATE_FIELD_MAX: usize = 4096;
+
+/// A `browser_state` field cut to the API's limit.
+fn cap(text: &str) -> String {
+    if text.len() <= STATE_FIELD_MAX {
+        return text.to_owned();
+    }
+    let mut end = STATE_FIELD_MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
 }
 
 /// A text block with nothing but white space (which the API refuses).
@@ -392,8 +428,11 @@ pub fn image_tokens(width: u32, height: u32) -> u64 {
 fn build_messages(ctx: &StepContext<'_>, tool: ComputerTool) -> Vec<Value> {
     let mut b = MessageBuilder {
         toolset: tool.is_toolset(),
+        browser: tool == ComputerTool::BrowserToolset20260801,
         ..MessageBuilder::default()
     };
+    // The tabs the model has been told of, to report the ones opened since.
+    let mut known_tabs: Vec<String> = Vec::new();
     let scale = ctx.screenshot.scale;
     let mut saw_screenshot = false;
     for record in ctx.wire {
@@ -410,6 +449,10 @@ fn build_messages(ctx: &StepContext<'_>, tool: ComputerTool) -> Vec<Value> {
             WireRecord::Screenshot(shot) => {
                 b.flush_results();
                 saw_screenshot = true;
+                if b.browser && !shot.tabs.is_empty() {
+                    b.browser_state(&shot.tabs, &known_tabs);
+                    known_tabs = shot.tabs.iter().map(|t| t.id.clone()).collect();
+                }
                 match &shot.image {
                     Some(img) => b.screenshot(json!({
                         "type": "image",
@@ -441,6 +484,9 @@ fn build_messages(ctx: &StepContext<'_>, tool: ComputerTool) -> Vec<Value> {
 struct MessageBuilder {
     /// Whether computer actions are toolset members (named by action).
     toolset: bool,
+    /// Whether the browser toolset is in use (tool results carry a
+    /// `browser_state` block; other adapters' turns are told as text).
+    browser: bool,
     messages: Vec<Value>,
     /// tool_use ids of the last assistant turn, each with the ids of the
     /// action calls it decoded into.
@@ -550,9 +596,26 @@ impl MessageBuilder {
                 if let Some(text) = turn.text.as_ref().filter(|t| !t.trim().is_empty()) {
                     blocks.push(json!({"type": "text", "text": text}));
                 }
+                // The browser toolset's members take other inputs than our
+                // actions: another adapter's turn is told as text, and its
+                // results follow as text.
+                if self.browser {
+                    let told: Vec<String> = turn
+                        .calls
+                        .iter()
+                        .filter(|c| c.id != stream::TEXT_ANSWER_ID)
+                        .map(|c| {
+                            let action = serde_json::to_string(&c.action).unwrap_or_default();
+                            format!("[action {}] {action}", c.id)
+                        })
+                        .collect();
+                    if !told.is_empty() {
+                        blocks.push(json!({"type": "text", "text": told.join("\n")}));
+                    }
+                }
                 // Without native data each action is its own tool call (ids
                 // made safe for Anthropic's id pattern), answered on its own.
-                for call in &turn.calls {
+                for call in turn.calls.iter().filter(|_| !self.browser) {
                     if call.id == stream::TEXT_ANSWER_ID {
                         continue;
                     }
@@ -569,6 +632,52 @@ impl MessageBuilder {
         }
         for block in blocks {
             self.push("assistant", block);
+        }
+    }
+
+    /// Adds a `browser_state` block (the open tabs, exactly one active, and
+    /// the tabs opened since the model last heard) to the last successful
+    /// tool result of the newest user turn: at most one per result, never
+    /// on an error.
+    fn browser_state(&mut self, tabs: &[lumen_core::TabInfo], known: &[String]) {
+        let Some(last) = self.messages.last_mut() else {
+            return;
+        };
+        if last["role"] != "user" {
+            return;
+        }
+        let Some(result) = last["content"].as_array_mut().and_then(|c| {
+            c.iter_mut()
+                .rev()
+                .find(|b| b["type"] == "tool_result" && b["is_error"] != true)
+        }) else {
+            return;
+        };
+        let active = tabs.iter().position(|t| t.followed).unwrap_or(0);
+        let entries: Vec<Value> = tabs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                json!({
+                    "tab_id": cap(&t.id),
+                    "title": cap(&t.title),
+                    "url": cap(&t.url),
+                    "active": i == active,
+                })
+            })
+            .collect();
+        let mut block = json!({"type": "browser_state", "tabs": entries});
+        let opened: Vec<Value> = tabs
+            .iter()
+            .filter(|t| !known.is_empty() && !known.contains(&t.id))
+            .map(|t| json!({"type": "tab_opened", "tab_id": cap(&t.id)}))
+            .collect();
+        // An empty list of changes is never sent.
+        if !opened.is_empty() {
+            block["state_changes"] = json!(opened);
+        }
+        if let Some(content) = result["content"].as_array_mut() {
+            content.push(block);
         }
     }
 
@@ -817,6 +926,8 @@ enum WireBlock {
         name: String,
         #[serde(default)]
         input: Value,
+        #[serde(default)]
+        toolset_name: Option<String>,
     },
     #[serde(other)]
     Other,
@@ -928,6 +1039,8 @@ enum Open {
     Tool {
         id: String,
         name: String,
+        /// `toolset_name` (`computer`, `browser`) of a toolset member.
+        toolset: Option<String>,
         json: String,
     },
     /// A block type we do not act on (server tools…), kept for replay.
@@ -985,15 +1098,24 @@ impl StreamParser {
                     redacted: true,
                 });
             }
-            Open::Tool { id, name, json } => {
+            Open::Tool {
+                id,
+                name,
+                toolset,
+                json,
+            } => {
+                let decode = |input: &Value| match toolset.as_deref() {
+                    Some("browser") => self.decoder.anthropic_browser(&name, input),
+                    _ => self.decoder.anthropic(&name, input),
+                };
                 let (input, actions) = if json.trim().is_empty() {
                     let input = json!({});
-                    let actions = self.decoder.anthropic(&name, &input);
+                    let actions = decode(&input);
                     (input, actions)
                 } else {
                     match serde_json::from_str::<Value>(&json) {
                         Ok(input) => {
-                            let actions = self.decoder.anthropic(&name, &input);
+                            let actions = decode(&input);
                             (input, actions)
                         }
                         Err(e) => (
@@ -1002,8 +1124,11 @@ impl StreamParser {
                         ),
                     }
                 };
-                self.content
-                    .push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+                let mut block = json!({"type": "tool_use", "id": id, "name": name, "input": input});
+                if let Some(toolset) = toolset {
+                    block["toolset_name"] = json!(toolset);
+                }
+                self.content.push(block);
                 self.turn.push_call(&id, actions, &[], out);
             }
             Open::Other(v) => self.content.push(v),
@@ -1055,6 +1180,7 @@ impl Decode for StreamParser {
                     "tool_use" => Open::Tool {
                         id: s("id"),
                         name: s("name"),
+                        toolset: content_block["toolset_name"].as_str().map(str::to_owned),
                         // A complete input may come in the start block.
                         json: match &content_block["input"] {
                             Value::Object(m) if !m.is_empty() => content_block["input"].to_string(),
@@ -1170,9 +1296,15 @@ fn parse_message(decoder: ActionDecoder, answer: Value) -> Result<ModelResponse>
                 signature,
             },
             WireBlock::RedactedThinking { data } => Open::Redacted(data),
-            WireBlock::ToolUse { id, name, input } => Open::Tool {
+            WireBlock::ToolUse {
                 id,
                 name,
+                input,
+                toolset_name,
+            } => Open::Tool {
+                id,
+                name,
+                toolset: toolset_name,
                 json: input.to_string(),
             },
             WireBlock::Other => continue,

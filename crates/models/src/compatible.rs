@@ -45,6 +45,14 @@ impl CompatibleAdapter {
     /// An adapter for `model` on the server at `options.base_url` (which
     /// includes `/v1`). The key is optional (local servers need none).
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        if options.tools == Some(crate::Tools::Browser) {
+            return Err(LumenError::config(
+                "tools",
+                format!(
+                    "the browser toolset is Anthropic's; {PROVIDER} drives the browser with its computer tool (use --tools computer)"
+                ),
+            ));
+        }
         let base_url = options.base_url.clone().ok_or_else(|| {
             LumenError::config(
                 "compatible base url",

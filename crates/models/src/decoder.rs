@@ -61,6 +61,17 @@ pub enum CoordinateSpace {
     Normalized,
 }
 
+/// `input` with `action` set to `member` (a toolset member's input read as
+/// the single computer tool's).
+fn json_with(input: &Value, member: &str) -> Value {
+    let mut map = match input {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    map.insert("action".into(), Value::from(member));
+    Value::Object(map)
+}
+
 /// The members of Anthropic's `computer_toolset_20260801` (the SDK's
 /// `computer_member_name.py`): each is called as a tool of its own.
 pub const COMPUTER_MEMBERS: &[&str] = &[
@@ -204,12 +215,7 @@ impl ActionDecoder {
         match name {
             "computer" => self.anthropic_computer(input),
             member if COMPUTER_MEMBERS.contains(&member) => {
-                let mut input = match input {
-                    Value::Object(map) => map.clone(),
-                    _ => serde_json::Map::new(),
-                };
-                input.insert("action".into(), Value::from(member));
-                self.anthropic_computer(&Value::Object(input))
+                self.anthropic_computer(&json_with(input, member))
             }
             _ => self.lumen_tool(name, input, CoordinateSpace::Pixels),
         }
@@ -375,6 +381,187 @@ impl ActionDecoder {
                     }]
                 }
                 other => return Err(format!("unknown computer action `{other}`")),
+            })
+        })();
+        self.track(result.unwrap_or_else(|e| vec![args.invalid(e)]))
+    }
+
+    /// Decodes a member of Anthropic's `browser_toolset_20260801`: targets
+    /// are a coordinate (screenshot pixels) or a ref from `read_page` or
+    /// `find`.
+    pub fn anthropic_browser(&self, member: &str, input: &Value) -> Vec<Action> {
+        let args = Args::new(member, input);
+        let result = (|| -> Result<Vec<Action>, String> {
+            enum Target {
+                At(Point),
+                Ref(String),
+            }
+            let target = |key: &str| -> Result<Target, String> {
+                let t = args.field(key)?;
+                match t.get("type").and_then(Value::as_str) {
+                    Some("coordinate") => {
+                        let x = t.get("x").and_then(as_number);
+                        let y = t.get("y").and_then(as_number);
+                        match (x, y) {
+                            (Some(x), Some(y)) => Ok(Target::At(self.image_point(x, y))),
+                            _ => Err(format!("`{key}` needs numeric `x` and `y`")),
+                        }
+                    }
+                    Some("ref") => t
+                        .get("ref")
+                        .and_then(Value::as_str)
+                        .filter(|r| !r.trim().is_empty())
+                        .map(|r| Target::Ref(r.trim().to_owned()))
+                        .ok_or_else(|| format!("`{key}` needs a `ref`")),
+                    _ => Err(format!(
+                        "`{key}` must be {{\"type\": \"coordinate\", \"x\", \"y\"}} or \
+                         {{\"type\": \"ref\", \"ref\"}}"
+                    )),
+                }
+            };
+            let point = |key: &str| -> Result<Point, String> {
+                match target(key)? {
+                    Target::At(p) => Ok(p),
+                    Target::Ref(_) => Err(format!("`{key}` must be a coordinate here")),
+                }
+            };
+            let reference = |key: &str| -> Result<String, String> {
+                match target(key)? {
+                    Target::Ref(r) => Ok(r),
+                    Target::At(_) => Err(format!("`{key}` must be a ref here")),
+                }
+            };
+            let computer = |input: Value| self.anthropic_computer(&input);
+            Ok(match member {
+                "navigate" => match args.str("url")?.trim() {
+                    "back" => vec![Action::Back],
+                    "forward" => vec![Action::Forward],
+                    "reload" => vec![Action::Reload],
+                    url if url.contains("://") || url.starts_with("about:") => {
+                        vec![Action::Goto {
+                            url: url.to_owned(),
+                        }]
+                    }
+                    host => vec![Action::Goto {
+                        url: format!("https://{host}"),
+                    }],
+                },
+                "list_tabs" => vec![Action::ListTabs],
+                "new_tab" => vec![Action::NewTab],
+                "switch_tab" => vec![Action::SwitchTab {
+                    id: args.str("tab_id")?.to_owned(),
+                }],
+                "close_tab" => vec![Action::CloseTab {
+                    id: args.str("tab_id")?.to_owned(),
+                }],
+                "read_page" => {
+                    let depth = args.opt_num("depth")?;
+                    vec![Action::ReadPage {
+                        interactive_only: args.opt_str("filter")? == Some("interactive"),
+                        root: args.opt_str("ref")?.map(str::to_owned),
+                        depth: depth.map(|d| d.clamp(0.0, 1000.0) as u32),
+                    }]
+                }
+                "get_page_text" => vec![Action::PageText],
+                "find" => vec![Action::FindElements {
+                    query: args.str("query")?.to_owned(),
+                }],
+                "form_input" => vec![Action::FormInput {
+                    reference: reference("target")?,
+                    value: args.field("value")?.clone(),
+                }],
+                "scroll_to" => vec![Action::ScrollToRef {
+                    reference: reference("target")?,
+                }],
+                "screenshot" => vec![Action::Screenshot],
+                "zoom" => computer(json_with(input, "zoom")),
+                "left_click" | "right_click" | "middle_click" | "double_click" | "triple_click" => {
+                    let modifiers = modifiers_from(args.opt_str("modifiers")?.unwrap_or(""))?;
+                    let button = match member {
+                        "right_click" => MouseButton::Right,
+                        "middle_click" => MouseButton::Middle,
+                        _ => MouseButton::Left,
+                    };
+                    let count = match member {
+                        "double_click" => 2,
+                        "triple_click" => 3,
+                        _ => 1,
+                    };
+                    match target("target")? {
+                        Target::Ref(reference) => vec![Action::ClickRef {
+                            reference,
+                            button,
+                            click_count: count,
+                            modifiers,
+                        }],
+                        Target::At(p) => vec![match count {
+                            2 => Action::DoubleClick {
+                                x: p.x,
+                                y: p.y,
+                                modifiers,
+                            },
+                            3 => Action::TripleClick {
+                                x: p.x,
+                                y: p.y,
+                                modifiers,
+                            },
+                            _ => Action::Click {
+                                x: p.x,
+                                y: p.y,
+                                button,
+                                modifiers,
+                            },
+                        }],
+                    }
+                }
+                "hover" => match target("target")? {
+                    Target::Ref(reference) => vec![Action::HoverRef { reference }],
+                    Target::At(p) => vec![Action::Hover { x: p.x, y: p.y }],
+                },
+                "mouse_move" => {
+                    let p = point("target")?;
+                    vec![Action::Hover { x: p.x, y: p.y }]
+                }
+                "left_click_drag" => {
+                    let s = point("from")?;
+                    let e = point("target")?;
+                    vec![Action::Drag {
+                        start_x: s.x,
+                        start_y: s.y,
+                        end_x: e.x,
+                        end_y: e.y,
+                        path: Vec::new(),
+                    }]
+                }
+                "left_mouse_down" | "left_mouse_up" => {
+                    let p = point("target")?;
+                    let (x, y, button) = (Some(p.x), Some(p.y), MouseButton::Left);
+                    vec![if member == "left_mouse_down" {
+                        Action::MouseDown { x, y, button }
+                    } else {
+                        Action::MouseUp { x, y, button }
+                    }]
+                }
+                "scroll" => {
+                    let p = point("target")?;
+                    let amount = args.opt_num("scroll_amount")?.unwrap_or(3.0);
+                    if !(1.0..=10.0).contains(&amount) {
+                        return Err("`scroll_amount` must be between 1 and 10".into());
+                    }
+                    vec![Action::Scroll {
+                        x: p.x,
+                        y: p.y,
+                        direction: direction(args.str("scroll_direction")?)?,
+                        amount,
+                        unit: ScrollUnit::Clicks,
+                        modifiers: Modifiers::NONE,
+                    }]
+                }
+                "type" | "key" | "hold_key" | "wait" => computer(json_with(input, member)),
+                "file_upload" | "javascript_exec" | "read_console" | "read_network" => {
+                    return Err(format!("`{member}` is not enabled in this session"));
+                }
+                other => return Err(format!("unknown browser tool `{other}`")),
             })
         })();
         self.track(result.unwrap_or_else(|e| vec![args.invalid(e)]))

@@ -986,3 +986,103 @@ fn anthropic_toolset_members_decode_like_computer_actions() {
         Action::Terminate { .. }
     ));
 }
+
+/// The browser toolset's members: targets are a coordinate (screenshot
+/// pixels) or a ref; reading members become reading actions.
+#[test]
+fn anthropic_browser_members_decode_to_actions() {
+    let d = half();
+    let b = |name: &str, input: serde_json::Value| d.anthropic_browser(name, &input);
+    assert_eq!(
+        b(
+            "left_click",
+            json!({"target": {"type": "coordinate", "x": 100, "y": 50}})
+        ),
+        vec![click(200, 100)]
+    );
+    assert_eq!(
+        b(
+            "double_click",
+            json!({"target": {"type": "ref", "ref": "@e7"}, "modifiers": "ctrl"})
+        ),
+        vec![Action::ClickRef {
+            reference: "@e7".into(),
+            button: MouseButton::Left,
+            click_count: 2,
+            modifiers: Modifiers {
+                ctrl: true,
+                ..Modifiers::NONE
+            },
+        }]
+    );
+    assert_eq!(
+        b(
+            "form_input",
+            json!({"target": {"type": "ref", "ref": "@e3"}, "value": true})
+        ),
+        vec![Action::FormInput {
+            reference: "@e3".into(),
+            value: json!(true)
+        }]
+    );
+    assert_eq!(
+        b("read_page", json!({"filter": "interactive", "depth": 4})),
+        vec![Action::ReadPage {
+            interactive_only: true,
+            root: None,
+            depth: Some(4)
+        }]
+    );
+    assert_eq!(
+        b("find", json!({"query": "submit"})),
+        vec![Action::FindElements {
+            query: "submit".into()
+        }]
+    );
+    assert_eq!(b("get_page_text", json!({})), vec![Action::PageText]);
+    assert_eq!(b("navigate", json!({"url": "back"})), vec![Action::Back]);
+    assert_eq!(
+        b("navigate", json!({"url": "reload"})),
+        vec![Action::Reload]
+    );
+    assert_eq!(
+        b("navigate", json!({"url": "example.com/a"})),
+        vec![Action::Goto {
+            url: "https://example.com/a".into()
+        }]
+    );
+    assert_eq!(
+        b("switch_tab", json!({"tab_id": "T2"})),
+        vec![Action::SwitchTab { id: "T2".into() }]
+    );
+    assert_eq!(b("new_tab", json!({})), vec![Action::NewTab]);
+    assert_eq!(
+        b("hover", json!({"target": {"type": "ref", "ref": "@e1"}})),
+        vec![Action::HoverRef {
+            reference: "@e1".into()
+        }]
+    );
+    assert!(matches!(
+        b("scroll", json!({"target": {"type": "coordinate", "x": 10, "y": 10}, "scroll_direction": "down"}))[0],
+        Action::Scroll { amount, unit: ScrollUnit::Clicks, .. } if amount == 3.0
+    ));
+    // Mistakes are told to the model, never guessed at.
+    for (name, input) in [
+        (
+            "form_input",
+            json!({"target": {"type": "coordinate", "x": 1, "y": 1}, "value": "x"}),
+        ),
+        ("left_click", json!({"target": {"type": "ref"}})),
+        ("javascript_exec", json!({"text": "1"})),
+        (
+            "scroll",
+            json!({"target": {"type": "coordinate", "x": 1, "y": 1}, "scroll_direction": "down", "scroll_amount": 50}),
+        ),
+        ("teleport", json!({})),
+    ] {
+        assert!(
+            matches!(b(name, input.clone())[0], Action::Invalid { .. }),
+            "{name} {input}"
+        );
+    }
+}

@@ -54,6 +54,14 @@ impl GoogleAdapter {
     /// An adapter for `model` (`gemini-2.5-computer-use-preview-10-2025`).
     /// Needs `options.api_key`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        if options.tools == Some(crate::Tools::Browser) {
+            return Err(LumenError::config(
+                "tools",
+                format!(
+                    "the browser toolset is Anthropic's; {PROVIDER} drives the browser with its computer tool (use --tools computer)"
+                ),
+            ));
+        }
         let key = options.api_key.clone().ok_or_else(|| {
             LumenError::config(
                 "google api key",

@@ -108,6 +108,10 @@ pub struct AdapterOptions {
     /// instead of `computer_use_preview`. Default: `computer` for models
     /// other than `computer-use-preview*`.
     pub openai_batched_computer_tool: Option<bool>,
+    /// Which tool family drives the browser: `None` takes the registry's
+    /// choice for the model. [`Tools::Browser`] is Anthropic's browser
+    /// toolset; other providers refuse it.
+    pub tools: Option<Tools>,
     /// OpenAI-compatible servers: the most images one request may carry
     /// (vLLM's `--limit-mm-per-prompt`, llama.cpp and LM Studio limits);
     /// older screenshots become a text marker. `None`: no limit.
@@ -134,8 +138,33 @@ impl Default for AdapterOptions {
             coordinate_space: CoordinateSpace::default(),
             openai_chain_responses: false,
             openai_batched_computer_tool: None,
+            tools: None,
             max_images: None,
             wire_observer: None,
+        }
+    }
+}
+
+/// A tool family to drive the browser with (`--tools computer|browser`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tools {
+    /// Pixels: the provider's computer-use tool.
+    Computer,
+    /// Anthropic's browser toolset: refs from the accessibility tree, tabs,
+    /// form input, and clicks on a coordinate or a ref.
+    Browser,
+}
+
+impl std::str::FromStr for Tools {
+    type Err = LumenError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "computer" => Ok(Tools::Computer),
+            "browser" => Ok(Tools::Browser),
+            other => Err(LumenError::config(
+                "tools",
+                format!("unknown tool family `{other}`: use computer or browser"),
+            )),
         }
     }
 }

@@ -68,6 +68,14 @@ impl OpenAiAdapter {
     /// An adapter for `model` (`computer-use-preview`, `gpt-5.4`…). Needs
     /// `options.api_key`. The base URL includes `/v1`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        if options.tools == Some(crate::Tools::Browser) {
+            return Err(LumenError::config(
+                "tools",
+                format!(
+                    "the browser toolset is Anthropic's; {PROVIDER} drives the browser with its computer tool (use --tools computer)"
+                ),
+            ));
+        }
         let key = options.api_key.clone().ok_or_else(|| {
             LumenError::config(
                 "openai api key",

@@ -108,6 +108,10 @@ pub(crate) fn answer_for(ids: &[String], results: &[&ToolResult]) -> CallAnswer 
             });
         }
         lines.extend(r.hints.iter().map(|h| format!("hint: {h}")));
+        // What a reading action answered (page outline, matches, text).
+        if let Some(output) = &r.output {
+            lines.push(output.clone());
+        }
     }
     if parts.len() < expected {
         ok = false;

@@ -163,6 +163,7 @@ impl ModelSpec {
             supports_thinking: self.thinking != ThinkingStyle::None,
             native_computer_use: native,
             context_window_tokens: self.context_window,
+            tab_inventory: false,
         }
     }
 

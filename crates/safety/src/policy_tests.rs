@@ -272,6 +272,7 @@ fn effects_that_land_on_forbidden_pages_are_violations_with_a_remedy() {
         new_tab: Some(TabInfo {
             id: "T2".into(),
             url: "https://ads.shop.test/offer".into(),
+            title: String::new(),
             followed: false,
         }),
         ..EffectReceipt::default()
@@ -290,6 +291,7 @@ fn effects_that_land_on_forbidden_pages_are_violations_with_a_remedy() {
         new_tab: Some(TabInfo {
             id: "T3".into(),
             url: "about:blank".into(),
+            title: String::new(),
             followed: true,
         }),
         ..EffectReceipt::default()

@@ -182,6 +182,7 @@ impl Verifier for ModelVerifier {
             image: Some(input.screenshot.image.clone()),
             compressed: false,
             url: Some(input.url.to_owned()),
+            tabs: Vec::new(),
         })];
         let ctx = StepContext {
             step: 0,

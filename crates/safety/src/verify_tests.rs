@@ -93,6 +93,7 @@ impl Scripted {
                 supports_thinking: true,
                 native_computer_use: false,
                 context_window_tokens: 100_000,
+                tab_inventory: false,
             },
             answer,
             seen: Mutex::new(Vec::new()),

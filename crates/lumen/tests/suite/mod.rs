@@ -1,3 +1,4 @@
+mod browser_toolset;
 mod e2e;
 mod safety;
 mod zoom;

@@ -31,6 +31,18 @@ pub enum AnthropicBlock {
         /// Its input.
         input: Value,
     },
+    /// A call of a toolset member: the block names its toolset
+    /// (`computer`, `browser`) in `toolset_name`.
+    MemberUse {
+        /// `toolu_…` id.
+        id: String,
+        /// The member (`left_click`, `read_page`…).
+        name: String,
+        /// The toolset.
+        toolset: String,
+        /// Its input.
+        input: Value,
+    },
 }
 
 /// Splits a string into at most `n` pieces on char boundaries (arguments
@@ -71,6 +83,21 @@ pub fn anthropic_turn(blocks: &[AnthropicBlock], input_tokens: u64) -> Reply {
                 (
                     json!({"type": "thinking", "thinking": "", "signature": ""}),
                     d,
+                )
+            }
+            AnthropicBlock::MemberUse {
+                id,
+                name,
+                toolset,
+                input,
+            } => {
+                tool = true;
+                (
+                    json!({"type": "tool_use", "id": id, "name": name, "input": {}, "toolset_name": toolset}),
+                    pieces(&input.to_string(), 3)
+                        .into_iter()
+                        .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
+                        .collect(),
                 )
             }
             AnthropicBlock::ToolUse { id, name, input } => {

@@ -119,18 +119,25 @@ impl Wire {
                 let mut blocks = Vec::new();
                 for (i, s) in steps.iter().enumerate() {
                     let tool = |suffix: &str, name: &str, mut input: Value| {
+                        let id = format!("toolu_{turn}_{i}{suffix}");
                         // The toolset calls each action by its member's name.
-                        let name = match input.as_object_mut() {
-                            Some(map) if toolset && name == "computer" => map
-                                .remove("action")
-                                .and_then(|a| a.as_str().map(str::to_owned))
-                                .unwrap_or_default(),
-                            _ => name.to_owned(),
-                        };
-                        AnthropicBlock::ToolUse {
-                            id: format!("toolu_{turn}_{i}{suffix}"),
-                            name,
-                            input,
+                        match input.as_object_mut() {
+                            Some(map) if toolset && name == "computer" => {
+                                AnthropicBlock::MemberUse {
+                                    id,
+                                    name: map
+                                        .remove("action")
+                                        .and_then(|a| a.as_str().map(str::to_owned))
+                                        .unwrap_or_default(),
+                                    toolset: "computer".into(),
+                                    input,
+                                }
+                            }
+                            _ => AnthropicBlock::ToolUse {
+                                id,
+                                name: name.to_owned(),
+                                input,
+                            },
                         }
                     };
                     let computer = |input: Value| tool("", "computer", input);

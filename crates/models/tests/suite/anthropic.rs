@@ -157,6 +157,7 @@ fn request_body_replays_native_turns_verbatim() {
             hints: vec![],
             acknowledged_safety_checks: vec![],
             image: None,
+            output: None,
         }),
     ];
     let adapter = AnthropicAdapter::new("claude-sonnet-4-5", options(None)).unwrap();

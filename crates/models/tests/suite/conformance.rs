@@ -69,6 +69,7 @@ fn history(provider: Provider, shot: &Screenshot) -> Vec<WireRecord> {
                     .collect(),
                 // A zoom's image rides on its result.
                 image: (i == 1).then(|| shot.image.clone()),
+                output: None,
             })
         })
         .collect();
@@ -79,6 +80,7 @@ fn history(provider: Provider, shot: &Screenshot) -> Vec<WireRecord> {
         image: Some(shot.image.clone()),
         compressed: false,
         url: Some("http://127.0.0.1/shop/cart".into()),
+        tabs: Vec::new(),
     }));
     wire
 }

@@ -125,6 +125,7 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
             image: None,
             compressed: true,
             url: Some("http://127.0.0.1/a".into()),
+            tabs: Vec::new(),
         }),
         WireRecord::Assistant(AssistantTurn {
             calls: vec![
@@ -154,6 +155,7 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
             hints: vec![],
             acknowledged_safety_checks: vec![json!({"id": "r-0"})],
             image: None,
+            output: None,
         }),
         WireRecord::ToolResult(ToolResult {
             call_id: "r-1".into(),
@@ -163,12 +165,14 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
             hints: vec![],
             acknowledged_safety_checks: vec![],
             image: None,
+            output: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,
             image: Some(shot.image.clone()),
             compressed: false,
             url: Some("http://127.0.0.1/b".into()),
+            tabs: Vec::new(),
         }),
     ];
     let adapter = GoogleAdapter::new(MODEL, options(None)).unwrap();

@@ -107,6 +107,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             image: None,
             compressed: true,
             url: Some("http://127.0.0.1/shop/".into()),
+            tabs: Vec::new(),
         })
     };
     let ok = |id: &str, action: &str| {
@@ -118,6 +119,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             hints: vec![],
             acknowledged_safety_checks: vec![],
             image: None,
+            output: None,
         })
     };
     vec![
@@ -154,6 +156,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             hints: vec!["the page navigated to /shop/lamp-1".into()],
             acknowledged_safety_checks: vec![],
             image: None,
+            output: None,
         }),
         compressed(4),
         WireRecord::Assistant(AssistantTurn {
@@ -183,6 +186,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             hints: vec![],
             acknowledged_safety_checks: vec![],
             image: None,
+            output: None,
         }),
         ok("call_wait", "wait"),
         WireRecord::Screenshot(WireScreenshot {
@@ -190,6 +194,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             image: Some(shot_1280().image),
             compressed: false,
             url: Some("http://127.0.0.1/shop/lamp-1".into()),
+            tabs: Vec::new(),
         }),
     ]
 }

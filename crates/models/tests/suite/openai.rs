@@ -134,6 +134,7 @@ fn native_history() -> Vec<WireRecord> {
             image: None,
             compressed: true,
             url: None,
+            tabs: Vec::new(),
         }),
         WireRecord::Assistant(AssistantTurn {
             calls: vec![ActionCall::new(
@@ -162,12 +163,14 @@ fn native_history() -> Vec<WireRecord> {
                 json!({"id": "sc_0", "code": "irrelevant_domain", "message": "Odd domain."}),
             ],
             image: None,
+            output: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,
             image: Some(shot_1280().image),
             compressed: false,
             url: Some("http://127.0.0.1/a".into()),
+            tabs: Vec::new(),
         }),
     ]
 }

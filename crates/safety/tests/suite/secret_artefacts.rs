@@ -95,6 +95,7 @@ fn a_typed_secret_never_reaches_the_run_artefacts() {
             hints: vec![format!("now at {echoed_url}")],
             acknowledged_safety_checks: vec![],
             image: None,
+            output: None,
         }),
     ];
     let fatal = LumenError::invalid_data("page", format!("unexpected text {PASSWORD}"));
