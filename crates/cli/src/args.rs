@@ -95,6 +95,19 @@ pub(crate) struct RunArgs {
     /// The provider's API base URL (a proxy, a local server).
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
+    /// The tool family: `computer` (the provider's computer-use tool) or
+    /// `browser` (Anthropic's browser toolset: element refs, tabs, form
+    /// input). Default: the model registry's choice (`lumen models`).
+    #[arg(long, value_name = "computer|browser")]
+    pub(crate) tools: Option<String>,
+    /// How hard the model thinks: minimal, low, medium, high or max (models
+    /// with adaptive thinking, reasoning effort or thinking levels).
+    #[arg(long, value_name = "LEVEL")]
+    pub(crate) effort: Option<String>,
+    /// A thinking budget in tokens (models with a manual budget; others
+    /// take it as an effort).
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) thinking_budget: Option<u32>,
     /// A separate model for a planning pass before the run.
     #[arg(long, value_name = "MODEL")]
     pub(crate) planner_model: Option<String>,

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use lumen::models::{Effort, Tools};
 use lumen::safety::{PolicyConfig, Secrets};
 use serde::Deserialize;
 
@@ -31,6 +32,9 @@ const PREFIXES: &[&str] = &["anthropic", "openai", "google", "compatible"];
 pub(crate) struct FileConfig {
     model: Option<String>,
     base_url: Option<String>,
+    tools: Option<String>,
+    effort: Option<String>,
+    thinking_budget: Option<u32>,
     planner_model: Option<String>,
     max_steps: Option<u32>,
     headed: Option<bool>,
@@ -73,6 +77,9 @@ impl FileConfig {
 pub(crate) struct RunConfig {
     pub(crate) model: String,
     pub(crate) base_url: Option<String>,
+    pub(crate) tools: Option<Tools>,
+    pub(crate) effort: Option<Effort>,
+    pub(crate) thinking_budget: Option<u32>,
     pub(crate) planner_model: Option<String>,
     pub(crate) max_steps: u32,
     pub(crate) headed: bool,
@@ -103,6 +110,21 @@ impl RunConfig {
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
         let base_url = args.base_url.clone().or(file.base_url);
         check_model(&model, base_url.as_deref(), &env)?;
+        let tools = match args.tools.clone().or(file.tools) {
+            Some(t) => Some(
+                t.parse::<Tools>()
+                    .map_err(|e| CliError::config(format!("--tools: {e}")))?,
+            ),
+            None => None,
+        };
+        let effort = match args.effort.clone().or(file.effort) {
+            Some(e) => Some(
+                e.parse::<Effort>()
+                    .map_err(|e| CliError::config(format!("--effort: {e}")))?,
+            ),
+            None => None,
+        };
+        let thinking_budget = args.thinking_budget.or(file.thinking_budget);
         let planner_model = args.planner_model.clone().or(file.planner_model);
         if let Some(p) = &planner_model {
             check_model(p, base_url.as_deref(), &env)?;
@@ -156,6 +178,9 @@ impl RunConfig {
         Ok(Self {
             model,
             base_url,
+            tools,
+            effort,
+            thinking_budget,
             planner_model,
             max_steps,
             headed: args.headed || file.headed.unwrap_or(false),
@@ -266,5 +291,32 @@ mod tests {
             toml::from_str("model = \"openai/gpt-5\"\nmax_steps = 4\nmode = \"exec\"").unwrap();
         assert_eq!(ok.max_steps, Some(4));
         assert_eq!(ok.mode, Some(Mode::Exec));
+    }
+
+    fn run_args(extra: &[&str]) -> RunArgs {
+        use clap::Parser as _;
+        let mut argv = vec!["lumen", "run", "a task"];
+        argv.extend_from_slice(extra);
+        match crate::args::Cli::try_parse_from(argv).unwrap().command {
+            crate::args::Command::Run(args) => *args,
+            other => panic!("not a run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tools_effort_and_budget_reach_the_run_and_bad_values_name_the_fix() {
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "k".to_owned());
+        let config = RunConfig::resolve(
+            &run_args(&["--tools", "browser", "--effort", "high", "--thinking-budget", "4096"]),
+            env,
+        )
+        .unwrap();
+        assert_eq!(config.tools, Some(Tools::Browser));
+        assert_eq!(config.effort, Some(Effort::High));
+        assert_eq!(config.thinking_budget, Some(4096));
+        let err = RunConfig::resolve(&run_args(&["--tools", "mouse"]), env).unwrap_err();
+        assert!(err.message.contains("computer or browser"), "{}", err.message);
+        let err = RunConfig::resolve(&run_args(&["--effort", "extreme"]), env).unwrap_err();
+        assert!(err.message.contains("minimal, low, medium, high or max"), "{}", err.message);
     }
 }

@@ -162,6 +162,9 @@ async fn run(args: RunArgs) -> Result<u8, CliError> {
         });
     options.adapter = AdapterOptions {
         base_url: config.base_url.clone(),
+        tools: config.tools,
+        effort: config.effort,
+        thinking_budget: config.thinking_budget,
         ..AdapterOptions::default()
     };
     options.planner_model = config.planner_model.clone();
