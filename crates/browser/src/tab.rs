@@ -65,6 +65,9 @@ struct Shared {
     browser_log: Arc<EventLog>,
     browser_flusher: Flusher,
     cursor: Mutex<Option<Point>>,
+    /// Keys held down by `key_down`, in the order pressed: their modifier
+    /// bits apply to every mouse event until released.
+    held: Mutex<Vec<keys::KeyDef>>,
     /// The viewport and DPR we last applied, for new tabs and bounds checks.
     emulation: Mutex<Option<(Size, f64)>>,
     uploads: Arc<Mutex<Vec<String>>>,
@@ -301,6 +304,7 @@ impl CdpTab {
             browser_log,
             browser_flusher,
             cursor: Mutex::new(None),
+            held: Mutex::new(Vec::new()),
             emulation: Mutex::new(emulation),
             uploads,
             receipts: AtomicBool::new(options.receipts),
@@ -707,7 +711,7 @@ impl CdpTab {
                 "button": name,
                 "buttons": buttons,
                 "clickCount": click_count,
-                "modifiers": modifiers,
+                "modifiers": modifiers | self.held_mask(),
             });
             self.conn()
                 .page_raw(&ctx.page, "Input.dispatchMouseEvent", params)
@@ -764,6 +768,13 @@ impl CdpTab {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The modifier bits of the keys held down.
+    fn held_mask(&self) -> i64 {
+        lock(&self.shared.held)
+            .iter()
+            .fold(0, |mask, k| mask | k.modifier_bit)
     }
 
     fn viewport_known(&self) -> Option<Size> {
@@ -1630,7 +1641,7 @@ impl BrowserTab for CdpTab {
                     "y": at.y as f64,
                     "deltaX": delta_x,
                     "deltaY": delta_y,
-                    "modifiers": modifiers.cdp_mask(),
+                    "modifiers": modifiers.cdp_mask() | self.held_mask(),
                 });
                 self.conn()
                     .page_raw(&ctx.page, "Input.dispatchMouseEvent", params)
@@ -1888,6 +1899,48 @@ impl BrowserTab for CdpTab {
 
     async fn evaluate(&self, expression: &str) -> Result<serde_json::Value> {
         self.eval_active(expression).await
+    }
+
+    async fn key_down(&self, key: &str) -> Result<ActionOutcome> {
+        let defs = match keys::parse_chord(&[key.to_owned()]) {
+            Ok(d) => d,
+            Err(e) => return Ok(ActionOutcome::failed(e)),
+        };
+        let mask = self.held_mask();
+        let ctx = self.active();
+        for def in &defs {
+            let params = keys::key_event_params(true, def, mask | def.modifier_bit, false);
+            self.conn()
+                .page_raw(&ctx.page, "Input.dispatchKeyEvent", params)
+                .await?;
+        }
+        lock(&self.shared.held).extend(defs);
+        Ok(ActionOutcome::ok())
+    }
+
+    async fn key_up(&self, key: &str) -> Result<ActionOutcome> {
+        let defs = match keys::parse_chord(&[key.to_owned()]) {
+            Ok(d) => d,
+            Err(e) => return Ok(ActionOutcome::failed(e)),
+        };
+        let Some(def) = defs.into_iter().next() else {
+            return Ok(ActionOutcome::failed("no key given"));
+        };
+        let released = {
+            let mut held = lock(&self.shared.held);
+            held.iter()
+                .position(|k| k.code == def.code)
+                .map(|i| held.remove(i))
+        };
+        let Some(released) = released else {
+            return Ok(ActionOutcome::failed(format!("{key} is not held down")));
+        };
+        let ctx = self.active();
+        let params = keys::key_event_params(false, &released, self.held_mask(), false);
+        self.conn()
+            .page_raw(&ctx.page, "Input.dispatchKeyEvent", params)
+            .await?;
+        Ok(ActionOutcome::ok())
     }
 
     async fn accessibility(&self) -> Result<Option<AxSnapshot>> {

@@ -307,7 +307,14 @@ mod tests {
     fn tools_effort_and_budget_reach_the_run_and_bad_values_name_the_fix() {
         let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "k".to_owned());
         let config = RunConfig::resolve(
-            &run_args(&["--tools", "browser", "--effort", "high", "--thinking-budget", "4096"]),
+            &run_args(&[
+                "--tools",
+                "browser",
+                "--effort",
+                "high",
+                "--thinking-budget",
+                "4096",
+            ]),
             env,
         )
         .unwrap();
@@ -315,8 +322,16 @@ mod tests {
         assert_eq!(config.effort, Some(Effort::High));
         assert_eq!(config.thinking_budget, Some(4096));
         let err = RunConfig::resolve(&run_args(&["--tools", "mouse"]), env).unwrap_err();
-        assert!(err.message.contains("computer or browser"), "{}", err.message);
+        assert!(
+            err.message.contains("computer or browser"),
+            "{}",
+            err.message
+        );
         let err = RunConfig::resolve(&run_args(&["--effort", "extreme"]), env).unwrap_err();
-        assert!(err.message.contains("minimal, low, medium, high or max"), "{}", err.message);
+        assert!(
+            err.message.contains("minimal, low, medium, high or max"),
+            "{}",
+            err.message
+        );
     }
 }

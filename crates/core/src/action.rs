@@ -249,6 +249,17 @@ pub enum Action {
         /// The chord, e.g. `["ctrl", "a"]`.
         keys: Vec<String>,
     },
+    /// Press a key and keep it down (a modifier held for later clicks,
+    /// drags and scrolls) until a [`Action::KeyUp`] of the same key.
+    KeyDown {
+        /// The key (`Shift`, `Control`, `a`…).
+        key: String,
+    },
+    /// Release a key held by [`Action::KeyDown`].
+    KeyUp {
+        /// The key.
+        key: String,
+    },
     /// Hold a key chord down for a while, then release it.
     HoldKey {
         /// The chord.
@@ -423,6 +434,8 @@ impl Action {
             Action::Terminate { .. } => "terminate",
             Action::Delegate { .. } => "delegate",
             Action::Fold { .. } => "fold",
+            Action::KeyDown { .. } => "keyDown",
+            Action::KeyUp { .. } => "keyUp",
             Action::ReadPage { .. } => "readPage",
             Action::FindElements { .. } => "findElements",
             Action::PageText => "pageText",

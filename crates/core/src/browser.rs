@@ -206,6 +206,20 @@ pub trait BrowserTab: Send + Sync {
     /// Closes the tab (and the browser, when the tab owns it).
     async fn close(&self) -> Result<()>;
 
+    /// Presses `key` and keeps it down: held modifiers apply to the mouse
+    /// events that follow until [`key_up`](Self::key_up).
+    async fn key_down(&self, key: &str) -> Result<ActionOutcome> {
+        Ok(ActionOutcome::failed(format!(
+            "this browser cannot hold {key} down"
+        )))
+    }
+    /// Releases a key held by [`key_down`](Self::key_down).
+    async fn key_up(&self, key: &str) -> Result<ActionOutcome> {
+        Ok(ActionOutcome::failed(format!(
+            "this browser holds no {key} down"
+        )))
+    }
+
     // ----- refs and tabs (the browser toolset) -----------------------------
     //
     // Defaults answer that this browser cannot: a tab of another kind keeps

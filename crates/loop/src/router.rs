@@ -253,6 +253,8 @@ impl ActionRouter {
                 Err(e) => return Ok(ActionExecution::failed(e.to_string())),
             },
             Action::KeyPress { keys } => tab.key_press(keys).await?,
+            Action::KeyDown { key } => tab.key_down(key).await?,
+            Action::KeyUp { key } => tab.key_up(key).await?,
             Action::HoldKey { keys, duration_ms } => {
                 tab.hold_key(keys, Duration::from_millis(*duration_ms).min(MAX_WAIT))
                     .await?

@@ -61,6 +61,18 @@ pub enum CoordinateSpace {
     Normalized,
 }
 
+/// `actions` with `keys` held down around them (pressed in order before,
+/// released in reverse after).
+fn held(actions: Vec<Action>, keys: Vec<String>) -> Vec<Action> {
+    let mut out: Vec<Action> = keys
+        .iter()
+        .map(|k| Action::KeyDown { key: k.clone() })
+        .collect();
+    out.extend(actions);
+    out.extend(keys.into_iter().rev().map(|key| Action::KeyUp { key }));
+    out
+}
+
 /// `input` with `action` set to `member` (a toolset member's input read as
 /// the single computer tool's).
 fn json_with(input: &Value, member: &str) -> Value {
@@ -578,6 +590,21 @@ impl ActionDecoder {
             let point = || -> Result<Point, String> {
                 Ok(self.image_point(args.num("x")?, args.num("y")?))
             };
+            // Keys held during a move or a drag: pressed before, released
+            // after, in reverse.
+            let held_keys = || -> Result<Vec<String>, String> {
+                match args.opt_array("keys")? {
+                    None => Ok(Vec::new()),
+                    Some(keys) => keys
+                        .iter()
+                        .map(|k| {
+                            k.as_str()
+                                .map(str::to_owned)
+                                .ok_or("`keys` must hold strings".into())
+                        })
+                        .collect(),
+                }
+            };
             let keys_modifiers = || -> Result<Modifiers, String> {
                 match args.opt_array("keys")? {
                     None => Ok(Modifiers::NONE),
@@ -620,7 +647,7 @@ impl ActionDecoder {
                 }
                 "move" => {
                     let p = point()?;
-                    vec![Action::Hover { x: p.x, y: p.y }]
+                    held(vec![Action::Hover { x: p.x, y: p.y }], held_keys()?)
                 }
                 "drag" => {
                     let path = args.array("path")?;
@@ -652,13 +679,16 @@ impl ActionDecoder {
                     if points.len() < 2 {
                         return Err("`path` needs at least two points".into());
                     }
-                    vec![Action::Drag {
-                        start_x: first.x,
-                        start_y: first.y,
-                        end_x: last.x,
-                        end_y: last.y,
-                        path: points[1..points.len() - 1].to_vec(),
-                    }]
+                    held(
+                        vec![Action::Drag {
+                            start_x: first.x,
+                            start_y: first.y,
+                            end_x: last.x,
+                            end_y: last.y,
+                            path: points[1..points.len() - 1].to_vec(),
+                        }],
+                        held_keys()?,
+                    )
                 }
                 "scroll" => {
                     let p = point()?;
@@ -902,12 +932,12 @@ impl ActionDecoder {
                     }
                     vec![Action::KeyPress { keys }]
                 }
-                "key_down" | "key_up" => {
-                    return Err(format!(
-                        "`{name}` is not supported: press a chord with `hotkey` (keys go down \
-                         in order and come up in reverse) or `press_key`"
-                    ));
-                }
+                "key_down" => vec![Action::KeyDown {
+                    key: args.str("key")?.to_owned(),
+                }],
+                "key_up" => vec![Action::KeyUp {
+                    key: args.str("key")?.to_owned(),
+                }],
                 "wait" => {
                     let secs = args.opt_num("seconds")?.unwrap_or(1.0);
                     vec![Action::Wait {

@@ -919,10 +919,18 @@ fn gemini_3_5_actions_decode_with_their_units() {
         json!({"x": 0, "y": 0, "destination_x": 500, "destination_y": 500}),
     );
     assert_eq!(drag, legacy);
-    assert!(matches!(
-        one("key_down", json!({"key": "Shift"}))[0],
-        Action::Invalid { .. }
-    ));
+    assert_eq!(
+        one("key_down", json!({"key": "Shift"})),
+        vec![Action::KeyDown {
+            key: "Shift".into()
+        }]
+    );
+    assert_eq!(
+        one("key_up", json!({"key": "Shift"})),
+        vec![Action::KeyUp {
+            key: "Shift".into()
+        }]
+    );
 }
 
 #[test]
@@ -1085,4 +1093,28 @@ fn anthropic_browser_members_decode_to_actions() {
             "{name} {input}"
         );
     }
+}
+
+/// Keys OpenAI holds during a move or a drag are pressed before it and
+/// released after, in reverse.
+#[test]
+fn openai_keys_are_held_around_moves_and_drags() {
+    let d = same();
+    assert_eq!(
+        d.openai(&json!({"type": "move", "x": 5, "y": 6, "keys": ["shift", "ctrl"]})),
+        vec![
+            Action::KeyDown {
+                key: "shift".into()
+            },
+            Action::KeyDown { key: "ctrl".into() },
+            Action::Hover { x: 5, y: 6 },
+            Action::KeyUp { key: "ctrl".into() },
+            Action::KeyUp {
+                key: "shift".into()
+            },
+        ]
+    );
+    let drag = d.openai(&json!({"type": "drag", "path": [[1, 1], [9, 9]], "keys": ["alt"]}));
+    assert_eq!(drag.len(), 3, "{drag:?}");
+    assert!(matches!(drag[1], Action::Drag { .. }));
 }

@@ -346,3 +346,30 @@ async fn key_names_from_every_dialect_reach_the_page() {
     );
     e.close().await;
 }
+
+/// A key held with `key_down` applies to the mouse events that follow until
+/// `key_up` (Gemini's key_down/key_up, OpenAI's keys held while moving or
+/// dragging).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_key_modifies_clicks_until_it_is_released() {
+    let e = env().await;
+    e.open("dpr.html").await;
+    e.tab
+        .evaluate(
+            "window.seen = []; document.addEventListener('click', \
+             ev => window.seen.push([ev.shiftKey, ev.ctrlKey]));",
+        )
+        .await
+        .unwrap();
+    let at = Point::new(150, 150);
+    assert!(e.tab.key_down("Shift").await.unwrap().ok);
+    e.tab.click(at, ClickOptions::default()).await.unwrap();
+    assert!(e.tab.key_up("Shift").await.unwrap().ok);
+    e.tab.click(at, ClickOptions::default()).await.unwrap();
+    let seen = e.tab.evaluate("window.seen").await.unwrap();
+    assert_eq!(seen, serde_json::json!([[true, false], [false, false]]));
+    // Releasing what is not held, or an unknown key, is an ok: false.
+    assert!(!e.tab.key_up("Shift").await.unwrap().ok);
+    assert!(!e.tab.key_down("NoSuchKey").await.unwrap().ok);
+    e.close().await;
+}
