@@ -13,7 +13,7 @@ use lumen_models::compatible::CompatibleAdapter;
 use lumen_models::google::GoogleAdapter;
 use lumen_models::openai::OpenAiAdapter;
 use lumen_models::registry::{MODELS, request_violations};
-use lumen_models::{AdapterOptions, ApiKey, Effort, Provider};
+use lumen_models::{AdapterOptions, ApiKey, Effort, Provider, Tools};
 use lumen_test_support::mock_provider::Route;
 use lumen_test_support::mock_provider::conformance::schema_violations;
 use serde_json::Value;
@@ -75,12 +75,29 @@ fn history(provider: Provider, shot: &Screenshot) -> Vec<WireRecord> {
         .collect();
     wire.push(WireRecord::Assistant(turn));
     wire.extend(results);
+    // The tabs after the turn (the browser toolset reports them): one
+    // opened since the model last heard.
+    let tab = |id: &str, url: &str, followed| lumen_core::TabInfo {
+        id: id.into(),
+        url: url.into(),
+        title: "Cart".into(),
+        followed,
+    };
+    if let Some(WireRecord::Screenshot(first)) = wire
+        .iter_mut()
+        .find(|r| matches!(r, WireRecord::Screenshot(_)))
+    {
+        first.tabs = vec![tab("T1", "http://127.0.0.1/shop/", true)];
+    }
     wire.push(WireRecord::Screenshot(WireScreenshot {
         step: 6,
         image: Some(shot.image.clone()),
         compressed: false,
         url: Some("http://127.0.0.1/shop/cart".into()),
-        tabs: Vec::new(),
+        tabs: vec![
+            tab("T1", "http://127.0.0.1/shop/cart", false),
+            tab("T2", "http://127.0.0.1/help", true),
+        ],
     }));
     wire
 }
@@ -119,6 +136,13 @@ fn variants() -> Vec<(&'static str, AdapterOptions)> {
             "max images 1",
             AdapterOptions {
                 max_images: Some(1),
+                ..base.clone()
+            },
+        ),
+        (
+            "browser toolset",
+            AdapterOptions {
+                tools: Some(Tools::Browser),
                 ..base
             },
         ),
@@ -168,6 +192,10 @@ fn every_model_family_sends_requests_its_api_accepts() {
             _ => spec.id,
         };
         for (variant, options) in variants() {
+            // The browser toolset is Anthropic's alone.
+            if options.tools == Some(Tools::Browser) && provider != Provider::Anthropic {
+                continue;
+            }
             for temperature in [None, Some(0.0), Some(0.7)] {
                 for empty_history in [false, true] {
                     let ctx = StepContext {
@@ -186,6 +214,14 @@ fn every_model_family_sends_requests_its_api_accepts() {
                     let body = body(provider, model, options.clone(), &ctx, stream);
                     let found = violations(provider, &body);
                     checked += 1;
+                    if variant == "browser toolset" && !empty_history {
+                        let text = body.to_string();
+                        assert!(
+                            text.contains("\"browser_state\""),
+                            "{model}: no browser_state"
+                        );
+                        assert!(text.contains("\"tab_opened\""), "{model}: no tab_opened");
+                    }
                     if !found.is_empty() {
                         failures.push(format!(
                             "{model} [{variant}, temperature {temperature:?}, empty history \
@@ -197,6 +233,6 @@ fn every_model_family_sends_requests_its_api_accepts() {
             }
         }
     }
-    assert!(checked > 100, "{checked}");
+    assert!(checked > 600, "{checked}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
