@@ -1,26 +1,18 @@
-//! The HTTP side every adapter shares: one `reqwest` client, JSON and SSE
-//! requests, retries with backoff and jitter, and the mapping from HTTP
-//! failures to typed [`LumenError::ModelApi`] errors.
-//!
-//! Retries happen only *before the first byte of the answer*: once a stream
-//! has started, actions may already be running in the browser, so a failure
-//! mid-stream is reported to the loop, never silently replayed.
-//!
-//! A [`WireObserver`] (set through `AdapterOptions::wire_observer`) sees
-//! every request and every byte of every answer as it arrives, for
-//! recording provider streams (`cargo xtask record`). Secret header values
-//! never reach it. Without one, nothing changes.
+//! The client every adapter owns: one `reqwest` client, JSON and SSE
+//! requests, retries with backoff and jitter before the first byte of an
+//! answer, deadlines, and the mapping from HTTP failures to typed errors.
 
 use std::fmt;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use eventsource_stream::Eventsource as _;
-use futures::{Stream, StreamExt as _};
+use futures::StreamExt as _;
 use lumen_core::{LumenError, ModelErrorKind, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use super::observer::{NEXT_CALL, WireEvent, WireObserver};
+use super::sse::{ApiFailure, SseStream, sse_events};
 
 /// How an adapter retries transient failures (429, 5xx, 529, connection
 /// errors) before the first byte of an answer.
@@ -64,18 +56,6 @@ impl RetryPolicy {
     }
 }
 
-/// One server-sent event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
-    /// The `event:` field (`message` when the server sent none).
-    pub event: String,
-    /// The `data:` payload (lines joined with `\n`).
-    pub data: String,
-}
-
-/// A stream of SSE events or typed errors.
-pub(crate) type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent>> + Send>>;
-
 /// An API key that never shows up in `Debug`, `Display` or errors.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiKey(String);
@@ -106,89 +86,6 @@ impl fmt::Debug for ApiKey {
         f.write_str("ApiKey([redacted])")
     }
 }
-
-/// What the HTTP layer saw of one model call, handed to a [`WireObserver`]
-/// as it happens.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum WireEvent<'a> {
-    /// A request is about to be sent; a retried call sends (and reports)
-    /// one per attempt.
-    Request {
-        /// Identifies the call in the events that follow; unique within the
-        /// process, counting from 1.
-        call: u64,
-        /// 0 for the first attempt, then 1, 2, … for retries.
-        attempt: u32,
-        /// The provider's name (`anthropic`, `openai`, `google`,
-        /// `compatible`).
-        provider: &'a str,
-        /// The URL, with the API key removed should it appear in it.
-        url: &'a str,
-        /// The headers Lumen sets, in order, plus `content-type`; the value
-        /// of every secret header (`authorization`, `x-api-key`,
-        /// `x-goog-api-key`, `api-key`) is `[redacted]`.
-        headers: &'a [(&'a str, String)],
-        /// The JSON body, exactly as sent (screenshots included).
-        body: &'a serde_json::Value,
-        /// Whether the answer is read as server-sent events.
-        stream: bool,
-    },
-    /// The status line and headers of the answer to an attempt arrived.
-    Response {
-        /// The call (see [`WireEvent::Request`]).
-        call: u64,
-        /// The attempt this answers.
-        attempt: u32,
-        /// The HTTP status.
-        status: u16,
-        /// The response headers as received, in order (values that are not
-        /// text are shown lossily).
-        headers: &'a [(String, String)],
-    },
-    /// Bytes of the answer's body, exactly as received, in arrival order
-    /// (an error answer's body comes whole, in one piece).
-    Body {
-        /// The call.
-        call: u64,
-        /// The bytes.
-        bytes: &'a [u8],
-    },
-    /// The body ended: cleanly (`error` is `None`) or with a transport
-    /// error. A stream dropped before its end reports no `End`.
-    End {
-        /// The call.
-        call: u64,
-        /// Why the body stopped early, if it did.
-        error: Option<&'a str>,
-    },
-}
-
-/// A callback that sees the raw traffic of an adapter: requests (keys
-/// masked) and answer bytes as received. Cheap to clone; called on the
-/// task that makes the request, so it must be quick and must not block.
-#[derive(Clone)]
-pub struct WireObserver(Arc<dyn Fn(&WireEvent<'_>) + Send + Sync>);
-
-impl WireObserver {
-    /// Wraps a callback.
-    pub fn new(f: impl Fn(&WireEvent<'_>) + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
-    }
-
-    fn see(&self, event: &WireEvent<'_>) {
-        (self.0)(event);
-    }
-}
-
-impl fmt::Debug for WireObserver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("WireObserver(..)")
-    }
-}
-
-/// Numbers calls across every adapter of the process.
-static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 
 static TLS_PROVIDER: Once = Once::new();
 
@@ -716,95 +613,6 @@ pub(crate) fn is_context_length(message: &str) -> bool {
     .any(|needle| m.contains(needle))
 }
 
-/// A transport failure inside the byte stream.
-#[derive(Debug)]
-pub(crate) struct ApiFailure {
-    provider: &'static str,
-    message: String,
-}
-
-impl fmt::Display for ApiFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.provider, self.message)
-    }
-}
-
-impl std::error::Error for ApiFailure {}
-
-/// Parses a byte stream as SSE. Used by the live client and, over
-/// in-memory chunks, by the tests and `cargo xtask decode-stream`.
-pub(crate) fn sse_events<S, B>(provider: &'static str, bytes: S) -> SseStream
-where
-    S: Stream<Item = std::result::Result<B, ApiFailure>> + Send + 'static,
-    B: AsRef<[u8]> + Send + 'static,
-{
-    // A CR at the end of one chunk and the LF at the start of the next are
-    // one line ending; the SSE parser would see two (and end the event
-    // early), so CRLF is folded to LF before it.
-    let mut pending_cr = false;
-    let last_was_newline = Arc::new(AtomicBool::new(false));
-    let last = Arc::clone(&last_was_newline);
-    let folded = bytes.map(move |chunk| {
-        chunk.map(|b| {
-            if let Some(&byte) = b.as_ref().last() {
-                last.store(byte == b'\n' || byte == b'\r', Ordering::Relaxed);
-            }
-            let b = b.as_ref();
-            let mut out = Vec::with_capacity(b.len() + 1);
-            let mut i = 0;
-            if pending_cr {
-                out.push(b'\n');
-                if b.first() == Some(&b'\n') {
-                    i = 1;
-                }
-                pending_cr = false;
-            }
-            while i < b.len() {
-                match b[i] {
-                    b'\r' if i + 1 == b.len() => pending_cr = true,
-                    b'\r' if b[i + 1] == b'\n' => {
-                        out.push(b'\n');
-                        i += 1;
-                    }
-                    b'\r' => out.push(b'\n'),
-                    c => out.push(c),
-                }
-                i += 1;
-            }
-            out
-        })
-    });
-    // At a clean end of the body, a last event whose lines are complete but
-    // that misses its closing blank line is still dispatched (recorded
-    // streams often lose the final newline); a half-sent line is not.
-    let end = futures::stream::once(async move {
-        let tail: &[u8] = if last_was_newline.load(Ordering::Relaxed) {
-            b"\n"
-        } else {
-            b""
-        };
-        Ok::<_, ApiFailure>(tail.to_vec())
-    });
-    let events = folded.chain(end).eventsource().map(move |item| match item {
-        Ok(ev) => Ok(SseEvent {
-            event: if ev.event.is_empty() {
-                "message".to_owned()
-            } else {
-                ev.event
-            },
-            data: ev.data,
-        }),
-        Err(eventsource_stream::EventStreamError::Transport(e)) => {
-            Err(stream_error(provider, e.message))
-        }
-        Err(e) => Err(stream_error(
-            provider,
-            format!("malformed event stream: {e}"),
-        )),
-    });
-    Box::pin(events)
-}
-
 pub(crate) fn stream_error(provider: &str, message: impl Into<String>) -> LumenError {
     LumenError::ModelApi {
         provider: provider.to_owned(),
@@ -869,31 +677,10 @@ fn with_deadlines(
     ))
 }
 
-/// Re-frames a recorded stream into SSE bytes: raw SSE is returned as is;
-/// a file of one JSON payload per line becomes `data: <line>\n\n` events.
-pub fn reframe_recording(input: &str) -> String {
-    let first = input.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let is_sse = ["data:", "event:", "id:", ":", "retry:"]
-        .iter()
-        .any(|p| first.starts_with(p));
-    if is_sse {
-        return input.to_owned();
-    }
-    let mut out = String::with_capacity(input.len() + input.lines().count() * 8);
-    for line in input.lines() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        out.push_str("data: ");
-        out.push_str(line);
-        out.push_str("\n\n");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::observer::*;
+    use super::super::sse::*;
     use super::*;
 
     #[test]
