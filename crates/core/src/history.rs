@@ -120,6 +120,9 @@ pub struct ToolResult {
     /// page text, tabs). Cut short once a newer turn exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// A download the action started (and whether it completed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download: Option<crate::DownloadInfo>,
 }
 
 /// A record of the provider-facing history.

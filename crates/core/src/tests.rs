@@ -420,6 +420,7 @@ fn wire() -> Vec<WireRecord> {
             acknowledged_safety_checks: vec![],
             image: None,
             output: None,
+            download: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,

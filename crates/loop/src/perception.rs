@@ -1123,6 +1123,7 @@ fn tool_result(r: &ActionRecord) -> ToolResult {
         },
         image: r.execution.image.clone(),
         output: r.execution.output.clone(),
+        download: r.execution.effect.as_ref().and_then(|e| e.download.clone()),
     }
 }
 

@@ -203,6 +203,7 @@ fn ok_result(id: &str, error: Option<String>) -> ToolResult {
         acknowledged_safety_checks: vec![],
         image: None,
         output: None,
+        download: None,
     }
 }
 

@@ -487,6 +487,9 @@ struct MessageBuilder {
     /// Whether the browser toolset is in use (tool results carry a
     /// `browser_state` block; other adapters' turns are told as text).
     browser: bool,
+    /// Downloads the results just emitted started, by tool-use id, for the
+    /// next `browser_state` block.
+    downloads: Vec<(String, lumen_core::DownloadInfo)>,
     messages: Vec<Value>,
     /// tool_use ids of the last assistant turn, each with the ids of the
     /// action calls it decoded into.
@@ -667,14 +670,28 @@ impl MessageBuilder {
             })
             .collect();
         let mut block = json!({"type": "browser_state", "tabs": entries});
-        let opened: Vec<Value> = tabs
+        let mut changes: Vec<Value> = tabs
             .iter()
             .filter(|t| !known.is_empty() && !known.contains(&t.id))
             .map(|t| json!({"type": "tab_opened", "tab_id": cap(&t.id)}))
             .collect();
+        // A download is known by the call that started it.
+        for (call, d) in std::mem::take(&mut self.downloads) {
+            let id = format!("download_{}", safe_id(&call));
+            changes
+                .push(json!({"type": "download_started", "download_id": id, "url": cap(&d.url)}));
+            if d.completed {
+                let mut done =
+                    json!({"type": "download_completed", "download_id": id, "url": cap(&d.url)});
+                if let Some(path) = &d.path {
+                    done["path"] = json!(cap(path));
+                }
+                changes.push(done);
+            }
+        }
         // An empty list of changes is never sent.
-        if !opened.is_empty() {
-            block["state_changes"] = json!(opened);
+        if !changes.is_empty() {
+            block["state_changes"] = json!(changes);
         }
         if let Some(content) = result["content"].as_array_mut() {
             content.push(block);
@@ -691,6 +708,10 @@ impl MessageBuilder {
         let results = std::mem::take(&mut self.results);
         let refs: Vec<&ToolResult> = results.iter().collect();
         let pending = std::mem::take(&mut self.pending);
+        self.downloads = results
+            .iter()
+            .filter_map(|r| r.download.clone().map(|d| (r.call_id.clone(), d)))
+            .collect();
         for (id, ids) in &pending {
             let answer = prompt::answer_for(ids, &refs);
             let mut content = vec![json!({"type": "text", "text": answer.text})];

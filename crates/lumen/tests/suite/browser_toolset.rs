@@ -165,3 +165,68 @@ async fn a_form_task_runs_through_the_browser_toolset() {
     assert_eq!(after["state_changes"][0]["type"], "tab_opened", "{after}");
     tab.close().await.unwrap();
 }
+
+/// A download a click on a ref starts is reported in the next
+/// `browser_state` block, with where it was saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_is_reported_in_browser_state() {
+    let site = FixtureServer::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
+    let downloads = tempfile::tempdir().unwrap();
+    let tab = Arc::new(
+        CdpTab::launch(LaunchOptions {
+            tab: lumen::browser::TabOptions {
+                download_dir: Some(downloads.path().to_path_buf()),
+                ..Default::default()
+            },
+            ..LaunchOptions::default()
+        })
+        .await
+        .unwrap(),
+    );
+    assert!(tab.goto(&site.url("download.html")).await.unwrap().ok);
+    let outline = tab.accessibility().await.unwrap().unwrap();
+    let link = outline
+        .nodes
+        .iter()
+        .find(|n| n.role == "link")
+        .unwrap_or_else(|| panic!("no link in\n{}", outline.to_text()))
+        .reference
+        .clone();
+    mock.push(
+        Route::AnthropicMessages,
+        anthropic_turn(
+            &[member(0, 0, "left_click", json!({"target": by_ref(&link)}))],
+            1000,
+        ),
+    );
+    mock.push(
+        Route::AnthropicMessages,
+        anthropic_turn(
+            &[AnthropicBlock::ToolUse {
+                id: "toolu_1_0".into(),
+                name: "task_complete".into(),
+                input: json!({"result": "downloaded"}),
+            }],
+            1000,
+        ),
+    );
+    let adapter = lumen::models::create_adapter(
+        "anthropic/claude-sonnet-5",
+        AdapterOptions {
+            api_key: Some(ApiKey::new("test-key")),
+            base_url: Some(mock.base_url()),
+            tools: Some(Tools::Browser),
+            ..AdapterOptions::default()
+        },
+    )
+    .unwrap();
+    let mut session = Session::new(tab.clone(), adapter, SessionOptions::default()).unwrap();
+    let r = session.run("Download the report").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    assert_eq!(mock.violations(), Vec::<String>::new());
+    let second = mock.requests()[1].body.to_string();
+    assert!(second.contains("\"download_started\""), "{second}");
+    assert!(second.contains("report.csv"), "{second}");
+    tab.close().await.unwrap();
+}

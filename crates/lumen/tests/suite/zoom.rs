@@ -80,6 +80,7 @@ async fn a_zoom_shows_its_region_at_full_resolution_inside_its_tool_result() {
         acknowledged_safety_checks: vec![],
         image: Some(image.clone()),
         output: None,
+        download: None,
     };
     let mut history = HistoryManager::new(Default::default());
     history.push_screenshot(0, full.image.clone(), None);

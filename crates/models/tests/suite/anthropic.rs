@@ -158,6 +158,7 @@ fn request_body_replays_native_turns_verbatim() {
             acknowledged_safety_checks: vec![],
             image: None,
             output: None,
+            download: None,
         }),
     ];
     let adapter = AnthropicAdapter::new("claude-sonnet-4-5", options(None)).unwrap();

@@ -69,7 +69,13 @@ fn history(provider: Provider, shot: &Screenshot) -> Vec<WireRecord> {
                     .collect(),
                 // A zoom's image rides on its result.
                 image: (i == 1).then(|| shot.image.clone()),
-                output: None,
+                output: (i == 1).then(|| "- button \"Buy\" [@e4]".to_owned()),
+                download: (i == 1).then(|| lumen_core::DownloadInfo {
+                    url: "http://127.0.0.1/invoice.pdf".into(),
+                    suggested_filename: "invoice.pdf".into(),
+                    path: Some("/tmp/downloads/invoice.pdf".into()),
+                    completed: true,
+                }),
             })
         })
         .collect();
@@ -221,6 +227,10 @@ fn every_model_family_sends_requests_its_api_accepts() {
                             "{model}: no browser_state"
                         );
                         assert!(text.contains("\"tab_opened\""), "{model}: no tab_opened");
+                        assert!(
+                            text.contains("\"download_completed\""),
+                            "{model}: no download"
+                        );
                     }
                     if !found.is_empty() {
                         failures.push(format!(

@@ -156,6 +156,7 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
             acknowledged_safety_checks: vec![json!({"id": "r-0"})],
             image: None,
             output: None,
+            download: None,
         }),
         WireRecord::ToolResult(ToolResult {
             call_id: "r-1".into(),
@@ -166,6 +167,7 @@ fn native_turns_get_function_responses_with_url_and_screenshot() {
             acknowledged_safety_checks: vec![],
             image: None,
             output: None,
+            download: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,

@@ -120,6 +120,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             acknowledged_safety_checks: vec![],
             image: None,
             output: None,
+            download: None,
         })
     };
     vec![
@@ -157,6 +158,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             acknowledged_safety_checks: vec![],
             image: None,
             output: None,
+            download: None,
         }),
         compressed(4),
         WireRecord::Assistant(AssistantTurn {
@@ -187,6 +189,7 @@ pub(crate) fn three_step_history() -> Vec<WireRecord> {
             acknowledged_safety_checks: vec![],
             image: None,
             output: None,
+            download: None,
         }),
         ok("call_wait", "wait"),
         WireRecord::Screenshot(WireScreenshot {

@@ -164,6 +164,7 @@ fn native_history() -> Vec<WireRecord> {
             ],
             image: None,
             output: None,
+            download: None,
         }),
         WireRecord::Screenshot(WireScreenshot {
             step: 1,

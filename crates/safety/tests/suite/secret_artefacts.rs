@@ -96,6 +96,7 @@ fn a_typed_secret_never_reaches_the_run_artefacts() {
             acknowledged_safety_checks: vec![],
             image: None,
             output: None,
+            download: None,
         }),
     ];
     let fatal = LumenError::invalid_data("page", format!("unexpected text {PASSWORD}"));
