@@ -168,8 +168,12 @@ impl RunState {
     }
 }
 
-/// `options` sized to the model's image limits.
-fn capture_limits(options: &ScreenshotOptions, info: &lumen_core::ModelInfo) -> ScreenshotOptions {
+/// `options` sized to the model's image limits (every image a model sees
+/// goes through this: the loop's screenshots, zooms, the planner's).
+pub(crate) fn capture_limits(
+    options: &ScreenshotOptions,
+    info: &lumen_core::ModelInfo,
+) -> ScreenshotOptions {
     let mut options = options.clone();
     options.max_edge = smallest(options.max_edge, info.max_image_dimension);
     options.max_pixels = smallest(options.max_pixels, info.max_image_pixels);

@@ -32,7 +32,8 @@ pub async fn plan(
     instruction: &str,
     screenshot: &ScreenshotOptions,
 ) -> Result<Plan> {
-    let shot = tab.screenshot(screenshot).await?;
+    let sized = crate::perception::capture_limits(screenshot, adapter.info());
+    let shot = tab.screenshot(&sized).await?;
     let url = tab.url().await?;
     let wire = [WireRecord::Screenshot(WireScreenshot {
         step: 0,

@@ -334,3 +334,41 @@ async fn the_live_stream_carries_every_step() {
     assert_eq!(completed, 2);
     h.tab.close().await.unwrap();
 }
+
+/// Every screenshot a model sees is sized to its image limits, so the API
+/// never shrinks it and coordinates stay exact: a 1280x720 page at DPR 2
+/// (2560x1440, 3.7 MP) reaches Claude Sonnet 4.6 within 1568 px and ~1.18
+/// MP, and the computer tool's display size says the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screenshots_reach_the_model_within_its_image_limits() {
+    let h = Harness::new(Wire::Anthropic, "dpr.html").await;
+    h.tab
+        .set_viewport(lumen::Size::new(1280, 720), 2.0)
+        .await
+        .unwrap();
+    let cell = h.center("#cell-2-1").await;
+    h.script(&[
+        vec![ScriptStep::Click(cell.x, cell.y)],
+        vec![ScriptStep::Done("C2".into())],
+    ])
+    .await;
+    let mut session = h.session(opts(4));
+    let r = session.run("Click cell C2").await;
+    assert_success(&r, "C2", Wire::Anthropic);
+    // The click landed where the model pointed, through the scaling.
+    assert_eq!(h.js("window.lumen.clicked.label").await, "C2");
+    assert_eq!(h.mock.violations(), Vec::<String>::new());
+    for request in h.mock.requests() {
+        let tool = &request.body["tools"][0];
+        let (w, h_px) = (
+            tool["display_width_px"].as_u64().unwrap(),
+            tool["display_height_px"].as_u64().unwrap(),
+        );
+        assert!(
+            w <= 1568 && h_px <= 1568 && w * h_px <= 1_176_000,
+            "{w}x{h_px}"
+        );
+        assert!(w > 1280, "sized down only as far as the limits: {w}x{h_px}");
+    }
+    h.tab.close().await.unwrap();
+}
