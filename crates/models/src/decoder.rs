@@ -61,6 +61,39 @@ pub enum CoordinateSpace {
     Normalized,
 }
 
+/// A click of `count` (1 to 3) at `p`: the action each count is.
+fn click_n(p: Point, button: MouseButton, count: u8, modifiers: Modifiers) -> Action {
+    match count {
+        2 => Action::DoubleClick {
+            x: p.x,
+            y: p.y,
+            modifiers,
+        },
+        3 => Action::TripleClick {
+            x: p.x,
+            y: p.y,
+            modifiers,
+        },
+        _ => Action::Click {
+            x: p.x,
+            y: p.y,
+            button,
+            modifiers,
+        },
+    }
+}
+
+/// A straight drag from `s` to `e`.
+fn drag(s: Point, e: Point) -> Action {
+    Action::Drag {
+        start_x: s.x,
+        start_y: s.y,
+        end_x: e.x,
+        end_y: e.y,
+        path: Vec::new(),
+    }
+}
+
 /// `actions` with `keys` held down around them (pressed in order before,
 /// released in reverse after).
 fn held(actions: Vec<Action>, keys: Vec<String>) -> Vec<Action> {
@@ -149,24 +182,11 @@ impl ActionDecoder {
     /// Records where `actions` leave the pointer, and returns them.
     fn track(&self, actions: Vec<Action>) -> Vec<Action> {
         for action in &actions {
+            // A drag ends where it was released; every other pointer action
+            // leaves the pointer at its point.
             let at = match action {
-                Action::Click { x, y, .. }
-                | Action::DoubleClick { x, y, .. }
-                | Action::TripleClick { x, y, .. }
-                | Action::Hover { x, y }
-                | Action::Scroll { x, y, .. } => Some(Point::new(*x, *y)),
                 Action::Drag { end_x, end_y, .. } => Some(Point::new(*end_x, *end_y)),
-                Action::MouseDown {
-                    x: Some(x),
-                    y: Some(y),
-                    ..
-                }
-                | Action::MouseUp {
-                    x: Some(x),
-                    y: Some(y),
-                    ..
-                } => Some(Point::new(*x, *y)),
-                _ => None,
+                other => other.point(),
             };
             if at.is_some() {
                 self.cursor.set(at);
@@ -296,17 +316,7 @@ impl ActionDecoder {
                     let p = point("coordinate")?;
                     vec![Action::Hover { x: p.x, y: p.y }]
                 }
-                "left_click_drag" => {
-                    let s = point("start_coordinate")?;
-                    let e = point("coordinate")?;
-                    vec![Action::Drag {
-                        start_x: s.x,
-                        start_y: s.y,
-                        end_x: e.x,
-                        end_y: e.y,
-                        path: Vec::new(),
-                    }]
-                }
+                "left_click_drag" => vec![drag(point("start_coordinate")?, point("coordinate")?)],
                 "left_mouse_down" | "left_mouse_up" => {
                     let at = match args.has("coordinate") {
                         true => Some(point("coordinate")?),
@@ -506,24 +516,7 @@ impl ActionDecoder {
                             click_count: count,
                             modifiers,
                         }],
-                        Target::At(p) => vec![match count {
-                            2 => Action::DoubleClick {
-                                x: p.x,
-                                y: p.y,
-                                modifiers,
-                            },
-                            3 => Action::TripleClick {
-                                x: p.x,
-                                y: p.y,
-                                modifiers,
-                            },
-                            _ => Action::Click {
-                                x: p.x,
-                                y: p.y,
-                                button,
-                                modifiers,
-                            },
-                        }],
+                        Target::At(p) => vec![click_n(p, button, count, modifiers)],
                     }
                 }
                 "hover" => match target("target")? {
@@ -534,17 +527,7 @@ impl ActionDecoder {
                     let p = point("target")?;
                     vec![Action::Hover { x: p.x, y: p.y }]
                 }
-                "left_click_drag" => {
-                    let s = point("from")?;
-                    let e = point("target")?;
-                    vec![Action::Drag {
-                        start_x: s.x,
-                        start_y: s.y,
-                        end_x: e.x,
-                        end_y: e.y,
-                        path: Vec::new(),
-                    }]
-                }
+                "left_click_drag" => vec![drag(point("from")?, point("target")?)],
                 "left_mouse_down" | "left_mouse_up" => {
                     let p = point("target")?;
                     let (x, y, button) = (Some(p.x), Some(p.y), MouseButton::Left);
@@ -856,34 +839,15 @@ impl ActionDecoder {
                     }]
                 }
                 // ----- the Gemini 3.5 set (its names, grid coordinates) -----
-                "click" | "right_click" | "middle_click" => {
-                    let p = point("x", "y")?;
-                    vec![Action::Click {
-                        x: p.x,
-                        y: p.y,
-                        button: match name {
-                            "right_click" => MouseButton::Right,
-                            "middle_click" => MouseButton::Middle,
-                            _ => MouseButton::Left,
-                        },
-                        modifiers: Modifiers::NONE,
-                    }]
-                }
-                "double_click" => {
-                    let p = point("x", "y")?;
-                    vec![Action::DoubleClick {
-                        x: p.x,
-                        y: p.y,
-                        modifiers: Modifiers::NONE,
-                    }]
-                }
-                "triple_click" => {
-                    let p = point("x", "y")?;
-                    vec![Action::TripleClick {
-                        x: p.x,
-                        y: p.y,
-                        modifiers: Modifiers::NONE,
-                    }]
+                "click" | "right_click" | "middle_click" | "double_click" | "triple_click" => {
+                    let (button, count) = match name {
+                        "right_click" => (MouseButton::Right, 1),
+                        "middle_click" => (MouseButton::Middle, 1),
+                        "double_click" => (MouseButton::Left, 2),
+                        "triple_click" => (MouseButton::Left, 3),
+                        _ => (MouseButton::Left, 1),
+                    };
+                    vec![click_n(point("x", "y")?, button, count, Modifiers::NONE)]
                 }
                 "move" => {
                     let p = point("x", "y")?;
@@ -978,15 +942,7 @@ impl ActionDecoder {
                     }]
                 }
                 "drag_and_drop" if args.has("start_x") => {
-                    let s = point("start_x", "start_y")?;
-                    let e = point("end_x", "end_y")?;
-                    vec![Action::Drag {
-                        start_x: s.x,
-                        start_y: s.y,
-                        end_x: e.x,
-                        end_y: e.y,
-                        path: Vec::new(),
-                    }]
+                    vec![drag(point("start_x", "start_y")?, point("end_x", "end_y")?)]
                 }
                 "drag_and_drop" => {
                     let s = point("x", "y")?;

@@ -9,8 +9,8 @@ use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::models::{AdapterOptions, ApiKey, Tools};
 use lumen::{BrowserTab, RunStatus, Session, SessionOptions};
 use lumen_test_support::FixtureServer;
-use lumen_test_support::mock_provider::Route;
 use lumen_test_support::mock_provider::script::{AnthropicBlock, anthropic_turn};
+use lumen_test_support::mock_provider::{MockProvider, Route};
 use serde_json::{Value, json};
 
 fn member(turn: usize, i: usize, name: &str, input: Value) -> AnthropicBlock {
@@ -20,6 +20,20 @@ fn member(turn: usize, i: usize, name: &str, input: Value) -> AnthropicBlock {
         toolset: "browser".into(),
         input,
     }
+}
+
+/// Claude Sonnet 5 with the browser toolset, against the mock.
+fn browser_toolset(mock: &MockProvider) -> Arc<dyn lumen::ModelAdapter> {
+    lumen::models::create_adapter(
+        "anthropic/claude-sonnet-5",
+        AdapterOptions {
+            api_key: Some(ApiKey::new("test-key")),
+            base_url: Some(mock.base_url()),
+            tools: Some(Tools::Browser),
+            ..AdapterOptions::default()
+        },
+    )
+    .unwrap()
 }
 
 fn by_ref(reference: &str) -> Value {
@@ -76,16 +90,7 @@ async fn a_form_task_runs_through_the_browser_toolset() {
     for t in &turns {
         mock.push(Route::AnthropicMessages, anthropic_turn(t, 1000));
     }
-    let adapter = lumen::models::create_adapter(
-        "anthropic/claude-sonnet-5",
-        AdapterOptions {
-            api_key: Some(ApiKey::new("test-key")),
-            base_url: Some(mock.base_url()),
-            tools: Some(Tools::Browser),
-            ..AdapterOptions::default()
-        },
-    )
-    .unwrap();
+    let adapter = browser_toolset(&mock);
     let mut session = Session::new(
         tab.clone(),
         adapter,
@@ -211,16 +216,7 @@ async fn a_download_is_reported_in_browser_state() {
             1000,
         ),
     );
-    let adapter = lumen::models::create_adapter(
-        "anthropic/claude-sonnet-5",
-        AdapterOptions {
-            api_key: Some(ApiKey::new("test-key")),
-            base_url: Some(mock.base_url()),
-            tools: Some(Tools::Browser),
-            ..AdapterOptions::default()
-        },
-    )
-    .unwrap();
+    let adapter = browser_toolset(&mock);
     let mut session = Session::new(tab.clone(), adapter, SessionOptions::default()).unwrap();
     let r = session.run("Download the report").await;
     assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
