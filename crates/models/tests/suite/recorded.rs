@@ -158,3 +158,26 @@ async fn vercel_google_recordings() {
 async fn openai_python_chat_recordings() {
     snapshot_dir(Provider::Compatible, "openai-python-chat").await;
 }
+
+/// Recorded-style streams for the shapes no public recording holds yet:
+/// Anthropic's computer and browser toolsets, Gemini 3.5's actions with
+/// call ids, OpenAI's drag paths as pairs with held keys. Synthetic, built
+/// from the SDKs' published types; the file name's prefix names the
+/// protocol.
+#[tokio::test]
+async fn lumen_shape_recordings() {
+    for path in files("lumen-shapes") {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let provider = match name.split('-').next() {
+            Some("anthropic") => Provider::Anthropic,
+            Some("openai") => Provider::OpenAi,
+            Some("google") => Provider::Google,
+            _ => panic!("{name}: no protocol prefix"),
+        };
+        let events = parse_every_way(provider, &path).await;
+        // Every call decodes to a real action, none to `invalid`.
+        let text = serde_json::to_string(&events).unwrap();
+        assert!(!text.contains("\"invalid\""), "{name}: {text}");
+        snapshot(&path, events);
+    }
+}
