@@ -20,18 +20,18 @@
 
 use std::collections::BTreeMap;
 
-use async_trait::async_trait;
 use lumen_core::{
-    Action, AssistantTurn, ImageScale, LumenError, ModelAdapter, ModelErrorKind, ModelEvent,
-    ModelInfo, ModelResponse, ModelStream, MouseButton, Result, ScrollDirection, ScrollUnit,
-    StepContext, TaskState, TerminateStatus, ThinkingBlock, TokenUsage, ToolResult, WireRecord,
+    Action, AssistantTurn, ImageScale, LumenError, ModelErrorKind, ModelEvent, ModelResponse,
+    MouseButton, Result, ScrollDirection, ScrollUnit, StepContext, TerminateStatus, ThinkingBlock,
+    TokenUsage, ToolResult, WireRecord,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::ActionDecoder;
 use crate::http::{Http, SseEvent, stream_error};
-use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::prompt::{self};
 use crate::registry::{self, ModelSpec, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
 use crate::{AdapterOptions, Effort, Provider, join_url};
@@ -130,12 +130,15 @@ enum Thinking {
     Adaptive(Effort),
 }
 
-/// The Anthropic adapter.
+/// The Anthropic adapter: the shared HTTP adapter over [`AnthropicCodec`].
+pub type AnthropicAdapter = HttpAdapter<AnthropicCodec>;
+
+/// Anthropic's wire format: Messages requests, their stream and answers.
 #[derive(Debug)]
-pub struct AnthropicAdapter {
-    info: ModelInfo,
+pub struct AnthropicCodec {
+    model: String,
+    key: crate::http::ApiKey,
     spec: &'static ModelSpec,
-    http: Http,
     base_url: String,
     tool: ComputerTool,
     max_tokens: u32,
@@ -143,7 +146,7 @@ pub struct AnthropicAdapter {
     summary_model: String,
 }
 
-impl AnthropicAdapter {
+impl HttpAdapter<AnthropicCodec> {
     /// An adapter for `model` (`claude-sonnet-4-6`). Needs
     /// `options.api_key`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
@@ -155,7 +158,7 @@ impl AnthropicAdapter {
         })?;
         let http = Http::new(
             PROVIDER,
-            key,
+            key.clone(),
             options.retry,
             options.deadlines,
             options.connect_timeout,
@@ -179,10 +182,10 @@ impl AnthropicAdapter {
         };
         let mut info = spec.info(model, 28, true);
         info.tab_inventory = tool == ComputerTool::BrowserToolset20260801;
-        Ok(Self {
-            info,
+        let codec = AnthropicCodec {
+            model: model.to_owned(),
+            key,
             spec,
-            http,
             base_url: options
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
@@ -192,14 +195,22 @@ impl AnthropicAdapter {
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
-        })
+        };
+        Ok(Self { info, http, codec })
     }
 
     /// The computer tool version in use.
     pub fn computer_tool(&self) -> ComputerTool {
-        self.tool
+        self.codec.tool
     }
 
+    /// The request body for one step (public so tests can pin it).
+    pub fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+        self.codec.request_body(ctx, stream)
+    }
+}
+
+impl AnthropicCodec {
     fn headers(&self) -> Vec<(&'static str, String)> {
         let mut betas: Vec<&str> = self.tool.beta().into_iter().collect();
         // Adaptive thinking interleaves by itself; manual budgets need the
@@ -209,7 +220,7 @@ impl AnthropicAdapter {
         }
         betas.extend(self.spec.betas);
         let mut headers = vec![
-            ("x-api-key", self.http.key().expose().to_owned()),
+            ("x-api-key", self.key.expose().to_owned()),
             ("anthropic-version", API_VERSION.to_owned()),
         ];
         if !betas.is_empty() {
@@ -218,8 +229,8 @@ impl AnthropicAdapter {
         headers
     }
 
-    /// The request body for one step (public so tests can pin it).
-    pub fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+    /// The request body for one step.
+    fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
         let image = ctx.screenshot.image.size();
         // The toolset carries no name and no display size: the model reads
         // the size off the screenshots. Every member, zoom included, is on.
@@ -257,7 +268,7 @@ impl AnthropicAdapter {
             _ => 0,
         };
         let mut body = json!({
-            "model": self.info.model_id,
+            "model": self.model,
             "max_tokens": self.max_tokens + budget,
             "system": [{"type": "text", "text": prompt::MECHANICS, "cache_control": ephemeral()}],
             "tools": tools,
@@ -331,76 +342,68 @@ fn ephemeral() -> Value {
     json!({"type": "ephemeral"})
 }
 
-#[async_trait]
-impl ModelAdapter for AnthropicAdapter {
-    fn info(&self) -> &ModelInfo {
-        &self.info
+impl Codec for AnthropicCodec {
+    type Parser = StreamParser;
+
+    fn provider(&self) -> &'static str {
+        PROVIDER
     }
 
-    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
-        let url = join_url(&self.base_url, "v1/messages");
-        let body = self.request_body(ctx, true);
-        let events = self.http.post_sse(&url, &self.headers(), &body).await?;
-        Ok(stream::drive(
-            events,
-            StreamParser::new(ActionDecoder::for_step(ctx)),
-        ))
+    fn url(&self, _stream: bool) -> String {
+        join_url(&self.base_url, "v1/messages")
     }
 
-    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
-        let url = join_url(&self.base_url, "v1/messages");
-        let body = self.request_body(ctx, false);
-        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        parse_message(ActionDecoder::for_step(ctx), answer)
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        AnthropicCodec::headers(self)
     }
 
-    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
-        estimate(ctx)
+    fn body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+        self.request_body(ctx, stream)
     }
 
-    async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let text = prompt::summary_input(wire, state);
+    fn parser(&self, decoder: ActionDecoder) -> StreamParser {
+        StreamParser::new(decoder)
+    }
+
+    fn answer(&self, decoder: ActionDecoder, answer: Value) -> Result<ModelResponse> {
+        parse_message(decoder, answer)
+    }
+
+    /// Anthropic's image rule (see [`image_tokens`]).
+    fn image_tokens(&self, width: u32, height: u32) -> u64 {
+        image_tokens(width, height)
+    }
+
+    fn overhead_chars(&self) -> usize {
+        1500
+    }
+
+    fn summary_request(&self, text: String) -> (String, Vec<(&'static str, String)>, Value) {
         let body = json!({
             "model": self.summary_model,
             "max_tokens": 1024,
             "system": prompt::SUMMARIZE,
             "messages": [{"role": "user", "content": text}],
         });
-        let url = join_url(&self.base_url, "v1/messages");
         let headers = vec![
-            ("x-api-key", self.http.key().expose().to_owned()),
+            ("x-api-key", self.key.expose().to_owned()),
             ("anthropic-version", API_VERSION.to_owned()),
         ];
-        let answer = self.http.post_json(&url, &headers, &body).await?;
+        (join_url(&self.base_url, "v1/messages"), headers, body)
+    }
+
+    fn summary_text(&self, answer: Value) -> Result<String> {
         let message: WireMessage = serde_json::from_value(answer)
             .map_err(|e| stream_error(PROVIDER, format!("unexpected summary answer: {e}")))?;
-        let summary: String = message
+        Ok(message
             .content
             .iter()
             .filter_map(|b| match b {
                 WireBlock::Text { text } => Some(text.as_str()),
                 _ => None,
             })
-            .collect();
-        prompt::non_empty_summary(PROVIDER, summary.trim().to_owned())
+            .collect())
     }
-}
-
-/// Anthropic's image rule: about width × height / 750 tokens per image,
-/// plus text at ~4 characters per token.
-fn estimate(ctx: &StepContext<'_>) -> u64 {
-    let mut chars = ctx.system_prompt.len() + prompt::MECHANICS.len() + 1500;
-    let mut tokens = 0u64;
-    for record in ctx.wire {
-        match record {
-            WireRecord::Screenshot(s) => match &s.image {
-                Some(img) => tokens += image_tokens(img.width, img.height),
-                None => chars += 24,
-            },
-            other => chars += serde_json::to_string(other).map(|s| s.len()).unwrap_or(0),
-        }
-    }
-    tokens + chars as u64 / CHARS_PER_TOKEN
 }
 
 /// Tokens of one image: Anthropic scales images down to ≤1568 px on the
@@ -1394,6 +1397,7 @@ mod tests {
         assert!(body.get("temperature").is_none());
         assert!(
             adapter
+                .codec()
                 .headers()
                 .iter()
                 .all(|(name, _)| *name != "anthropic-beta")

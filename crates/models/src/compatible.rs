@@ -10,29 +10,33 @@
 //! server that omits it is accepted once a `finish_reason` has arrived.
 //! Usage is requested with `stream_options.include_usage`.
 
-use async_trait::async_trait;
 use lumen_core::{
-    Action, AssistantTurn, ImageScale, LumenError, ModelAdapter, ModelEvent, ModelInfo,
-    ModelResponse, ModelStream, MouseButton, Result, ScrollDirection, ScrollUnit, Size,
-    StepContext, TaskState, TerminateStatus, ToolResult, WireRecord, normalize,
+    Action, AssistantTurn, ImageScale, LumenError, ModelEvent, ModelResponse, MouseButton, Result,
+    ScrollDirection, ScrollUnit, Size, StepContext, TerminateStatus, ToolResult, WireRecord,
+    normalize,
 };
 use serde_json::{Value, json};
 
+use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::{ActionDecoder, CoordinateSpace};
 use crate::http::{ApiKey, Http, SseEvent, stream_error};
-use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::prompt::{self};
 use crate::registry;
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
 use crate::{AdapterOptions, Effort, Provider, join_url};
 
 const PROVIDER: &str = "compatible";
 
-/// The OpenAI-compatible adapter.
+/// The OpenAI-compatible adapter: the shared HTTP adapter over
+/// [`CompatibleCodec`].
+pub type CompatibleAdapter = HttpAdapter<CompatibleCodec>;
+
+/// The Chat Completions wire format with Lumen's action set as functions.
 #[derive(Debug)]
-pub struct CompatibleAdapter {
-    info: ModelInfo,
-    http: Http,
-    has_key: bool,
+pub struct CompatibleCodec {
+    model: String,
+    /// The key, when the server wants one (local servers need none).
+    key: Option<ApiKey>,
     base_url: String,
     space: CoordinateSpace,
     max_tokens: u32,
@@ -41,7 +45,7 @@ pub struct CompatibleAdapter {
     summary_model: String,
 }
 
-impl CompatibleAdapter {
+impl HttpAdapter<CompatibleCodec> {
     /// An adapter for `model` on the server at `options.base_url` (which
     /// includes `/v1`). The key is optional (local servers need none).
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
@@ -63,7 +67,6 @@ impl CompatibleAdapter {
                 ),
             )
         })?;
-        let has_key = options.api_key.is_some();
         let http = Http::new(
             PROVIDER,
             options.api_key.clone().unwrap_or_else(|| ApiKey::new("")),
@@ -76,32 +79,34 @@ impl CompatibleAdapter {
         let mut info = spec.info(model, 28, false);
         info.context_window_tokens = 128_000;
         let effort = options.wanted_effort();
-        Ok(Self {
-            info,
-            http,
-            has_key,
+        let codec = CompatibleCodec {
+            model: model.to_owned(),
+            key: options.api_key.clone(),
             base_url,
             space: options.coordinate_space,
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             effort: effort.map(Effort::openai),
             max_images: options.max_images,
             summary_model: options.summary_model.unwrap_or_else(|| model.to_owned()),
-        })
-    }
-
-    fn headers(&self) -> Vec<(&'static str, String)> {
-        if self.has_key {
-            vec![(
-                "authorization",
-                format!("Bearer {}", self.http.key().expose()),
-            )]
-        } else {
-            Vec::new()
-        }
+        };
+        Ok(Self { info, http, codec })
     }
 
     /// The request body for one step (public so tests can pin it).
     pub fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+        self.codec.request_body(ctx, stream)
+    }
+}
+
+impl CompatibleCodec {
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        match &self.key {
+            Some(key) => vec![("authorization", format!("Bearer {}", key.expose()))],
+            None => Vec::new(),
+        }
+    }
+
+    fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
         let image = ctx.screenshot.image.size();
         let space_note = match self.space {
             CoordinateSpace::Normalized => "Coordinates are on a 0-1000 grid over the screenshot \
@@ -127,7 +132,7 @@ impl CompatibleAdapter {
             keep_newest_images(&mut messages, max);
         }
         let mut body = json!({
-            "model": self.info.model_id,
+            "model": self.model,
             "messages": messages,
             "tools": tools(self.space),
             "tool_choice": "auto",
@@ -147,27 +152,31 @@ impl CompatibleAdapter {
     }
 }
 
-#[async_trait]
-impl ModelAdapter for CompatibleAdapter {
-    fn info(&self) -> &ModelInfo {
-        &self.info
+impl Codec for CompatibleCodec {
+    type Parser = StreamParser;
+
+    fn provider(&self) -> &'static str {
+        PROVIDER
     }
 
-    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
-        let url = join_url(&self.base_url, "chat/completions");
-        let body = self.request_body(ctx, true);
-        let events = self.http.post_sse(&url, &self.headers(), &body).await?;
-        Ok(stream::drive(
-            events,
-            StreamParser::with_space(ActionDecoder::for_step(ctx), self.space),
-        ))
+    fn url(&self, _stream: bool) -> String {
+        join_url(&self.base_url, "chat/completions")
     }
 
-    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
-        let url = join_url(&self.base_url, "chat/completions");
-        let body = self.request_body(ctx, false);
-        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        let mut parser = StreamParser::with_space(ActionDecoder::for_step(ctx), self.space);
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        CompatibleCodec::headers(self)
+    }
+
+    fn body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+        self.request_body(ctx, stream)
+    }
+
+    fn parser(&self, decoder: ActionDecoder) -> StreamParser {
+        StreamParser::with_space(decoder, self.space)
+    }
+
+    fn answer(&self, decoder: ActionDecoder, answer: Value) -> Result<ModelResponse> {
+        let mut parser = StreamParser::with_space(decoder, self.space);
         let mut out = Vec::new();
         let choice = &answer["choices"][0];
         let message = &choice["message"];
@@ -197,24 +206,16 @@ impl ModelAdapter for CompatibleAdapter {
         parser.finish(true, &mut out)
     }
 
-    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
-        let mut chars = ctx.system_prompt.len() + prompt::MECHANICS.len() + 2500;
-        let mut tokens = 0u64;
-        for record in ctx.wire {
-            match record {
-                // No common rule across servers: the w×h/750 estimate.
-                WireRecord::Screenshot(s) => match &s.image {
-                    Some(img) => tokens += (img.width as u64 * img.height as u64).div_ceil(750),
-                    None => chars += 24,
-                },
-                other => chars += serde_json::to_string(other).map(|s| s.len()).unwrap_or(0),
-            }
-        }
-        tokens + chars as u64 / CHARS_PER_TOKEN
+    /// No common rule across servers: the w×h/750 estimate.
+    fn image_tokens(&self, width: u32, height: u32) -> u64 {
+        (width as u64 * height as u64).div_ceil(750)
     }
 
-    async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let text = prompt::summary_input(wire, state);
+    fn overhead_chars(&self) -> usize {
+        2500
+    }
+
+    fn summary_request(&self, text: String) -> (String, Vec<(&'static str, String)>, Value) {
         let body = json!({
             "model": self.summary_model,
             "messages": [
@@ -222,14 +223,18 @@ impl ModelAdapter for CompatibleAdapter {
                 {"role": "user", "content": text},
             ],
         });
-        let url = join_url(&self.base_url, "chat/completions");
-        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        let summary = answer["choices"][0]["message"]["content"]
+        (
+            join_url(&self.base_url, "chat/completions"),
+            self.headers(),
+            body,
+        )
+    }
+
+    fn summary_text(&self, answer: Value) -> Result<String> {
+        Ok(answer["choices"][0]["message"]["content"]
             .as_str()
             .unwrap_or("")
-            .trim()
-            .to_owned();
-        prompt::non_empty_summary(PROVIDER, summary)
+            .to_owned())
     }
 }
 

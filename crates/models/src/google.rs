@@ -18,17 +18,16 @@
 //! - The stream has no terminal event: it is complete when a candidate has
 //!   a `finishReason` and the body ends.
 
-use async_trait::async_trait;
 use lumen_core::{
-    AssistantTurn, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelInfo, ModelResponse,
-    ModelStream, Result, SafetyCheck, StepContext, TaskState, ThinkingBlock, ToolResult,
-    WireRecord,
+    AssistantTurn, LumenError, ModelErrorKind, ModelEvent, ModelResponse, Result, SafetyCheck,
+    StepContext, ThinkingBlock, ToolResult, WireRecord,
 };
 use serde_json::{Map, Value, json};
 
+use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::ActionDecoder;
 use crate::http::{Http, SseEvent, stream_error};
-use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::prompt::{self};
 use crate::registry::{self, ModelSpec, Temperature, ThinkingStyle};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
 use crate::{AdapterOptions, Effort, Provider, join_url};
@@ -37,11 +36,14 @@ const PROVIDER: &str = "google";
 const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 const DEFAULT_SUMMARY_MODEL: &str = "gemini-2.5-flash";
 
-/// The Gemini adapter.
+/// The Gemini adapter: the shared HTTP adapter over [`GoogleCodec`].
+pub type GoogleAdapter = HttpAdapter<GoogleCodec>;
+
+/// Gemini's `generateContent` wire format.
 #[derive(Debug)]
-pub struct GoogleAdapter {
-    info: ModelInfo,
-    http: Http,
+pub struct GoogleCodec {
+    model: String,
+    key: crate::http::ApiKey,
     base_url: String,
     spec: &'static ModelSpec,
     max_tokens: u32,
@@ -50,7 +52,7 @@ pub struct GoogleAdapter {
     summary_model: String,
 }
 
-impl GoogleAdapter {
+impl HttpAdapter<GoogleCodec> {
     /// An adapter for `model` (`gemini-2.5-computer-use-preview-10-2025`).
     /// Needs `options.api_key`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
@@ -70,7 +72,7 @@ impl GoogleAdapter {
         })?;
         let http = Http::new(
             PROVIDER,
-            key,
+            key.clone(),
             options.retry,
             options.deadlines,
             options.connect_timeout,
@@ -78,10 +80,10 @@ impl GoogleAdapter {
         .observed(options.wire_observer.clone());
         let spec = registry::spec(Provider::Google, model);
         let effort = options.wanted_effort();
-        Ok(Self {
-            info: spec.info(model, 56, true),
+        let codec = GoogleCodec {
+            model: model.to_owned(),
+            key,
             spec,
-            http,
             base_url: options
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
@@ -91,10 +93,22 @@ impl GoogleAdapter {
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
+        };
+        Ok(Self {
+            info: spec.info(model, 56, true),
+            http,
+            codec,
         })
     }
 
-    fn url(&self, model: &str, stream: bool) -> String {
+    /// The request body for one step (public so tests can pin it).
+    pub fn request_body(&self, ctx: &StepContext<'_>) -> Value {
+        self.codec.request_body(ctx)
+    }
+}
+
+impl GoogleCodec {
+    fn model_url(&self, model: &str, stream: bool) -> String {
         let method = if stream {
             "streamGenerateContent?alt=sse"
         } else {
@@ -104,11 +118,10 @@ impl GoogleAdapter {
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {
-        vec![("x-goog-api-key", self.http.key().expose().to_owned())]
+        vec![("x-goog-api-key", self.key.expose().to_owned())]
     }
 
-    /// The request body for one step (public so tests can pin it).
-    pub fn request_body(&self, ctx: &StepContext<'_>) -> Value {
+    fn request_body(&self, ctx: &StepContext<'_>) -> Value {
         // `navigate` is one of Gemini's own computer-use functions.
         let functions: Vec<Value> = prompt::own_tools()
             .into_iter()
@@ -160,56 +173,60 @@ impl GoogleAdapter {
     }
 }
 
-#[async_trait]
-impl ModelAdapter for GoogleAdapter {
-    fn info(&self) -> &ModelInfo {
-        &self.info
+impl Codec for GoogleCodec {
+    type Parser = StreamParser;
+
+    fn provider(&self) -> &'static str {
+        PROVIDER
     }
 
-    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
-        let body = self.request_body(ctx);
-        let url = self.url(&self.info.model_id, true);
-        let events = self.http.post_sse(&url, &self.headers(), &body).await?;
-        Ok(stream::drive(
-            events,
-            StreamParser::new(ActionDecoder::for_step(ctx)),
-        ))
+    fn url(&self, stream: bool) -> String {
+        self.model_url(&self.model, stream)
     }
 
-    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
-        let body = self.request_body(ctx);
-        let url = self.url(&self.info.model_id, false);
-        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        let mut parser = StreamParser::new(ActionDecoder::for_step(ctx));
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        GoogleCodec::headers(self)
+    }
+
+    /// Gemini's request has no `stream` field: the URL says it.
+    fn body(&self, ctx: &StepContext<'_>, _stream: bool) -> Value {
+        self.request_body(ctx)
+    }
+
+    fn parser(&self, decoder: ActionDecoder) -> StreamParser {
+        StreamParser::new(decoder)
+    }
+
+    fn answer(&self, decoder: ActionDecoder, answer: Value) -> Result<ModelResponse> {
+        let mut parser = StreamParser::new(decoder);
         let mut out = Vec::new();
         parser.chunk(&answer, &mut out)?;
         parser.finish(true, &mut out)
     }
 
-    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
-        let mut chars = ctx.system_prompt.len() + prompt::MECHANICS.len() + 1000;
-        let mut tokens = 0u64;
-        for record in ctx.wire {
-            match record {
-                WireRecord::Screenshot(s) => match &s.image {
-                    Some(img) => tokens += image_tokens(img.width, img.height),
-                    None => chars += 24,
-                },
-                other => chars += serde_json::to_string(other).map(|s| s.len()).unwrap_or(0),
-            }
-        }
-        tokens + chars as u64 / CHARS_PER_TOKEN
+    /// Gemini's tile rule (see [`image_tokens`]).
+    fn image_tokens(&self, width: u32, height: u32) -> u64 {
+        image_tokens(width, height)
     }
 
-    async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let text = prompt::summary_input(wire, state);
+    fn overhead_chars(&self) -> usize {
+        1000
+    }
+
+    fn summary_request(&self, text: String) -> (String, Vec<(&'static str, String)>, Value) {
         let body = json!({
             "systemInstruction": {"parts": [{"text": prompt::SUMMARIZE}]},
             "contents": [{"role": "user", "parts": [{"text": text}]}],
         });
-        let url = self.url(&self.summary_model, false);
-        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
-        let summary: String = answer["candidates"][0]["content"]["parts"]
+        (
+            self.model_url(&self.summary_model, false),
+            self.headers(),
+            body,
+        )
+    }
+
+    fn summary_text(&self, answer: Value) -> Result<String> {
+        Ok(answer["candidates"][0]["content"]["parts"]
             .as_array()
             .map(|parts| {
                 parts
@@ -218,8 +235,7 @@ impl ModelAdapter for GoogleAdapter {
                     .filter_map(|p| p["text"].as_str())
                     .collect()
             })
-            .unwrap_or_default();
-        prompt::non_empty_summary(PROVIDER, summary.trim().to_owned())
+            .unwrap_or_default())
     }
 }
 

@@ -45,6 +45,7 @@
 
 #![deny(missing_docs)]
 
+pub mod adapter;
 pub mod anthropic;
 pub mod compatible;
 pub mod decoder;

@@ -23,18 +23,17 @@
 //! - A `computer_call` has no argument deltas: its action is complete (and
 //!   yielded) at `response.output_item.done`; function calls likewise.
 
-use async_trait::async_trait;
 use lumen_core::{
-    Action, AssistantTurn, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelInfo,
-    ModelResponse, ModelStream, Result, SafetyCheck, StepContext, TaskState, ThinkingBlock,
-    ToolResult, WireRecord,
+    Action, AssistantTurn, LumenError, ModelErrorKind, ModelEvent, ModelResponse, Result,
+    SafetyCheck, StepContext, ThinkingBlock, ToolResult, WireRecord,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::{ActionDecoder, CoordinateSpace};
 use crate::http::{Http, SseEvent, stream_error};
-use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::prompt::{self};
 use crate::registry::{self, ModelSpec, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
 use crate::{AdapterOptions, Effort, Provider, join_url};
@@ -48,12 +47,16 @@ const DEFAULT_SUMMARY_MODEL: &str = "gpt-5-mini";
 /// the text marker that follows says which step it stood for).
 const PLACEHOLDER_PNG: &str = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mP8/x8AAwMCAO+ip1sAAAAASUVORK5CYII=";
 
-/// The OpenAI Responses adapter.
+/// The OpenAI Responses adapter: the shared HTTP adapter over
+/// [`OpenAiCodec`].
+pub type OpenAiAdapter = HttpAdapter<OpenAiCodec>;
+
+/// OpenAI's Responses wire format.
 #[derive(Debug)]
-pub struct OpenAiAdapter {
-    info: ModelInfo,
+pub struct OpenAiCodec {
+    model: String,
+    key: crate::http::ApiKey,
     spec: &'static ModelSpec,
-    http: Http,
     base_url: String,
     batched: bool,
     chain: bool,
@@ -64,7 +67,7 @@ pub struct OpenAiAdapter {
     summary_model: String,
 }
 
-impl OpenAiAdapter {
+impl HttpAdapter<OpenAiCodec> {
     /// An adapter for `model` (`computer-use-preview`, `gpt-5.4`…). Needs
     /// `options.api_key`. The base URL includes `/v1`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
@@ -84,7 +87,7 @@ impl OpenAiAdapter {
         })?;
         let http = Http::new(
             PROVIDER,
-            key,
+            key.clone(),
             options.retry,
             options.deadlines,
             options.connect_timeout,
@@ -95,10 +98,10 @@ impl OpenAiAdapter {
             .openai_batched_computer_tool
             .unwrap_or(spec.tools != ToolFamily::OpenAiComputerPreview);
         let effort = options.wanted_effort();
-        Ok(Self {
-            info: spec.info(model, 32, true),
+        let codec = OpenAiCodec {
+            model: model.to_owned(),
+            key,
             spec,
-            http,
             base_url: options
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
@@ -110,18 +113,26 @@ impl OpenAiAdapter {
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
+        };
+        Ok(Self {
+            info: spec.info(model, 32, true),
+            http,
+            codec,
         })
-    }
-
-    fn headers(&self) -> Vec<(&'static str, String)> {
-        vec![(
-            "authorization",
-            format!("Bearer {}", self.http.key().expose()),
-        )]
     }
 
     /// The request body for one step (public so tests can pin it).
     pub fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+        self.codec.request_body(ctx, stream)
+    }
+}
+
+impl OpenAiCodec {
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        vec![("authorization", format!("Bearer {}", self.key.expose()))]
+    }
+
+    fn request_body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
         let image = ctx.screenshot.image.size();
         let computer = if self.batched {
             json!({"type": "computer"})
@@ -153,7 +164,7 @@ impl OpenAiAdapter {
             input.push(json!({"role": "user", "content": [{"type": "input_text", "text": ctx.system_prompt}]}));
         }
         let mut body = json!({
-            "model": self.info.model_id,
+            "model": self.model,
             "instructions": prompt::MECHANICS,
             "input": input,
             "tools": tools,
@@ -191,29 +202,33 @@ impl OpenAiAdapter {
     }
 }
 
-#[async_trait]
-impl ModelAdapter for OpenAiAdapter {
-    fn info(&self) -> &ModelInfo {
-        &self.info
+impl Codec for OpenAiCodec {
+    type Parser = StreamParser;
+
+    fn provider(&self) -> &'static str {
+        PROVIDER
     }
 
-    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
-        let url = join_url(&self.base_url, "responses");
-        let body = self.request_body(ctx, true);
-        let events = self.http.post_sse(&url, &self.headers(), &body).await?;
-        Ok(stream::drive(
-            events,
-            StreamParser::new(ActionDecoder::for_step(ctx)),
-        ))
+    fn url(&self, _stream: bool) -> String {
+        join_url(&self.base_url, "responses")
     }
 
-    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
-        let url = join_url(&self.base_url, "responses");
-        let body = self.request_body(ctx, false);
-        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        OpenAiCodec::headers(self)
+    }
+
+    fn body(&self, ctx: &StepContext<'_>, stream: bool) -> Value {
+        self.request_body(ctx, stream)
+    }
+
+    fn parser(&self, decoder: ActionDecoder) -> StreamParser {
+        StreamParser::new(decoder)
+    }
+
+    fn answer(&self, decoder: ActionDecoder, answer: Value) -> Result<ModelResponse> {
         let response: WireResponse = serde_json::from_value(answer)
             .map_err(|e| stream_error(PROVIDER, format!("unexpected answer shape: {e}")))?;
-        let mut parser = StreamParser::new(ActionDecoder::for_step(ctx));
+        let mut parser = StreamParser::new(decoder);
         let mut out = Vec::new();
         for item in response.output.iter() {
             parser.item_done(item, &mut out);
@@ -221,40 +236,34 @@ impl ModelAdapter for OpenAiAdapter {
         parser.finish_response(&response, &mut out)
     }
 
-    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
-        let mut chars = ctx.system_prompt.len() + prompt::MECHANICS.len() + 1500;
-        let mut tokens = 0u64;
-        for record in ctx.wire {
-            match record {
-                WireRecord::Screenshot(s) => match &s.image {
-                    Some(img) => tokens += image_tokens(img.width, img.height),
-                    None => chars += 24,
-                },
-                other => chars += serde_json::to_string(other).map(|s| s.len()).unwrap_or(0),
-            }
-        }
-        tokens + chars as u64 / CHARS_PER_TOKEN
+    /// OpenAI's high-detail rule (see [`image_tokens`]).
+    fn image_tokens(&self, width: u32, height: u32) -> u64 {
+        image_tokens(width, height)
     }
 
-    async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
-        let text = prompt::summary_input(wire, state);
+    fn overhead_chars(&self) -> usize {
+        1500
+    }
+
+    fn summary_request(&self, text: String) -> (String, Vec<(&'static str, String)>, Value) {
         let body = json!({
             "model": self.summary_model,
             "instructions": prompt::SUMMARIZE,
             "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}],
             "store": false,
         });
-        let url = join_url(&self.base_url, "responses");
-        let answer = self.http.post_json(&url, &self.headers(), &body).await?;
+        (join_url(&self.base_url, "responses"), self.headers(), body)
+    }
+
+    fn summary_text(&self, answer: Value) -> Result<String> {
         let response: WireResponse = serde_json::from_value(answer)
             .map_err(|e| stream_error(PROVIDER, format!("unexpected summary answer: {e}")))?;
-        let summary: String = response
+        Ok(response
             .output
             .iter()
             .filter(|i| i["type"] == "message")
             .map(message_text)
-            .collect();
-        prompt::non_empty_summary(PROVIDER, summary.trim().to_owned())
+            .collect())
     }
 }
 

@@ -18,7 +18,7 @@ use crate::http::{SseEvent, SseStream, stream_error};
 pub const TEXT_ANSWER_ID: &str = "text_answer";
 
 /// A provider's stream parser: fed one SSE event at a time.
-pub(crate) trait Decode: Send + 'static {
+pub trait Decode: Send + 'static {
     /// Feeds one event, pushing what it completes into `out`. Returns `true`
     /// at the provider's terminal event (nothing after it is read).
     fn feed(&mut self, event: &SseEvent, out: &mut Vec<ModelEvent>) -> Result<bool>;

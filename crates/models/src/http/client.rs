@@ -176,10 +176,6 @@ impl Http {
         self
     }
 
-    pub(crate) fn key(&self) -> &ApiKey {
-        &self.key
-    }
-
     /// POSTs `body` and returns the JSON answer, retrying transient failures.
     pub(crate) async fn post_json(
         &self,

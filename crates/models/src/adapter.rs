@@ -1,0 +1,115 @@
+//! The one HTTP adapter every provider shares: `stream`, `step`,
+//! `estimate_tokens` and `summarize` are written here once, over a small
+//! per-provider [`Codec`] that knows the provider's endpoints, request
+//! bodies, stream parser and answers.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use lumen_core::{
+    ModelAdapter, ModelInfo, ModelResponse, ModelStream, Result, StepContext, TaskState, WireRecord,
+};
+use serde_json::Value;
+
+use crate::decoder::ActionDecoder;
+use crate::http::Http;
+use crate::prompt::{self, CHARS_PER_TOKEN};
+use crate::stream::{self, Decode};
+
+/// What a provider adds to [`HttpAdapter`]: its wire format. A codec holds
+/// the provider's settings and builds requests; it makes no calls itself.
+pub trait Codec: Send + Sync + fmt::Debug + 'static {
+    /// The provider's stream parser.
+    type Parser: Decode;
+
+    /// The provider's name (`anthropic`, `openai`, `google`, `compatible`).
+    fn provider(&self) -> &'static str;
+    /// The URL of a step's request.
+    fn url(&self, stream: bool) -> String;
+    /// The headers of a step's request (the key among them).
+    fn headers(&self) -> Vec<(&'static str, String)>;
+    /// The body of a step's request.
+    fn body(&self, ctx: &StepContext<'_>, stream: bool) -> Value;
+    /// A parser for a streamed answer.
+    fn parser(&self, decoder: ActionDecoder) -> Self::Parser;
+    /// A non-streamed answer, parsed.
+    fn answer(&self, decoder: ActionDecoder, answer: Value) -> Result<ModelResponse>;
+    /// Tokens one image of this size costs, by the provider's own rule.
+    fn image_tokens(&self, width: u32, height: u32) -> u64;
+    /// Characters a request carries beyond the system prompt and history
+    /// (tool declarations, framing), for estimates.
+    fn overhead_chars(&self) -> usize;
+    /// The URL, headers and body of a summary request for `text`.
+    fn summary_request(&self, text: String) -> (String, Vec<(&'static str, String)>, Value);
+    /// The summary's text from its answer (may be empty).
+    fn summary_text(&self, answer: Value) -> Result<String>;
+}
+
+/// A model adapter over HTTP: the shared client and a provider's codec.
+#[derive(Debug)]
+pub struct HttpAdapter<C: Codec> {
+    pub(crate) info: ModelInfo,
+    pub(crate) http: Http,
+    pub(crate) codec: C,
+}
+
+impl<C: Codec> HttpAdapter<C> {
+    /// The provider's codec.
+    pub fn codec(&self) -> &C {
+        &self.codec
+    }
+}
+
+#[async_trait]
+impl<C: Codec> ModelAdapter for HttpAdapter<C> {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
+        let body = self.codec.body(ctx, true);
+        let events = self
+            .http
+            .post_sse(&self.codec.url(true), &self.codec.headers(), &body)
+            .await?;
+        Ok(stream::drive(
+            events,
+            self.codec.parser(ActionDecoder::for_step(ctx)),
+        ))
+    }
+
+    async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
+        let body = self.codec.body(ctx, false);
+        let answer = self
+            .http
+            .post_json(&self.codec.url(false), &self.codec.headers(), &body)
+            .await?;
+        self.codec.answer(ActionDecoder::for_step(ctx), answer)
+    }
+
+    /// Images by the provider's rule, compressed screenshots as a marker,
+    /// everything else as text at ~4 characters per token.
+    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
+        let mut chars =
+            ctx.system_prompt.len() + prompt::MECHANICS.len() + self.codec.overhead_chars();
+        let mut tokens = 0u64;
+        for record in ctx.wire {
+            match record {
+                WireRecord::Screenshot(s) => match &s.image {
+                    Some(img) => tokens += self.codec.image_tokens(img.width, img.height),
+                    None => chars += 24,
+                },
+                other => chars += serde_json::to_string(other).map(|s| s.len()).unwrap_or(0),
+            }
+        }
+        tokens + chars as u64 / CHARS_PER_TOKEN
+    }
+
+    async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
+        let text = prompt::summary_input(wire, state);
+        let (url, headers, body) = self.codec.summary_request(text);
+        let answer = self.http.post_json(&url, &headers, &body).await?;
+        let summary = self.codec.summary_text(answer)?;
+        prompt::non_empty_summary(self.codec.provider(), summary.trim().to_owned())
+    }
+}
