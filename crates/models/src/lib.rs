@@ -21,8 +21,11 @@
 //! - [`decode_recording`] replays a recorded SSE stream through a parser
 //!   (tests and `cargo xtask decode-stream`).
 //!
-//! HTTP (retries with backoff and jitter, Retry-After, typed errors, idle
-//! timeout) lives in [`http`]. Keys are [`ApiKey`]s, which never print. An
+//! Each provider is a folder (`mod.rs`: its codec; `request.rs`;
+//! `answer.rs`; `actions.rs`), and [`adapter::HttpAdapter`] implements
+//! `ModelAdapter` once over any provider's [`adapter::Codec`]. HTTP (retries
+//! with backoff and jitter, Retry-After, typed errors, deadlines) lives in
+//! [`http`]; what each model needs in [`registry`]. Keys are [`ApiKey`]s, which never print. An
 //! optional [`WireObserver`] sees the raw traffic (for recording streams).
 //!
 //! May depend on: `lumen-core`, `reqwest`, `eventsource-stream`, `tokio`.

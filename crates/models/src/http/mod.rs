@@ -1,6 +1,6 @@
 //! The HTTP side every adapter shares: one `reqwest` client, JSON and SSE
 //! requests, retries with backoff and jitter, and the mapping from HTTP
-//! failures to typed [`LumenError::ModelApi`] errors.
+//! failures to typed [`lumen_core::LumenError::ModelApi`] errors.
 //!
 //! Retries happen only *before the first byte of the answer*: once a stream
 //! has started, actions may already be running in the browser, so a failure
@@ -10,11 +10,10 @@
 //! every request and every byte of every answer as it arrives, for
 //! recording provider streams (`cargo xtask record`). Secret header values
 //! never reach it. Without one, nothing changes.
-
 //!
-//! - [`client`]: the client, retries, deadlines and error mapping;
-//! - [`sse`]: SSE framing (live and recorded bytes);
-//! - [`observer`]: the wire observer.
+//! Inside: `client.rs` (the client, retries, deadlines, error mapping),
+//! `sse.rs` (SSE framing of live and recorded bytes) and `observer.rs` (the
+//! wire observer).
 
 mod client;
 mod observer;
