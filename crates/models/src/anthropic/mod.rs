@@ -1,10 +1,16 @@
-//! Anthropic Messages API (`POST /v1/messages`, SSE) with the computer tool.
+//! Anthropic Messages API (`POST /v1/messages`, SSE) with the computer tool,
+//! the computer toolset or the browser toolset.
 //!
-//! - **Tool version** by model: `computer_20251124` (beta
-//!   `computer-use-2025-11-24`, zoom enabled) for Claude Opus 4.5 and every
-//!   Claude ≥ 4.6; `computer_20250124` (beta `computer-use-2025-01-24`) for
-//!   older models. The display size is the screenshot's size, so the model's
-//!   pixels are screenshot pixels and the decoder scales them.
+//! - **Tools** from the model registry: `computer_toolset_20260801` (GA, no
+//!   beta; members called by name) for the 5.x generation,
+//!   `computer_20251124` (beta `computer-use-2025-11-24`, zoom enabled) for
+//!   Opus 4.5–4.8 and Sonnet 4.6, `computer_20250124` for older models; or
+//!   `browser_toolset_20260801` when asked for (`AdapterOptions::tools`),
+//!   whose successful results carry a `browser_state` block. The single
+//!   tool's display size is the screenshot's size, so the model's pixels are
+//!   screenshot pixels and the decoder scales them.
+//! - **Thinking and sampling** from the registry: adaptive thinking with an
+//!   effort, or a manual budget (at least 1,024); never a temperature.
 //! - **History** is replayed in Anthropic's own format: the assistant's
 //!   content blocks exactly as the model sent them (tool inputs, thinking
 //!   with signatures), one `tool_result` per tool_use id (the results of a

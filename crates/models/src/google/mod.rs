@@ -3,11 +3,15 @@
 //!
 //! - Coordinates arrive on the 0–1000 grid and are denormalised against the
 //!   viewport ([`crate::decoder`]).
-//! - Function calls have no ids on the wire; each gets
-//!   `{responseId}-{n}` (or `gemini-{n}`) so the loop can pair results.
-//!   They are answered by `functionResponse` parts in call order, each
-//!   carrying the page URL; the screenshot taken after the calls rides in
-//!   the last response's `parts` (as the computer-use protocol wants).
+//! - A function call's own `id` is its call id and is echoed in its
+//!   `functionResponse.id`; a call without one gets `{responseId}-{n}` (or
+//!   `gemini-{n}`). Calls are answered by `functionResponse` parts in call
+//!   order, each carrying the page URL; the screenshot taken after the calls
+//!   rides in the last response's `parts` (as the computer-use protocol
+//!   wants).
+//! - Both action sets decode: the 13 legacy functions and Gemini 3.5's.
+//! - Our tools' parameters are written in the SDK's `Schema` dialect
+//!   (upper-case types, no `additionalProperties`, no property-less object).
 //! - `safety_decision` in a call's arguments becomes a [`SafetyCheck`] on its
 //!   actions; when the user acknowledged it, the function response says
 //!   `safety_acknowledgement: "true"`.

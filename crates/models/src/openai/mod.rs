@@ -15,11 +15,15 @@
 //!   action of the call, so a `PreActionHook` can deny it; acknowledged ones
 //!   come back from `ToolResult::acknowledged_safety_checks`.
 //! - **History**: full input by default (stateless, `store: false`, with
-//!   reasoning items replayed from their `encrypted_content`), or
+//!   reasoning items replayed from their `encrypted_content`; one without it
+//!   is dropped, since a stateless request cannot refer to a stored item),
+//!   or
 //!   `previous_response_id` chaining when
 //!   `AdapterOptions::openai_chain_responses` is set (only the new items are
 //!   sent). The per-step prompt goes last, after the stable prefix, so
 //!   OpenAI's automatic prompt cache hits.
+//! - Images go at `detail: "original"`; reasoning models get no
+//!   temperature, and `computer-use-preview` "concise" summaries.
 //! - A `computer_call` has no argument deltas: its action is complete (and
 //!   yielded) at `response.output_item.done`; function calls likewise.
 
