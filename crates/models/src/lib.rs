@@ -252,6 +252,32 @@ impl std::str::FromStr for Effort {
 }
 
 impl AdapterOptions {
+    /// Refuses the browser toolset for a provider that has none.
+    pub(crate) fn computer_tools_only(&self, provider: &str) -> Result<()> {
+        if self.tools == Some(Tools::Browser) {
+            return Err(LumenError::config(
+                "tools",
+                format!(
+                    "the browser toolset is Anthropic's; {provider} drives the browser with its \
+                     computer tool (use --tools computer)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The HTTP client these options describe, for `provider` with `key`.
+    pub(crate) fn http(&self, provider: &'static str, key: ApiKey) -> Result<http::Http> {
+        Ok(http::Http::new(
+            provider,
+            key,
+            self.retry,
+            self.deadlines,
+            self.connect_timeout,
+        )?
+        .observed(self.wire_observer.clone()))
+    }
+
     /// The effort asked for, from `effort` or else `thinking_budget`.
     pub(crate) fn wanted_effort(&self) -> Option<Effort> {
         self.effort.or_else(|| {

@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 
 use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::ActionDecoder;
-use crate::http::{Http, SseEvent, stream_error};
+use crate::http::{SseEvent, stream_error};
 use crate::prompt::{self};
 use crate::registry::{self, ModelSpec, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
@@ -169,14 +169,7 @@ impl HttpAdapter<AnthropicCodec> {
                 "no API key: set ANTHROPIC_API_KEY or pass AdapterOptions::api_key",
             )
         })?;
-        let http = Http::new(
-            PROVIDER,
-            key.clone(),
-            options.retry,
-            options.deadlines,
-            options.connect_timeout,
-        )?
-        .observed(options.wire_observer.clone());
+        let http = options.http(PROVIDER, key.clone())?;
         let spec = registry::spec(Provider::Anthropic, model);
         let thinking = match spec.thinking {
             // Manual budgets below the API's minimum are raised to it.

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::{ActionDecoder, CoordinateSpace};
-use crate::http::{ApiKey, Http, SseEvent, stream_error};
+use crate::http::{ApiKey, SseEvent, stream_error};
 use crate::prompt::{self};
 use crate::registry;
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
@@ -55,14 +55,7 @@ impl HttpAdapter<CompatibleCodec> {
     /// An adapter for `model` on the server at `options.base_url` (which
     /// includes `/v1`). The key is optional (local servers need none).
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
-        if options.tools == Some(crate::Tools::Browser) {
-            return Err(LumenError::config(
-                "tools",
-                format!(
-                    "the browser toolset is Anthropic's; {PROVIDER} drives the browser with its computer tool (use --tools computer)"
-                ),
-            ));
-        }
+        options.computer_tools_only(PROVIDER)?;
         let base_url = options.base_url.clone().ok_or_else(|| {
             LumenError::config(
                 "compatible base url",
@@ -73,14 +66,10 @@ impl HttpAdapter<CompatibleCodec> {
                 ),
             )
         })?;
-        let http = Http::new(
+        let http = options.http(
             PROVIDER,
             options.api_key.clone().unwrap_or_else(|| ApiKey::new("")),
-            options.retry,
-            options.deadlines,
-            options.connect_timeout,
-        )?
-        .observed(options.wire_observer.clone());
+        )?;
         let spec = registry::spec(Provider::Compatible, model);
         let mut info = spec.info(model, 28, false);
         info.context_window_tokens = 128_000;

@@ -30,7 +30,7 @@ use serde_json::{Map, Value, json};
 
 use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::ActionDecoder;
-use crate::http::{Http, SseEvent, stream_error};
+use crate::http::{SseEvent, stream_error};
 use crate::prompt::{self};
 use crate::registry::{self, ModelSpec, Temperature, ThinkingStyle};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
@@ -67,28 +67,14 @@ impl HttpAdapter<GoogleCodec> {
     /// An adapter for `model` (`gemini-2.5-computer-use-preview-10-2025`).
     /// Needs `options.api_key`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
-        if options.tools == Some(crate::Tools::Browser) {
-            return Err(LumenError::config(
-                "tools",
-                format!(
-                    "the browser toolset is Anthropic's; {PROVIDER} drives the browser with its computer tool (use --tools computer)"
-                ),
-            ));
-        }
+        options.computer_tools_only(PROVIDER)?;
         let key = options.api_key.clone().ok_or_else(|| {
             LumenError::config(
                 "google api key",
                 "no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) or pass AdapterOptions::api_key",
             )
         })?;
-        let http = Http::new(
-            PROVIDER,
-            key.clone(),
-            options.retry,
-            options.deadlines,
-            options.connect_timeout,
-        )?
-        .observed(options.wire_observer.clone());
+        let http = options.http(PROVIDER, key.clone())?;
         let spec = registry::spec(Provider::Google, model);
         let effort = options.wanted_effort();
         let codec = GoogleCodec {

@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 
 use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::{ActionDecoder, CoordinateSpace};
-use crate::http::{Http, SseEvent, stream_error};
+use crate::http::{SseEvent, stream_error};
 use crate::prompt::{self};
 use crate::registry::{self, ModelSpec, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
@@ -82,28 +82,14 @@ impl HttpAdapter<OpenAiCodec> {
     /// An adapter for `model` (`computer-use-preview`, `gpt-5.4`…). Needs
     /// `options.api_key`. The base URL includes `/v1`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
-        if options.tools == Some(crate::Tools::Browser) {
-            return Err(LumenError::config(
-                "tools",
-                format!(
-                    "the browser toolset is Anthropic's; {PROVIDER} drives the browser with its computer tool (use --tools computer)"
-                ),
-            ));
-        }
+        options.computer_tools_only(PROVIDER)?;
         let key = options.api_key.clone().ok_or_else(|| {
             LumenError::config(
                 "openai api key",
                 "no API key: set OPENAI_API_KEY or pass AdapterOptions::api_key",
             )
         })?;
-        let http = Http::new(
-            PROVIDER,
-            key.clone(),
-            options.retry,
-            options.deadlines,
-            options.connect_timeout,
-        )?
-        .observed(options.wire_observer.clone());
+        let http = options.http(PROVIDER, key.clone())?;
         let spec = registry::spec(Provider::OpenAi, model);
         let batched = options
             .openai_batched_computer_tool
