@@ -340,15 +340,7 @@ impl ActionDecoder {
                     text: args.str("text")?.to_owned(),
                 },
                 "key_press" => {
-                    let keys = args
-                        .array("keys")?
-                        .iter()
-                        .map(|k| k.as_str().map(str::to_owned))
-                        .collect::<Option<Vec<String>>>()
-                        .ok_or("`keys` must be an array of strings")?;
-                    if keys.is_empty() {
-                        return Err("`keys` is empty".into());
-                    }
+                    let keys = args.key_list("keys")?;
                     Action::KeyPress { keys }
                 }
                 "scroll" => {
@@ -444,6 +436,20 @@ pub(crate) struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
+    /// A non-empty array of key names.
+    pub(crate) fn key_list(&self, key: &str) -> Result<Vec<String>, String> {
+        let keys = self
+            .array(key)?
+            .iter()
+            .map(|k| k.as_str().map(str::to_owned))
+            .collect::<Option<Vec<String>>>()
+            .ok_or(format!("`{key}` must be an array of strings"))?;
+        if keys.is_empty() {
+            return Err(format!("`{key}` is empty"));
+        }
+        Ok(keys)
+    }
+
     pub(crate) fn new(name: &'a str, v: &'a Value) -> Self {
         Self { name, v }
     }

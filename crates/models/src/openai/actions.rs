@@ -161,15 +161,7 @@ impl ActionDecoder {
                     text: args.str("text")?.to_owned(),
                 }],
                 "keypress" => {
-                    let keys = args
-                        .array("keys")?
-                        .iter()
-                        .map(|k| k.as_str().map(str::to_owned))
-                        .collect::<Option<Vec<String>>>()
-                        .ok_or("`keys` must be an array of strings")?;
-                    if keys.is_empty() {
-                        return Err("`keys` is empty".into());
-                    }
+                    let keys = args.key_list("keys")?;
                     vec![Action::KeyPress { keys }]
                 }
                 "wait" => vec![Action::Wait { ms: OPENAI_WAIT_MS }],
