@@ -50,7 +50,7 @@ const CLI: &str = "lumen-cli";
 const FORBIDDEN_IN_CORE: &[&str] = &["tokio", "reqwest", "chromiumoxide", "axum", "image"];
 
 /// Crates that reach the browser and the models only through `lumen_core`.
-const TRAIT_ONLY: &[&str] = &["lumen-loop", "lumen-memory", "lumen-safety"];
+const TRAIT_ONLY: &[&str] = &["lumen-perception", "lumen-memory", "lumen-safety"];
 
 /// The only crates with normal dependencies on a concrete browser or model
 /// crate.
@@ -76,7 +76,7 @@ const LAYERS: &[(&str, Option<u8>)] = &[
     (MODELS, Some(1)),
     ("lumen-memory", Some(1)),
     ("lumen-safety", Some(1)),
-    ("lumen-loop", Some(2)),
+    ("lumen-perception", Some(2)),
     ("lumen", Some(3)),
     ("lumen-cli", Some(4)),
     ("lumen-server", Some(4)),
@@ -277,7 +277,7 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
     }
     if TRAIT_ONLY.contains(&from) && (to == BROWSER || to == MODELS) {
         let who = match from {
-            "lumen-loop" => "the loop",
+            "lumen-perception" => "the loop",
             "lumen-memory" => "memory",
             _ => "the safety layer",
         };
@@ -413,7 +413,7 @@ mod tests {
             package("lumen-memory", &[CORE, "serde"]),
             package("lumen-safety", &[CORE, "serde"]),
             package(
-                "lumen-loop",
+                "lumen-perception",
                 &[CORE, "lumen-memory", "lumen-safety", "tokio"],
             ),
             package(
@@ -424,7 +424,7 @@ mod tests {
                     MODELS,
                     "lumen-memory",
                     "lumen-safety",
-                    "lumen-loop",
+                    "lumen-perception",
                 ],
             ),
             package("lumen-cli", &["lumen", MOCK, "clap", "tokio"]),
@@ -465,7 +465,7 @@ mod tests {
     fn dev_dependencies_are_exempt() {
         let mut packages = clean();
         for package in &mut packages {
-            if package.name == CORE || package.name == "lumen-loop" {
+            if package.name == CORE || package.name == "lumen-perception" {
                 package.deps.push(dep(BROWSER, DepKind::Dev));
                 package.deps.push(dep("tokio", DepKind::Dev));
                 package.deps.push(dep("lumen", DepKind::Dev));
@@ -508,9 +508,9 @@ mod tests {
     #[test]
     fn loop_reaches_the_browser_only_through_the_trait() {
         assert_eq!(
-            violations_with("lumen-loop", BROWSER),
+            violations_with("lumen-perception", BROWSER),
             [
-                "lumen-loop -> lumen-browser: the loop must reach the browser only through lumen_core::BrowserTab"
+                "lumen-perception -> lumen-browser: the loop must reach the browser only through lumen_core::BrowserTab"
             ]
         );
     }
@@ -583,9 +583,9 @@ mod tests {
     #[test]
     fn test_support_uses_only_core_browser_and_models() {
         assert_eq!(
-            violations_with(TEST_SUPPORT, "lumen-loop"),
+            violations_with(TEST_SUPPORT, "lumen-perception"),
             [
-                "lumen-test-support -> lumen-loop: lumen-test-support may depend only on lumen-core, \
+                "lumen-test-support -> lumen-perception: lumen-test-support may depend only on lumen-core, \
                  lumen-browser, lumen-models and lumen-mock"
             ]
         );
@@ -593,7 +593,7 @@ mod tests {
 
     #[test]
     fn mock_uses_only_core() {
-        for to in [BROWSER, "lumen-loop", TEST_SUPPORT] {
+        for to in [BROWSER, "lumen-perception", TEST_SUPPORT] {
             let expected = if to == TEST_SUPPORT {
                 "lumen-mock -> lumen-test-support: lumen-test-support is only ever a dev-dependency"
                     .to_owned()
@@ -608,7 +608,7 @@ mod tests {
 
     #[test]
     fn only_the_top_crates_and_test_support_use_mock() {
-        for from in ["lumen", "lumen-loop", BROWSER] {
+        for from in ["lumen", "lumen-perception", BROWSER] {
             assert_eq!(
                 violations_with(from, MOCK),
                 [format!(
@@ -634,7 +634,7 @@ mod tests {
     fn only_xtask_uses_the_cli_library() {
         // The clean graph already has xtask -> lumen-cli.
         assert!(check_graph(&clean()).is_empty());
-        for from in ["lumen-server", "lumen", "lumen-loop", MODELS, MOCK] {
+        for from in ["lumen-server", "lumen", "lumen-perception", MODELS, MOCK] {
             let why = if from == MOCK {
                 "lumen-mock may depend only on lumen-core (and external crates)"
             } else {
@@ -666,9 +666,9 @@ mod tests {
             )]
         };
         for (from, to) in [
-            ("lumen-memory", "lumen-loop"),
+            ("lumen-memory", "lumen-perception"),
             ("lumen-safety", "lumen"),
-            ("lumen-loop", "lumen"),
+            ("lumen-perception", "lumen"),
             ("lumen", "lumen-server"),
             ("lumen-server", "xtask"),
         ] {
@@ -693,9 +693,9 @@ mod tests {
 
     #[test]
     fn a_bad_edge_listed_twice_is_reported_once() {
-        let mut packages = with_edge("lumen-loop", BROWSER, DepKind::Normal);
+        let mut packages = with_edge("lumen-perception", BROWSER, DepKind::Normal);
         for package in &mut packages {
-            if package.name == "lumen-loop" {
+            if package.name == "lumen-perception" {
                 package.deps.push(dep(BROWSER, DepKind::Build));
             }
         }

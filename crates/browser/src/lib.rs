@@ -27,7 +27,7 @@
 //!   returns at once on a page that is already settled.
 //!
 //! May depend on: `lumen-core`, `chromiumoxide`, `tokio`, `image`. Must never be
-//! named by `lumen-loop`, `lumen-memory` or `lumen-safety`: they see the
+//! named by `lumen-perception`, `lumen-memory` or `lumen-safety`: they see the
 //! browser only through the `BrowserTab` trait, so another backend can replace
 //! this crate without touching them.
 //!

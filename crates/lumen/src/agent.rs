@@ -10,10 +10,10 @@ use lumen_browser::{BrowserbaseOptions, CdpTab, LaunchOptions, TabOptions};
 use lumen_core::{
     BrowserTab, LumenError, ModelAdapter, RecordedEvent, Result, RunResult, RunStatus,
 };
-use lumen_loop::control::RunControl;
-use lumen_loop::monitor::event_stream;
 use lumen_memory::SerializedHistory;
 use lumen_models::AdapterOptions;
+use lumen_perception::control::RunControl;
+use lumen_perception::monitor::event_stream;
 
 use crate::session::{Session, SessionOptions};
 
@@ -230,7 +230,7 @@ impl Agent {
 
     async fn session(
         &mut self,
-        stream: Option<lumen_loop::monitor::EventSender>,
+        stream: Option<lumen_perception::monitor::EventSender>,
     ) -> Result<&mut Session> {
         let (tab, adapter) = {
             let c = self.connect().await?;
@@ -272,7 +272,7 @@ impl Agent {
         instruction: &str,
         start_url: Option<&str>,
         mode: RunMode,
-        stream: Option<lumen_loop::monitor::EventSender>,
+        stream: Option<lumen_perception::monitor::EventSender>,
     ) -> Result<RunResult> {
         self.connect().await?;
         // Plan mode plans with the main model when no planner model is set.
@@ -300,13 +300,13 @@ impl Agent {
         let screenshot = self.options.session.screenshot.clone();
         let plan = match &planner {
             Some(p) => Some(
-                lumen_loop::planner::plan(p.as_ref(), tab.as_ref(), instruction, &screenshot)
+                lumen_perception::planner::plan(p.as_ref(), tab.as_ref(), instruction, &screenshot)
                     .await?,
             ),
             None => None,
         };
         if mode == RunMode::Plan {
-            let plan = plan.unwrap_or_else(|| lumen_loop::planner::Plan {
+            let plan = plan.unwrap_or_else(|| lumen_perception::planner::Plan {
                 text: String::new(),
                 usage: Default::default(),
             });

@@ -39,9 +39,9 @@ pub use agent::{Agent, AgentOptions, BrowserSource, RunMode};
 pub use lumen_browser as browser;
 pub use lumen_core as core;
 pub use lumen_core::*;
-pub use lumen_loop as perception;
 pub use lumen_memory as memory;
 pub use lumen_models as models;
+pub use lumen_perception as perception;
 pub use lumen_safety as safety;
 pub use session::{Session, SessionOptions};
 

@@ -7,15 +7,15 @@ use lumen_core::{
     BrowserTab, LoopMonitor, ModelAdapter, PreActionHook, Result, RunResult, ScreenshotOptions,
     Verifier,
 };
-use lumen_loop::control::RunControl;
-use lumen_loop::gate::ConfidenceGate;
-use lumen_loop::monitor::{EventBus, EventSender, Recorder};
-use lumen_loop::perception::{LoopConfig, PerceptionLoop, RunState};
-use lumen_loop::router::{ActionRouter, SettleMode};
 use lumen_memory::{
     ActionCache, HistoryConfig, HistoryManager, SerializedHistory, SiteKB, StateStore,
     WorkflowMemory,
 };
+use lumen_perception::control::RunControl;
+use lumen_perception::gate::ConfidenceGate;
+use lumen_perception::monitor::{EventBus, EventSender, Recorder};
+use lumen_perception::router::{ActionRouter, SettleMode};
+use lumen_perception::{LoopConfig, PerceptionLoop, RunState};
 use lumen_safety::{ActionGuard, PolicyConfig, Secrets, SessionPolicy};
 
 /// How a session runs, whatever the tab and adapter.
@@ -270,7 +270,7 @@ impl Session {
     pub fn save_after_each_step(&mut self, path: impl Into<std::path::PathBuf>) {
         let path = path.into();
         let secrets = self.secrets.clone();
-        let hook: lumen_loop::perception::StepHook = Arc::new(move |run: &RunState| {
+        let hook: lumen_perception::StepHook = Arc::new(move |run: &RunState| {
             let secrets = secrets.clone();
             let saved = run
                 .history

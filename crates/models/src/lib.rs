@@ -29,7 +29,7 @@
 //! optional [`WireObserver`] sees the raw traffic (for recording streams).
 //!
 //! May depend on: `lumen-core`, `reqwest`, `eventsource-stream`, `tokio`.
-//! Must never be named by `lumen-loop`, `lumen-memory` or `lumen-safety`: the
+//! Must never be named by `lumen-perception`, `lumen-memory` or `lumen-safety`: the
 //! loop sees models only through the `ModelAdapter` trait.
 //!
 //! # Example

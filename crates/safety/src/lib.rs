@@ -44,14 +44,14 @@
 
 #![deny(missing_docs)]
 
-pub mod action_check;
+pub mod action_verifier;
 pub mod guard;
 pub mod pattern;
 pub mod policy;
 pub mod secrets;
 pub mod verify;
 
-pub use action_check::{ActionCheck, ActionVerifier};
+pub use action_verifier::{ActionCheck, ActionVerifier};
 pub use guard::{ActionGuard, BlockedBy, GuardDecision, ProviderSafetyChecks};
 pub use pattern::DomainPattern;
 pub use policy::{

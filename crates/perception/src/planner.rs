@@ -32,7 +32,7 @@ pub async fn plan(
     instruction: &str,
     screenshot: &ScreenshotOptions,
 ) -> Result<Plan> {
-    let sized = crate::perception::capture_limits(screenshot, adapter.info());
+    let sized = crate::perception_loop::capture_limits(screenshot, adapter.info());
     let shot = tab.screenshot(&sized).await?;
     let url = tab.url().await?;
     let wire = [WireRecord::Screenshot(WireScreenshot {

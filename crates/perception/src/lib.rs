@@ -1,6 +1,6 @@
 //! The perception loop: screenshot → model → action(s) → screenshot.
 //!
-//! [`perception::PerceptionLoop`] runs the steps: screenshot, model stream,
+//! [`PerceptionLoop`] runs the steps: screenshot, model stream,
 //! each action through guard → router → after-effect policy → verifier as it
 //! arrives, then the assistant turn and its tool results recorded in order.
 //! Around it, each piece usable alone:
@@ -36,11 +36,13 @@ pub mod checkpoint;
 pub mod control;
 pub mod gate;
 pub mod monitor;
-pub mod perception;
 pub mod planner;
 pub mod prompt;
 pub mod repeat;
 pub mod router;
+
+mod perception_loop;
+pub use perception_loop::{LoopConfig, PerceptionLoop, RunState, StepHook};
 
 #[cfg(test)]
 mod fake;

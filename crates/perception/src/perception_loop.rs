@@ -1139,5 +1139,5 @@ fn is_fatal_model_error(e: &LumenError) -> bool {
 }
 
 #[cfg(test)]
-#[path = "perception_tests.rs"]
+#[path = "perception_loop_tests.rs"]
 mod tests;
