@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::action::ActionCall;
 use crate::image::Image;
-use crate::model::TokenUsage;
 use crate::outcome::ActionExecution;
+use crate::usage::TokenUsage;
 
 /// A block of model reasoning, kept for faithful replay.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -52,6 +52,7 @@ pub mod model;
 pub mod outcome;
 pub mod page;
 pub mod run;
+pub mod usage;
 
 pub use action::{
     Action, ActionCall, ActionCategory, Modifiers, MouseButton, SafetyCheck, ScrollDirection,
@@ -70,15 +71,14 @@ pub use hooks::{
     HookContext, HookDecision, LoopMonitor, PreActionHook, Verifier, VerifyInput, VerifyResult,
 };
 pub use image::{Image, ImageFormat};
-pub use model::{
-    ModelAdapter, ModelEvent, ModelInfo, ModelResponse, ModelStream, StepContext, TokenUsage,
-};
+pub use model::{ModelAdapter, ModelEvent, ModelInfo, ModelResponse, ModelStream, StepContext};
 pub use outcome::{
     ActionExecution, ActionOutcome, ControlRequest, DialogInfo, DownloadInfo, EffectReceipt,
     ElementInfo, TabInfo,
 };
 pub use page::{AxNode, AxSnapshot};
 pub use run::{LoopResult, RecordedEvent, RunResult, RunStatus, StreamEvent};
+pub use usage::TokenUsage;
 
 /// Structured task memory written by the model (`writeState`): always a JSON
 /// object, re-injected into every step and kept through compaction.

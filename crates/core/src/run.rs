@@ -7,8 +7,8 @@ use crate::action::ActionCall;
 use crate::browser::Screenshot;
 use crate::error::ErrorInfo;
 use crate::history::SemanticStep;
-use crate::model::TokenUsage;
 use crate::outcome::ActionExecution;
+use crate::usage::TokenUsage;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -42,7 +42,7 @@ use lumen_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::serialize::SerializedHistory;
+use crate::serialize::{FoldRecord, SerializedHistory};
 
 /// The default number of full screenshots kept in a request.
 pub const DEFAULT_KEEP_RECENT: usize = 2;
@@ -114,17 +114,6 @@ impl HistoryConfig {
         }
         Ok(())
     }
-}
-
-/// A finished sub-goal the model folded away: one line that stays in every
-/// later prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FoldRecord {
-    /// The step at which the model folded.
-    pub step: u32,
-    /// The one-line summary.
-    pub summary: String,
 }
 
 /// What a tier-2 compaction did.

@@ -51,10 +51,8 @@ pub mod state;
 pub mod workflow;
 
 pub use cache::{ActionCache, CacheKey, CacheLookup};
-pub use history::{
-    Compaction, FoldRecord, HistoryConfig, HistoryManager, screenshot_marker, shrink_image,
-};
-pub use serialize::SerializedHistory;
+pub use history::{Compaction, HistoryConfig, HistoryManager, screenshot_marker, shrink_image};
+pub use serialize::{FoldRecord, SerializedHistory};
 pub use site_kb::{SiteKB, SiteRule};
 pub use state::{StateError, StateStore};
 pub use workflow::{Workflow, WorkflowMemory};

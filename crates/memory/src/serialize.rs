@@ -12,7 +12,6 @@ use lumen_core::{LumenError, Result, SemanticStep, TaskState, TokenUsage, WireRe
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil;
-use crate::history::FoldRecord;
 
 /// The format version this build writes, and the newest it reads.
 pub const CURRENT_VERSION: u32 = 1;
@@ -114,4 +113,15 @@ impl SerializedHistory {
         let text = fsutil::read_required(path, WHAT)?;
         Self::parse(&text, &format!("{WHAT} {}", path.display()))
     }
+}
+
+/// A finished sub-goal the model folded away: one line that stays in every
+/// later prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FoldRecord {
+    /// The step at which the model folded.
+    pub step: u32,
+    /// The one-line summary.
+    pub summary: String,
 }
