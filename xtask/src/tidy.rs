@@ -2,31 +2,38 @@
 //!
 //! The dependency rules are checked by [`check_graph`], a pure function over a
 //! small model of the workspace built from `cargo metadata` by
-//! [`parse_metadata`]. Only the dependencies that members declare are
-//! examined; `--no-deps` metadata already lists them (external ones
-//! included), and it needs neither the network nor a download of every crate.
+//! [`parse_metadata`] (with xtask's own small JSON reader, [`crate::json`]:
+//! xtask builds from clap and anyhow alone). Only the dependencies that
+//! members declare are examined; `--no-deps` metadata already lists them
+//! (external ones included), and it needs neither the network nor a
+//! download of every crate.
 //!
-//! Dev-dependencies are exempt: any crate may use any other in its tests.
-//! For normal and build dependencies, the first rule an edge breaks wins, so
-//! every bad edge is reported exactly once:
+//! xtask depends on exactly clap and anyhow, in every kind of dependency:
+//! whatever needs more belongs in `lumen-eval`, so `cargo xtask` stays quick
+//! to build.
+//!
+//! Otherwise dev-dependencies are exempt: any crate may use any other in its
+//! tests. For normal and build dependencies, the first rule an edge breaks
+//! wins, so every bad edge is reported exactly once:
 //!
 //! 1. `lumen-core` depends on no other lumen crate, nor on tokio, reqwest,
 //!    chromiumoxide, axum or image.
 //! 2. `lumen-test-support` is only ever a dev-dependency.
 //! 3. `lumen-test-support` itself uses only core, browser, models and mock.
-//! 4. `lumen-mock` (offline doubles) uses only `lumen-core`, and only
-//!    lumen-cli, lumen-server, xtask and lumen-test-support use it (anyone
-//!    may as a dev-dependency).
-//! 5. `lumen-cli` is the command-line tool; its library (the trace folder and
-//!    its `report.html`/`run.gif` renderer) is for tools: only xtask depends
-//!    on it, never a library crate (anyone may as a dev-dependency).
-//! 6. loop, memory and safety reach the browser and the models only through
+//! 4. Nothing depends on the tools, `lumen-eval` and `xtask`.
+//! 5. `lumen-mock` (offline doubles) uses only `lumen-core`, and only
+//!    lumen-cli, lumen-server, lumen-eval and lumen-test-support use it
+//!    (anyone may as a dev-dependency).
+//! 6. `lumen-cli` is the command-line tool; its library (the trace folder and
+//!    its `report.html`/`run.gif` renderer) is for tools: only lumen-eval
+//!    depends on it, never a library crate (anyone may as a dev-dependency).
+//! 7. loop, memory and safety reach the browser and the models only through
 //!    the `lumen_core` traits.
-//! 7. `lumen-browser` and `lumen-models` do not depend on each other.
-//! 8. Only lumen, lumen-cli, lumen-server, lumen-test-support and xtask depend
-//!    on `lumen-browser` or `lumen-models`.
-//! 9. Dependencies point down the layers in [`LAYERS`]; crates in the same
-//!    layer may use each other unless a rule above says otherwise.
+//! 8. `lumen-browser` and `lumen-models` do not depend on each other.
+//! 9. Only lumen, lumen-cli, lumen-server, lumen-test-support and lumen-eval
+//!    depend on `lumen-browser` or `lumen-models`.
+//! 10. Dependencies point down the layers in [`LAYERS`]; crates in the same
+//!     layer may use each other unless a rule above says otherwise.
 //!
 //! Every member must also be listed in [`LAYERS`], declare
 //! `[lints] workspace = true`, and open each library and binary root with a
@@ -35,8 +42,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use serde_json::Value;
 
+use crate::json::{self, Value};
 use crate::util;
 
 const CORE: &str = "lumen-core";
@@ -45,6 +52,11 @@ const MODELS: &str = "lumen-models";
 const TEST_SUPPORT: &str = "lumen-test-support";
 const MOCK: &str = "lumen-mock";
 const CLI: &str = "lumen-cli";
+const EVAL: &str = "lumen-eval";
+const XTASK: &str = "xtask";
+
+/// xtask's whole dependency list, of every kind.
+const XTASK_DEPS: &[&str] = &["anyhow", "clap"];
 
 /// External crates that would give `lumen-core` I/O or a heavy runtime.
 const FORBIDDEN_IN_CORE: &[&str] = &["tokio", "reqwest", "chromiumoxide", "axum", "image"];
@@ -54,18 +66,21 @@ const TRAIT_ONLY: &[&str] = &["lumen-perception", "lumen-memory", "lumen-safety"
 
 /// The only crates with normal dependencies on a concrete browser or model
 /// crate.
-const CONCRETE_USERS: &[&str] = &["lumen", "lumen-cli", "lumen-server", TEST_SUPPORT, "xtask"];
+const CONCRETE_USERS: &[&str] = &["lumen", "lumen-cli", "lumen-server", TEST_SUPPORT, EVAL];
 
 /// The crates `lumen-test-support` may use.
 const TEST_SUPPORT_MAY_USE: &[&str] = &[CORE, BROWSER, MODELS, MOCK];
 
 /// The only crates with normal dependencies on `lumen-mock` (the demo, the
 /// server's offline mode, evals, and the test support that re-exports it).
-const MOCK_USERS: &[&str] = &["lumen-cli", "lumen-server", "xtask", TEST_SUPPORT];
+const MOCK_USERS: &[&str] = &["lumen-cli", "lumen-server", EVAL, TEST_SUPPORT];
 
 /// The only crates with normal dependencies on `lumen-cli` (its library):
 /// the project's tools, never a library crate.
-const CLI_USERS: &[&str] = &["xtask"];
+const CLI_USERS: &[&str] = &[EVAL];
+
+/// The tools: binaries nothing depends on.
+const TOOLS: &[&str] = &[EVAL, XTASK];
 
 /// Every workspace member and its layer; a crate may depend only on crates in
 /// its own layer or below. `lumen-test-support` and `lumen-mock` sit outside
@@ -80,14 +95,15 @@ const LAYERS: &[(&str, Option<u8>)] = &[
     ("lumen", Some(3)),
     ("lumen-cli", Some(4)),
     ("lumen-server", Some(4)),
-    ("xtask", Some(5)),
+    (EVAL, Some(5)),
+    (XTASK, Some(5)),
     (TEST_SUPPORT, None),
     (MOCK, None),
 ];
 
 /// The layer order, spelled out in violation messages.
 const LAYER_ORDER: &str =
-    "core < browser, models, memory, safety < loop < lumen < cli, server < xtask";
+    "core < browser, models, memory, safety < loop < lumen < cli, server < eval, xtask";
 
 /// How a dependency is declared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,7 +157,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
 /// Builds the model from `cargo metadata --format-version 1` output, keeping
 /// only workspace members, sorted by name.
 pub(crate) fn parse_metadata(json: &str) -> anyhow::Result<Vec<Package>> {
-    let meta: Value = serde_json::from_str(json).context("cargo metadata printed invalid JSON")?;
+    let meta = json::parse(json).context("cargo metadata printed invalid JSON")?;
     let members = array(&meta, "workspace_members")?
         .iter()
         .map(|id| id.as_str().context("a workspace member id is not a string"))
@@ -220,6 +236,9 @@ pub(crate) fn check_graph(packages: &[Package]) -> Vec<String> {
                 package.name
             ));
         }
+        if package.name == XTASK {
+            violations.extend(check_xtask_deps(&package.deps));
+        }
         for dep in &package.deps {
             if dep.kind == DepKind::Dev {
                 continue;
@@ -232,6 +251,29 @@ pub(crate) fn check_graph(packages: &[Package]) -> Vec<String> {
     }
     violations.sort();
     violations.dedup();
+    violations
+}
+
+/// xtask's dependencies, of every kind, must be exactly [`XTASK_DEPS`].
+fn check_xtask_deps(deps: &[Dep]) -> Vec<String> {
+    let mut violations: Vec<String> = deps
+        .iter()
+        .filter(|dep| !XTASK_DEPS.contains(&dep.name.as_str()))
+        .map(|dep| {
+            format!(
+                "xtask -> {}: xtask depends on clap and anyhow only, so `cargo xtask` builds \
+                 in seconds; tasks that need more belong in lumen-eval (crates/eval)",
+                dep.name
+            )
+        })
+        .collect();
+    for wanted in XTASK_DEPS {
+        if !deps.iter().any(|dep| dep.name == *wanted) {
+            violations.push(format!(
+                "xtask: does not depend on {wanted}; its dependencies are exactly clap and anyhow"
+            ));
+        }
+    }
     violations
 }
 
@@ -250,6 +292,11 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
     if to == TEST_SUPPORT {
         return Some("lumen-test-support is only ever a dev-dependency".into());
     }
+    if TOOLS.contains(&to) {
+        return Some(format!(
+            "{to} is a tool (a binary of project tasks); nothing depends on it"
+        ));
+    }
     if from == TEST_SUPPORT {
         return (!TEST_SUPPORT_MAY_USE.contains(&to)).then(|| {
             "lumen-test-support may depend only on lumen-core, lumen-browser, lumen-models \
@@ -263,15 +310,15 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
     }
     if to == MOCK && !MOCK_USERS.contains(&from) {
         return Some(
-            "only lumen-cli, lumen-server, xtask and lumen-test-support depend on lumen-mock \
-             (anyone may as a dev-dependency)"
+            "only lumen-cli, lumen-server, lumen-eval and lumen-test-support depend on \
+             lumen-mock (anyone may as a dev-dependency)"
                 .to_owned(),
         );
     }
     if to == CLI && !CLI_USERS.contains(&from) {
         return Some(
-            "lumen-cli is the command-line tool; only xtask (a dev tool) depends on its library, \
-             never a library crate (anyone may as a dev-dependency)"
+            "lumen-cli is the command-line tool; only lumen-eval (a dev tool) depends on its \
+             library, never a library crate (anyone may as a dev-dependency)"
                 .to_owned(),
         );
     }
@@ -295,7 +342,7 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
     }
     if (to == BROWSER || to == MODELS) && !CONCRETE_USERS.contains(&from) {
         return Some(format!(
-            "only lumen, lumen-cli, lumen-server, lumen-test-support and xtask \
+            "only lumen, lumen-cli, lumen-server, lumen-test-support and lumen-eval \
              depend on {to} (anyone may as a dev-dependency)"
         ));
     }
@@ -431,10 +478,24 @@ mod tests {
             package("lumen-server", &["lumen", "axum", "tokio"]),
             package(TEST_SUPPORT, &[CORE, BROWSER, MODELS, MOCK, "axum"]),
             package(MOCK, &[CORE, "axum", "tokio"]),
-            package("xtask", &["anyhow", "clap", "serde_json", "lumen-cli"]),
+            package(
+                EVAL,
+                &[
+                    "lumen",
+                    CORE,
+                    BROWSER,
+                    MODELS,
+                    MOCK,
+                    "lumen-server",
+                    CLI,
+                    "serde_json",
+                    "tokio",
+                ],
+            ),
+            package(XTASK, &["anyhow", "clap"]),
         ];
         for package in &mut packages {
-            if package.name != TEST_SUPPORT && package.name != MOCK && package.name != "xtask" {
+            if ![TEST_SUPPORT, MOCK, XTASK].contains(&package.name.as_str()) {
                 package.deps.push(dep(TEST_SUPPORT, DepKind::Dev));
             }
         }
@@ -546,13 +607,13 @@ mod tests {
         // An unlisted crate (here a future one) trips both the layer table
         // and the concrete-user rule.
         let mut packages = clean();
-        packages.push(package("lumen-perception", &[CORE, BROWSER]));
+        packages.push(package("lumen-planner", &[CORE, BROWSER]));
         assert_eq!(
             check_graph(&packages),
             [
-                "lumen-perception -> lumen-browser: only lumen, lumen-cli, lumen-server, \
-                 lumen-test-support and xtask depend on lumen-browser (anyone may as a dev-dependency)",
-                "lumen-perception: not in tidy's layer table; add it to LAYERS in xtask/src/tidy.rs",
+                "lumen-planner -> lumen-browser: only lumen, lumen-cli, lumen-server, \
+                 lumen-test-support and lumen-eval depend on lumen-browser (anyone may as a dev-dependency)",
+                "lumen-planner: not in tidy's layer table; add it to LAYERS in xtask/src/tidy.rs",
             ]
         );
     }
@@ -561,7 +622,7 @@ mod tests {
     fn concrete_crates_may_be_used_by_the_top_crates() {
         let mut packages = with_edge("lumen-cli", BROWSER, DepKind::Normal);
         for package in &mut packages {
-            if package.name == "lumen-server" || package.name == "xtask" {
+            if package.name == "lumen-server" || package.name == EVAL {
                 package.deps.push(dep(MODELS, DepKind::Normal));
             }
         }
@@ -612,7 +673,7 @@ mod tests {
             assert_eq!(
                 violations_with(from, MOCK),
                 [format!(
-                    "{from} -> lumen-mock: only lumen-cli, lumen-server, xtask and \
+                    "{from} -> lumen-mock: only lumen-cli, lumen-server, lumen-eval and \
                      lumen-test-support depend on lumen-mock (anyone may as a dev-dependency)"
                 )],
                 "{from}"
@@ -620,7 +681,7 @@ mod tests {
         }
         let mut packages = with_edge("lumen-server", MOCK, DepKind::Normal);
         for package in &mut packages {
-            if package.name == "xtask" {
+            if package.name == EVAL {
                 package.deps.push(dep(MOCK, DepKind::Normal));
             }
             if package.name == "lumen" {
@@ -631,14 +692,14 @@ mod tests {
     }
 
     #[test]
-    fn only_xtask_uses_the_cli_library() {
-        // The clean graph already has xtask -> lumen-cli.
+    fn only_lumen_eval_uses_the_cli_library() {
+        // The clean graph already has lumen-eval -> lumen-cli.
         assert!(check_graph(&clean()).is_empty());
         for from in ["lumen-server", "lumen", "lumen-perception", MODELS, MOCK] {
             let why = if from == MOCK {
                 "lumen-mock may depend only on lumen-core (and external crates)"
             } else {
-                "lumen-cli is the command-line tool; only xtask (a dev tool) depends on its \
+                "lumen-cli is the command-line tool; only lumen-eval (a dev tool) depends on its \
                  library, never a library crate (anyone may as a dev-dependency)"
             };
             assert_eq!(
@@ -658,11 +719,63 @@ mod tests {
     }
 
     #[test]
+    fn nothing_depends_on_the_tools() {
+        for (from, to) in [
+            ("lumen-server", EVAL),
+            ("lumen-cli", XTASK),
+            (EVAL, XTASK),
+            (TEST_SUPPORT, EVAL),
+        ] {
+            assert_eq!(
+                violations_with(from, to),
+                [format!(
+                    "{from} -> {to}: {to} is a tool (a binary of project tasks); nothing depends on it"
+                )],
+                "{from} -> {to}"
+            );
+        }
+    }
+
+    #[test]
+    fn xtask_depends_on_clap_and_anyhow_only() {
+        // The clean graph has exactly those two (`cargo xtask tidy` checks
+        // the real manifest). Any other dependency fails, of whatever kind,
+        // even a dev one.
+        assert!(check_graph(&clean()).is_empty());
+        for (to, kind) in [
+            ("serde_json", DepKind::Normal),
+            ("tokio", DepKind::Normal),
+            ("cc", DepKind::Build),
+            ("tempfile", DepKind::Dev),
+        ] {
+            let violations = check_graph(&with_edge(XTASK, to, kind));
+            assert_eq!(violations.len(), 1, "{to}: {violations:?}");
+            assert!(
+                violations[0].starts_with(&format!(
+                    "xtask -> {to}: xtask depends on clap and anyhow only"
+                )),
+                "{violations:?}"
+            );
+        }
+        // And so does a missing one.
+        let mut packages = clean();
+        for package in &mut packages {
+            if package.name == XTASK {
+                package.deps.retain(|d| d.name != "clap");
+            }
+        }
+        assert_eq!(
+            check_graph(&packages),
+            ["xtask: does not depend on clap; its dependencies are exactly clap and anyhow"]
+        );
+    }
+
+    #[test]
     fn dependencies_point_down() {
         let expected = |from: &str, to: &str| {
             vec![format!(
                 "{from} -> {to}: dependencies point down (core < browser, models, memory, safety \
-                 < loop < lumen < cli, server < xtask), and {to} sits above {from}"
+                 < loop < lumen < cli, server < eval, xtask), and {to} sits above {from}"
             )]
         };
         for (from, to) in [
@@ -670,7 +783,6 @@ mod tests {
             ("lumen-safety", "lumen"),
             ("lumen-perception", "lumen"),
             ("lumen", "lumen-server"),
-            ("lumen-server", "xtask"),
         ] {
             assert_eq!(
                 violations_with(from, to),

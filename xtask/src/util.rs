@@ -69,57 +69,8 @@ pub(crate) fn succeeds(cmd: &mut Command) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-pub(crate) fn status_kb(field: &str, pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// RSS of process `root` and all its descendants, in MiB.
-pub(crate) fn tree_rss_mib(root: u32) -> f64 {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let ppid = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .and_then(|r| r.split_whitespace().nth(1))
-                        .and_then(|p| p.parse::<u32>().ok())
-                });
-            if let Some(ppid) = ppid {
-                parents.push((pid, ppid));
-            }
-        }
-    }
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    tree.iter()
-        .filter_map(|p| status_kb("VmRSS:", *p))
-        .sum::<u64>() as f64
-        / 1024.0
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn this_process_has_a_resident_size_and_so_does_its_tree() {
-        let me = std::process::id();
-        let own = super::status_kb("VmRSS:", me).unwrap();
-        assert!(own > 0);
-        assert!(super::tree_rss_mib(me) > 0.0);
-        assert_eq!(super::status_kb("NoSuchField:", me), None);
-    }
-
     use super::*;
 
     #[test]

@@ -36,13 +36,6 @@ pub(crate) struct Options {
     check: bool,
 }
 
-impl Options {
-    /// The options `cargo xtask ci` uses.
-    pub(crate) fn checking() -> Self {
-        Self { check: true }
-    }
-}
-
 pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
     let root = util::project_root()?;
     let sdk = root.join("target/sdk");
