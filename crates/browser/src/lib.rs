@@ -52,6 +52,7 @@
 
 #![deny(missing_docs)]
 
+pub mod chromium;
 mod ax;
 mod cdp;
 mod frames;

@@ -1,5 +1,5 @@
 //! Test support for Lumen: a static server for the fixture sites, the mock
-//! model provider and a Chromium locator. Never published.
+//! model provider and the Chromium locator. Never published.
 //!
 //! The fixture server and the mock provider live in `lumen-mock` (a
 //! publishable crate, so `lumen demo` can use them at runtime) and are
@@ -19,6 +19,8 @@
 //!   registry's rules: every end-to-end test is a conformance test.
 //! - [`locate_chromium`] and [`locate_headless_shell`] find a browser binary,
 //!   and [`ChromiumNotFound`] says how to install one when there is none.
+//!   They are `lumen-browser`'s locator ([`lumen_browser::chromium`]),
+//!   re-exported under the names the tests use.
 //!
 //! The library code returns errors instead of unwrapping, like every other
 //! crate in the workspace; only its tests unwrap.
@@ -52,9 +54,10 @@
 
 #![deny(missing_docs)]
 
-mod chromium;
-
-pub use chromium::{ChromiumNotFound, locate_chromium, locate_headless_shell};
+/// Finds the Chromium to test with: [`lumen_browser::chromium::locate`]
+/// (`LUMEN_CHROME`, `CHROME_PATH`, `/usr/bin/chromium`, then `PATH`).
+pub use lumen_browser::chromium::locate as locate_chromium;
+pub use lumen_browser::chromium::{ChromiumNotFound, locate_headless_shell};
 /// The mock model provider; it lives in `lumen-mock` (so `lumen demo` can
 /// use it at runtime) and is re-exported here for the tests.
 pub use lumen_mock::mock_provider;

@@ -1,0 +1,361 @@
+//! The owned launch behind [`CdpTab::launch`](crate::CdpTab::launch): a
+//! Chromium that lives and dies with its owner.
+//!
+//! We spawn Chromium ourselves (rather than through chromiumoxide's launcher)
+//! so its stderr stays ours and its whole process group can be killed. Three
+//! layers make sure no Chromium outlives its owner:
+//! 1. [`ChromiumProcess::kill`] (called by `close` and on drop) kills the
+//!    process group synchronously;
+//! 2. the child is spawned with tokio's `kill_on_drop`;
+//! 3. a tiny watchdog shell holds a pipe from us and kills the group when the
+//!    pipe closes, which happens however our process ends (even `SIGKILL`).
+//!    It is the one place a shell's `kill` remains: it must act after our
+//!    process is gone.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lumen_core::LumenError;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::watch;
+
+use super::group::kill_process_group;
+use super::locate::{is_headless_shell, locate, locate_preferring_headless_shell};
+use crate::options::LaunchOptions;
+
+/// Flags every launch gets (see DEVELOPERS.md): quiet, deterministic, no
+/// first-run UI, no background traffic.
+const BASE_FLAGS: &[&str] = &[
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-breakpad",
+    "--disable-dev-shm-usage",
+    "--mute-audio",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-renderer-backgrounding",
+    "--disable-hang-monitor",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--disable-smooth-scrolling",
+    "--remote-debugging-port=0",
+    "--remote-allow-origins=*",
+];
+
+/// A Chromium process we spawned and own.
+#[derive(Debug)]
+pub(crate) struct ChromiumProcess {
+    pid: Option<u32>,
+    /// Closing this pipe tells the watchdog to kill the process group.
+    watchdog: Option<ChildStdin>,
+    _watchdog_child: Option<Child>,
+    /// `Some(exit description)` once the process has exited.
+    exited: watch::Receiver<Option<String>>,
+    kill_tx: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The profile folder, deleted on drop when we created it.
+    temp_profile: Option<PathBuf>,
+    pub(crate) user_data_dir: PathBuf,
+    pub(crate) executable: PathBuf,
+    pub(crate) ws_url: String,
+}
+
+/// The binary to launch and whether it is a headless shell: the explicit
+/// [`LaunchOptions::executable`], else [`locate_preferring_headless_shell`]
+/// for a headless launch that prefers it, else [`locate`].
+fn executable(options: &LaunchOptions) -> Result<(PathBuf, bool), LumenError> {
+    let path = match &options.executable {
+        Some(path) => path.clone(),
+        None if options.headless && options.prefer_headless_shell => {
+            locate_preferring_headless_shell()?
+        }
+        None => locate()?,
+    };
+    let shell = is_headless_shell(&path);
+    Ok((path, shell))
+}
+
+/// The DevTools WebSocket URL in the text of a `DevToolsActivePort` file
+/// (the port on the first line, the browser's path on the second), or
+/// `None` while the file is incomplete.
+pub(super) fn devtools_url(port_file: &str) -> Option<String> {
+    let mut lines = port_file.lines();
+    let port = lines.next()?.trim().parse::<u16>().ok()?;
+    let path = lines.next()?.trim();
+    path.starts_with('/')
+        .then(|| format!("ws://127.0.0.1:{port}{path}"))
+}
+
+fn unique_profile_dir() -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!(
+        "lumen-chromium-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+impl ChromiumProcess {
+    /// Spawns Chromium and waits for its DevTools endpoint.
+    pub(crate) async fn spawn(options: &LaunchOptions) -> Result<Self, LumenError> {
+        let (executable, shell) = executable(options)?;
+        let (user_data_dir, temp_profile) = match &options.user_data_dir {
+            Some(dir) => (dir.clone(), None),
+            None => {
+                let dir = unique_profile_dir();
+                (dir.clone(), Some(dir))
+            }
+        };
+        std::fs::create_dir_all(&user_data_dir).map_err(|e| {
+            LumenError::config(
+                "user_data_dir",
+                format!("cannot create {}: {e}", user_data_dir.display()),
+            )
+        })?;
+        // A stale port file from an earlier run would point us at a dead port.
+        let port_file = user_data_dir.join("DevToolsActivePort");
+        let _ = std::fs::remove_file(&port_file);
+
+        let mut cmd = Command::new(&executable);
+        cmd.args(BASE_FLAGS)
+            .arg(format!("--user-data-dir={}", user_data_dir.display()))
+            .arg(format!(
+                "--window-size={},{}",
+                options.window.width, options.window.height
+            ));
+        if options.headless && !shell {
+            cmd.arg("--headless");
+        }
+        if options.no_sandbox {
+            cmd.arg("--no-sandbox");
+        }
+        cmd.args(&options.args)
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|e| {
+            LumenError::config(
+                "chromium",
+                format!("cannot start {}: {e}", executable.display()),
+            )
+        })?;
+        let pid = child.id();
+
+        // Chromium's stderr goes to our tracing at debug level.
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(target: "lumen_browser::chromium", "{line}");
+                }
+            });
+        }
+
+        let (watchdog, watchdog_child) = match pid {
+            Some(pid) => spawn_watchdog(pid, temp_profile.as_deref()),
+            None => (None, None),
+        };
+
+        let (exit_tx, exited) = watch::channel(None);
+        let (kill_tx, kill_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let status = tokio::select! {
+                status = child.wait() => status,
+                _ = kill_rx => {
+                    let _ = child.start_kill();
+                    child.wait().await
+                }
+            };
+            let text = match status {
+                Ok(s) => format!("Chromium exited ({s})"),
+                Err(e) => format!("Chromium could not be waited for: {e}"),
+            };
+            let _ = exit_tx.send(Some(text));
+        });
+
+        let mut process = Self {
+            pid,
+            watchdog,
+            _watchdog_child: watchdog_child,
+            exited,
+            kill_tx: Some(kill_tx),
+            temp_profile,
+            user_data_dir,
+            executable,
+            ws_url: String::new(),
+        };
+        match process
+            .read_port_file(&port_file, options.launch_timeout)
+            .await
+        {
+            Ok(url) => {
+                process.ws_url = url;
+                Ok(process)
+            }
+            Err(e) => {
+                process.kill();
+                Err(e)
+            }
+        }
+    }
+
+    async fn read_port_file(
+        &self,
+        port_file: &Path,
+        timeout: Duration,
+    ) -> Result<String, LumenError> {
+        let start = Instant::now();
+        loop {
+            if let Ok(text) = tokio::fs::read_to_string(port_file).await
+                && let Some(url) = devtools_url(&text)
+            {
+                return Ok(url);
+            }
+            if let Some(exit) = self.exited.borrow().clone() {
+                return Err(LumenError::disconnected(format!(
+                    "{exit} before opening its DevTools port ({})",
+                    self.executable.display()
+                )));
+            }
+            if start.elapsed() > timeout {
+                return Err(LumenError::SessionTimeout {
+                    what: format!("Chromium's DevTools port ({})", self.executable.display()),
+                    after: timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    }
+
+    /// Resolves with a description once the process has exited.
+    pub(crate) async fn wait_exit(&self) -> String {
+        let mut rx = self.exited.clone();
+        match rx.wait_for(|e| e.is_some()).await {
+            Ok(e) => e.clone().unwrap_or_default(),
+            Err(_) => "Chromium exited".to_owned(),
+        }
+    }
+
+    /// A receiver that turns `Some` when the process exits.
+    pub(crate) fn exit_watch(&self) -> watch::Receiver<Option<String>> {
+        self.exited.clone()
+    }
+
+    /// The process id of the browser process.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Kills the whole process group now (idempotent, synchronous).
+    pub(crate) fn kill(&mut self) {
+        if let Some(tx) = self.kill_tx.take() {
+            let _ = tx.send(());
+        }
+        if let Some(pid) = self.pid {
+            // The group id is the browser's pid (`process_group(0)`).
+            if let Err(e) = kill_process_group(pid) {
+                tracing::debug!("killing Chromium's process group {pid}: {e}");
+            }
+        }
+        // Closing the pipe releases the watchdog (its kill is then a no-op).
+        self.watchdog.take();
+    }
+
+    /// Deletes the temporary profile, if we created one.
+    pub(crate) fn remove_profile(&mut self) {
+        if let Some(dir) = self.temp_profile.take() {
+            // Chromium may still be flushing for a moment after exit.
+            for _ in 0..5 {
+                if std::fs::remove_dir_all(&dir).is_ok() || !dir.exists() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            tracing::debug!("could not delete the temporary profile {}", dir.display());
+        }
+    }
+}
+
+impl Drop for ChromiumProcess {
+    fn drop(&mut self) {
+        self.kill();
+        self.remove_profile();
+    }
+}
+
+/// Starts `sh` in its own process group (so a terminal's Ctrl-C reaches it
+/// only through us): it blocks reading our pipe and, when the pipe closes
+/// (however our process ends), kills Chromium's group and deletes the
+/// temporary profile, if there is one.
+fn spawn_watchdog(pid: u32, temp_profile: Option<&Path>) -> (Option<ChildStdin>, Option<Child>) {
+    let profile = temp_profile
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        // dash's `kill` takes no `--`; the group id is written `-PID`.
+        "while read -r _; do :; done; kill -KILL \"-$1\" 2>/dev/null; \
+         if [ -n \"$2\" ]; then sleep 0.3; rm -rf -- \"$2\"; fi",
+        "lumen-chromium-watchdog",
+        &pid.to_string(),
+        &profile,
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .process_group(0);
+    match cmd.spawn() {
+        Ok(mut child) => (child.stdin.take(), Some(child)),
+        Err(e) => {
+            tracing::warn!("could not start the Chromium watchdog: {e}");
+            (None, None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_port_file_gives_the_websocket_url_once_complete() {
+        assert_eq!(
+            devtools_url("40123\n/devtools/browser/abc-def\n").as_deref(),
+            Some("ws://127.0.0.1:40123/devtools/browser/abc-def")
+        );
+        assert_eq!(
+            devtools_url(" 9222 \r\n/devtools/browser/x").as_deref(),
+            Some("ws://127.0.0.1:9222/devtools/browser/x")
+        );
+        for partial in [
+            "",
+            "40123",
+            "40123\n",
+            "port\n/devtools/browser/x",
+            "99999\n/x",
+            "1\nx",
+        ] {
+            assert_eq!(devtools_url(partial), None, "{partial:?}");
+        }
+    }
+}
