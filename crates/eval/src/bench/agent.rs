@@ -741,7 +741,11 @@ async fn cold_start(wire: Wire) -> Result<f64> {
             base_url: Some(wire.base_url(&mock)),
             ..AdapterOptions::default()
         },
-        ..lumen::AgentOptions::new(wire.model()).max_steps(2)
+        session: SessionOptions {
+            max_steps: 2,
+            ..SessionOptions::default()
+        },
+        ..lumen::AgentOptions::new(wire.model())
     };
     let mut agent = lumen::Agent::new(options);
     let t0 = Instant::now();
