@@ -41,9 +41,9 @@ use lumen_models::{AdapterOptions, WireEvent, WireObserver, create_adapter_with_
 use lumen_models::{Provider, decode_recording_blocking, reframe_recording};
 use serde_json::{Value, json};
 
+use crate::eval::catalogue::Dataset;
 use crate::eval::dates::{Date, shift_dates};
 use crate::eval::runner;
-use crate::eval::tasks::Dataset;
 use crate::util;
 
 /// Environment variables that may hold an API key; every value found is

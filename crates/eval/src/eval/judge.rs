@@ -13,8 +13,8 @@ use anyhow::{Context as _, bail};
 use lumen::Image;
 use serde_json::{Value, json};
 
+use super::catalogue::Reference;
 use super::report::Verdict;
-use super::tasks::Reference;
 
 /// Which wire format the judge speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,11 +21,11 @@ use lumen::models::{AdapterOptions, create_adapter};
 use lumen::{BrowserTab, SessionOptions};
 use tokio::sync::Mutex;
 
+use super::catalogue::{Dataset, Reference, Selection, Task, select};
 use super::dates::{Date, shift_dates};
 use super::judge::{Judge, JudgeInput};
 use super::report::{Results, Verdict, write_outputs};
 use super::runner::{self, RecordHead};
-use super::tasks::{Dataset, Reference, Selection, Task, select};
 use super::{Options, slug};
 
 /// A task ready to run: its question already date-shifted.

@@ -4,24 +4,29 @@
 //! Both write `results.json` and `report.md` under `--out`. See
 //! `docs/eval.md`.
 //!
-//! - [`tasks`]: the WebVoyager loader, selection and the stratified sampler;
+//! - [`catalogue`]: the task catalogues: WebVoyager (loader, reference
+//!   answers, selection and the stratified sampler) and the replica sites'
+//!   `tasks.json`;
 //! - [`dates`]: moving past dates into the future;
 //! - [`judge`]: the live judge's prompt, request and verdict parsing;
 //! - [`report`]: the results file and the Markdown report;
 //! - [`runner`]: one run of one task through the `lumen` facade, with its
 //!   trace;
-//! - [`offline`]: the offline suites (replica sites, MiniWoB++) and their
-//!   oracles; [`miniwob`]: fetching MiniWoB++ and its episode protocol;
+//! - [`offline`]: the offline suites (replica sites, MiniWoB++): selection,
+//!   workers per adapter, one run per task;
+//! - [`oracles`]: the offline suites' scripted "model" and checker;
+//!   [`miniwob`]: fetching MiniWoB++ and its episode protocol;
 //! - [`live`]: trials, concurrency, sharding and resume for live runs.
 
+pub(crate) mod catalogue;
 pub(crate) mod dates;
 mod judge;
 mod live;
 mod miniwob;
 mod offline;
+mod oracles;
 mod report;
 pub(crate) mod runner;
-pub(crate) mod tasks;
 
 use std::path::PathBuf;
 use std::str::FromStr;

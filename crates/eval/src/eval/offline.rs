@@ -14,6 +14,8 @@
 //! start page, and its checker reads the page state and the answer.
 //! MiniWoB++ tasks are answered turn by turn instead: a live oracle reads
 //! the page each time the loop is about to ask the model (`LiveOracle`).
+//! The tasks are in [`super::catalogue`], the oracles and the checker in
+//! [`super::oracles`]; this module selects, schedules and runs them.
 //!
 //! So the model is scripted, and the report says so; what the suite proves
 //! is everything else: HTTP, streaming, decoding, coordinate conversion,
@@ -27,11 +29,12 @@ use anyhow::{Context as _, bail};
 use lumen::browser::CdpTab;
 use lumen::models::{AdapterOptions, ApiKey, create_adapter};
 use lumen::{BrowserTab, SessionOptions};
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::miniwob::{self, MiniWobTask, OracleStep, TASKS};
+use super::catalogue::{ReplicaCatalogue, ReplicaTask};
+use super::miniwob::{self, MiniWobTask, TASKS};
+use super::oracles::{LiveOracle, check, eval, goto, script};
 use super::report::{Results, TaskResult, Verdict, write_outputs};
 use super::runner::{self, RecordHead, Run};
 use super::{Options, slug};
@@ -44,100 +47,6 @@ mod doubles {
     pub(super) use lumen_mock::mock_provider::trajectory::{ScriptStep, Wire};
 }
 use doubles::{FixtureServer, MockProvider, ScriptStep, Wire};
-
-/// `fixtures/sites/eval/tasks.json`.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Catalogue {
-    pub(crate) tasks: Vec<ReplicaTask>,
-}
-
-/// One replica-site task.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct ReplicaTask {
-    pub(crate) id: String,
-    pub(crate) site: String,
-    /// Part of the `--quick` slice.
-    pub(crate) quick: bool,
-    /// Start page, relative to the site folder.
-    pub(crate) start: String,
-    pub(crate) question: String,
-    pub(crate) turns: Vec<Turn>,
-    pub(crate) expect: Expect,
-}
-
-/// One scripted model turn.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Turn {
-    /// The page (and query) whose layout the turn's targets are read from.
-    pub(crate) at: String,
-    pub(crate) actions: Vec<OracleAction>,
-}
-
-/// What the oracle does, by selector.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum OracleAction {
-    /// Click the element's centre, then type.
-    TypeInto {
-        r#type: String,
-        text: String,
-    },
-    Click {
-        click: String,
-    },
-    Key {
-        key: String,
-    },
-    Done {
-        done: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    AnswerFrom {
-        answer_from: Vec<String>,
-    },
-}
-
-/// The checker.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Expect {
-    /// Strings the answer must contain (case-insensitive).
-    #[serde(default)]
-    pub(crate) answer: Vec<String>,
-    /// A JS expression that must be `true` when the run ends.
-    #[serde(default)]
-    pub(crate) state: Option<String>,
-}
-
-impl Catalogue {
-    pub(crate) fn load(path: &Path) -> anyhow::Result<Catalogue> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let catalogue: Catalogue =
-            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        for task in &catalogue.tasks {
-            let last = task.turns.last().and_then(|t| t.actions.last());
-            if !matches!(
-                last,
-                Some(OracleAction::Done { .. } | OracleAction::AnswerFrom { .. })
-            ) {
-                bail!("{}: the last action must be done or answerFrom", task.id);
-            }
-        }
-        Ok(catalogue)
-    }
-}
-
-/// Whether the answer contains every expected string (case-insensitive).
-pub(crate) fn answer_matches(answer: Option<&str>, expected: &[String]) -> Result<(), String> {
-    let answer = answer.unwrap_or_default().to_lowercase();
-    match expected
-        .iter()
-        .find(|e| !answer.contains(&e.to_lowercase()))
-    {
-        None => Ok(()),
-        Some(missing) => Err(format!("the answer lacks {missing:?}")),
-    }
-}
 
 /// A task of either offline suite.
 #[derive(Debug, Clone)]
@@ -179,7 +88,7 @@ fn suites(options: &Options) -> anyhow::Result<(bool, bool)> {
 /// Every task of the chosen suites that `--quick`, `--sites`, `--tasks` and
 /// `--limit` select, replica tasks first.
 pub(crate) fn select_all(
-    catalogue: &Catalogue,
+    catalogue: &ReplicaCatalogue,
     options: &Options,
 ) -> anyhow::Result<Vec<OfflineTask>> {
     let (replica, miniwob) = suites(options)?;
@@ -225,7 +134,7 @@ struct Servers {
 /// Runs the offline suites and fails if any run fails.
 pub(crate) async fn run(options: &Options, root: &Path, out: &Path) -> anyhow::Result<()> {
     let site_dir = root.join("fixtures/sites/eval");
-    let catalogue = Catalogue::load(&site_dir.join("tasks.json"))?;
+    let catalogue = ReplicaCatalogue::load(&site_dir.join("tasks.json"))?;
     let tasks = select_all(&catalogue, options)?;
     if tasks.is_empty() {
         bail!("no offline task selected");
@@ -403,42 +312,6 @@ async fn adapter_worker(
     Ok(())
 }
 
-/// The oracle's reading of one replica task: the turns as script steps.
-async fn script(
-    task: &ReplicaTask,
-    server: &FixtureServer,
-    tab: &CdpTab,
-) -> anyhow::Result<Vec<Vec<ScriptStep>>> {
-    let mut turns = Vec::new();
-    for turn in &task.turns {
-        goto(tab, &server.url(&turn.at)).await?;
-        let mut steps = Vec::new();
-        for action in &turn.actions {
-            steps.push(match action {
-                OracleAction::Click { click } => {
-                    let (x, y) = centre(tab, click, &turn.at).await?;
-                    ScriptStep::Click(x, y)
-                }
-                OracleAction::TypeInto { r#type, text } => {
-                    let (x, y) = centre(tab, r#type, &turn.at).await?;
-                    ScriptStep::TypeAt(x, y, text.clone())
-                }
-                OracleAction::Key { key } => ScriptStep::Key(key.clone()),
-                OracleAction::Done { done } => ScriptStep::Done(done.clone()),
-                OracleAction::AnswerFrom { answer_from } => {
-                    let mut parts = Vec::new();
-                    for selector in answer_from {
-                        parts.push(text_of(tab, selector, &turn.at).await?);
-                    }
-                    ScriptStep::Done(parts.join(", "))
-                }
-            });
-        }
-        turns.push(steps);
-    }
-    Ok(turns)
-}
-
 /// Queues `turns` on a fresh mock (nothing left over from an earlier task
 /// can answer this one), runs `instruction` with `wire`'s adapter, and
 /// returns the run and how many scripted turns were never requested.
@@ -505,77 +378,6 @@ async fn run_replica(
     Ok((run, verdict))
 }
 
-/// A MiniWoB++ oracle turn as script steps: its actions, or `Done` when it
-/// has none left (the episode is over).
-pub(crate) fn miniwob_turn(plan: Vec<OracleStep>) -> Vec<ScriptStep> {
-    if plan.is_empty() {
-        return vec![ScriptStep::Done("done".into())];
-    }
-    plan.into_iter()
-        .map(|s| match s {
-            OracleStep::Click(x, y) => ScriptStep::Click(x, y),
-            OracleStep::Hover(x, y) => ScriptStep::Hover(x, y),
-            OracleStep::TypeAt(x, y, t) => ScriptStep::TypeAt(x, y, t),
-            OracleStep::Key(k) => ScriptStep::Key(k),
-        })
-        .collect()
-}
-
-/// The MiniWoB++ "model": when a step's screenshot is taken (just before
-/// the loop asks the model), it runs the task's oracle on the page as it is
-/// then and queues that turn's answer on the mock in the wire's format. So
-/// a task can take as many turns as it needs (open a picker, then choose in
-/// it), each planned from the page the screenshot shows.
-///
-/// It answers inside `on_event`, which monitors are asked to keep short: here
-/// the wait stands in for the model's thinking, which the loop waits for
-/// anyway, and `block_in_place` keeps the runtime's other tasks (the CDP
-/// connection among them) running meanwhile.
-struct LiveOracle {
-    task: MiniWobTask,
-    wire: Wire,
-    tab: Arc<CdpTab>,
-    mock: Arc<MockProvider>,
-    size: (u32, u32),
-    runtime: tokio::runtime::Handle,
-    turns: std::sync::atomic::AtomicUsize,
-    errors: std::sync::Mutex<Vec<String>>,
-}
-
-impl LiveOracle {
-    async fn plan(&self, turn: usize) -> anyhow::Result<Vec<ScriptStep>> {
-        let answer = eval(&self.tab, &miniwob::oracle_js(&self.task, turn)).await?;
-        Ok(miniwob_turn(miniwob::parse_oracle(&answer)?))
-    }
-}
-
-impl lumen::LoopMonitor for LiveOracle {
-    fn on_event(&self, event: &lumen::StreamEvent) {
-        if !matches!(event, lumen::StreamEvent::Screenshot { .. }) {
-            return;
-        }
-        let turn = self.turns.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let planned = if self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-        {
-            tokio::task::block_in_place(|| self.runtime.block_on(self.plan(turn)))
-        } else {
-            Err(anyhow::anyhow!(
-                "the live oracle needs a multi-thread runtime"
-            ))
-        };
-        let steps = planned.unwrap_or_else(|error| {
-            let text = format!("oracle turn {turn}: {error:#}");
-            self.errors
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(text.clone());
-            vec![ScriptStep::Done(text)]
-        });
-        self.mock
-            .push(self.wire.route(), self.wire.turn(turn, &steps, self.size));
-    }
-}
-
 async fn run_miniwob(
     wire: Wire,
     task: &MiniWobTask,
@@ -603,16 +405,13 @@ async fn run_miniwob(
             .await
             .context("starting the mock provider")?,
     );
-    let oracle = Arc::new(LiveOracle {
-        task: *task,
+    let oracle = Arc::new(LiveOracle::new(
+        *task,
         wire,
-        tab: Arc::clone(tab),
-        mock: Arc::clone(&mock),
-        size: (viewport.width, viewport.height),
-        runtime: tokio::runtime::Handle::current(),
-        turns: std::sync::atomic::AtomicUsize::new(0),
-        errors: std::sync::Mutex::new(Vec::new()),
-    });
+        Arc::clone(tab),
+        Arc::clone(&mock),
+        (viewport.width, viewport.height),
+    ));
     let adapter = create_adapter(
         wire.model(),
         AdapterOptions {
@@ -639,12 +438,7 @@ async fn run_miniwob(
     .await?;
     let reward = eval(tab, miniwob::REWARD_JS).await?;
     let (pass, reason) = miniwob::succeeded(&reward);
-    let errors = std::mem::take(
-        &mut *oracle
-            .errors
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
+    let errors = oracle.take_errors();
     let verdict = if !errors.is_empty() {
         Verdict {
             pass: false,
@@ -661,157 +455,14 @@ async fn run_miniwob(
     Ok((run, verdict))
 }
 
-/// The checker: the run succeeded, used every scripted turn, answered with
-/// the expected strings, and left the page in the expected state.
-async fn check(task: &ReplicaTask, run: &Run, tab: &CdpTab, unused_turns: usize) -> Verdict {
-    let fail = |reason: String| Verdict {
-        pass: false,
-        reason,
-    };
-    if run.status() != "success" {
-        let error = run
-            .result
-            .as_ref()
-            .and_then(|r| r.error.as_ref())
-            .map_or_else(String::new, |e| format!(": {}", e.message));
-        return fail(format!("the run ended with {}{error}", run.status()));
-    }
-    if unused_turns > 0 {
-        return fail(format!(
-            "{unused_turns} scripted turn(s) were never requested"
-        ));
-    }
-    if let Err(reason) = answer_matches(run.answer().as_deref(), &task.expect.answer) {
-        return fail(reason);
-    }
-    if let Some(state) = &task.expect.state {
-        match eval(tab, &format!("Boolean({state})")).await {
-            Ok(Value::Bool(true)) => {}
-            Ok(other) => return fail(format!("page state check returned {other}: {state}")),
-            Err(error) => return fail(format!("page state check failed: {error:#}")),
-        }
-    }
-    Verdict {
-        pass: true,
-        reason: "expected answer and page state".into(),
-    }
-}
-
-async fn goto(tab: &CdpTab, url: &str) -> anyhow::Result<()> {
-    let outcome = tab
-        .goto(url)
-        .await
-        .map_err(|e| anyhow::anyhow!("opening {url}: {e}"))?;
-    if !outcome.ok {
-        bail!("opening {url} failed: {:?}", outcome.error);
-    }
-    Ok(())
-}
-
-async fn eval(tab: &CdpTab, js: &str) -> anyhow::Result<Value> {
-    tab.evaluate(js)
-        .await
-        .map_err(|e| anyhow::anyhow!("evaluating JavaScript: {e}"))
-}
-
-/// The centre of the first element matching `selector`, in viewport pixels.
-async fn centre(tab: &CdpTab, selector: &str, page: &str) -> anyhow::Result<(i32, i32)> {
-    match lumen_mock::element_center(tab, selector).await {
-        Ok(Some(p)) => Ok((p.x, p.y)),
-        Ok(None) => bail!("oracle: no element {selector:?} on {page}"),
-        Err(e) => Err(anyhow::anyhow!("evaluating JavaScript: {e}")),
-    }
-}
-
-/// The trimmed text of the first element matching `selector`.
-async fn text_of(tab: &CdpTab, selector: &str, page: &str) -> anyhow::Result<String> {
-    let sel = serde_json::to_string(selector)?;
-    let js = format!(
-        "(() => {{ const e = document.querySelector({sel}); return e ? e.textContent.trim() : null; }})()"
-    );
-    eval(tab, &js)
-        .await?
-        .as_str()
-        .map(str::to_owned)
-        .with_context(|| format!("oracle: no element {selector:?} on {page}"))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::catalogue::OracleAction;
     use super::*;
 
-    fn shipped() -> Catalogue {
+    fn shipped() -> ReplicaCatalogue {
         let root = crate::util::project_root().unwrap();
-        Catalogue::load(&root.join("fixtures/sites/eval/tasks.json")).unwrap()
-    }
-
-    #[test]
-    fn the_catalogue_covers_six_sites_with_several_tasks_and_a_quick_task_each() {
-        let catalogue = shipped();
-        let mut sites: Vec<&str> = catalogue.tasks.iter().map(|t| t.site.as_str()).collect();
-        sites.dedup();
-        assert_eq!(
-            sites,
-            [
-                "recipes",
-                "bookshop",
-                "news",
-                "dictionary",
-                "flights",
-                "repo"
-            ]
-        );
-        for site in sites {
-            let of_site: Vec<&ReplicaTask> =
-                catalogue.tasks.iter().filter(|t| t.site == site).collect();
-            assert!(of_site.len() >= 2, "{site}");
-            assert_eq!(of_site.iter().filter(|t| t.quick).count(), 1, "{site}");
-            for t in of_site {
-                assert!(t.id.starts_with(&format!("{site}/")), "{}", t.id);
-                assert!(t.expect.state.is_some(), "{}: checks the page", t.id);
-                assert!(!t.expect.answer.is_empty(), "{}: checks the answer", t.id);
-            }
-        }
-        assert!(catalogue.tasks.iter().any(|t| {
-            t.turns
-                .iter()
-                .flat_map(|turn| &turn.actions)
-                .any(|a| matches!(a, OracleAction::Key { .. }))
-        }));
-    }
-
-    #[test]
-    fn actions_parse_by_their_key() {
-        let a: Vec<OracleAction> = serde_json::from_str(
-            r##"[{"click": "#a"}, {"type": "#q", "text": "x"}, {"key": "Enter"}, {"done": "ok"}, {"answerFrom": ["#t"]}]"##,
-        )
-        .unwrap();
-        assert_eq!(
-            a,
-            [
-                OracleAction::Click { click: "#a".into() },
-                OracleAction::TypeInto {
-                    r#type: "#q".into(),
-                    text: "x".into()
-                },
-                OracleAction::Key {
-                    key: "Enter".into()
-                },
-                OracleAction::Done { done: "ok".into() },
-                OracleAction::AnswerFrom {
-                    answer_from: vec!["#t".into()]
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn the_answer_check_is_case_insensitive_and_needs_every_part() {
-        let want = vec!["Salt Road".to_owned(), "6.50".to_owned()];
-        assert!(answer_matches(Some("The salt road, £6.50"), &want).is_ok());
-        assert!(answer_matches(Some("The Salt Road"), &want).is_err());
-        assert!(answer_matches(None, &want).is_err());
-        assert!(answer_matches(None, &[]).is_ok());
+        ReplicaCatalogue::load(&root.join("fixtures/sites/eval/tasks.json")).unwrap()
     }
 
     fn parse_options(args: &[&str]) -> Options {
@@ -876,25 +527,6 @@ mod tests {
         assert!(traces.join("wrong/events.jsonl").is_file());
         tab.close().await.unwrap();
         std::fs::remove_dir_all(&traces).unwrap();
-    }
-
-    #[test]
-    fn an_oracle_turn_without_actions_finishes_the_run() {
-        assert_eq!(miniwob_turn(Vec::new()), [ScriptStep::Done("done".into())]);
-        assert_eq!(
-            miniwob_turn(vec![
-                OracleStep::Click(1, 2),
-                OracleStep::Hover(3, 4),
-                OracleStep::TypeAt(5, 6, "x".into()),
-                OracleStep::Key("Enter".into()),
-            ]),
-            [
-                ScriptStep::Click(1, 2),
-                ScriptStep::Hover(3, 4),
-                ScriptStep::TypeAt(5, 6, "x".into()),
-                ScriptStep::Key("Enter".into()),
-            ]
-        );
     }
 
     /// A stand-in for a MiniWoB++ page with MiniWoB's episode protocol

@@ -1,14 +1,20 @@
-//! WebVoyager tasks: loading the task file, the reference answers and the
-//! `lumen25` subset, and choosing which tasks an eval runs.
+//! The task catalogues.
 //!
-//! Selection applies, in order: the subset (`--subset lumen25`), the site
-//! filter (`--sites`), the id filter (`--tasks`), the seeded stratified
-//! sample (`--sample N --seed S`) and finally `--limit`.
+//! WebVoyager (live): loading the task file, the reference answers and the
+//! `lumen25` subset, and choosing which tasks an eval runs. Selection
+//! applies, in order: the subset (`--subset lumen25`), the site filter
+//! (`--sites`), the id filter (`--tasks`), the seeded stratified sample
+//! (`--sample N --seed S`) and finally `--limit`.
+//!
+//! The replica sites (offline): [`ReplicaCatalogue`], the tasks of
+//! `fixtures/sites/eval/tasks.json` with their oracle scripts and checks.
+//! (MiniWoB++'s tasks are listed with their oracles in `miniwob`.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// One WebVoyager task.
@@ -289,6 +295,89 @@ pub(crate) fn stratified_sample(tasks: &[Task], n: usize, seed: u64) -> Vec<Task
     out
 }
 
+/// The replica sites' catalogue, `fixtures/sites/eval/tasks.json`: each
+/// task with its oracle's script and its checker's expectations.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ReplicaCatalogue {
+    pub(crate) tasks: Vec<ReplicaTask>,
+}
+
+/// One replica-site task.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ReplicaTask {
+    pub(crate) id: String,
+    pub(crate) site: String,
+    /// Part of the `--quick` slice.
+    pub(crate) quick: bool,
+    /// Start page, relative to the site folder.
+    pub(crate) start: String,
+    pub(crate) question: String,
+    pub(crate) turns: Vec<Turn>,
+    pub(crate) expect: Expect,
+}
+
+/// One scripted model turn.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Turn {
+    /// The page (and query) whose layout the turn's targets are read from.
+    pub(crate) at: String,
+    pub(crate) actions: Vec<OracleAction>,
+}
+
+/// What the oracle does, by selector.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum OracleAction {
+    /// Click the element's centre, then type.
+    TypeInto {
+        r#type: String,
+        text: String,
+    },
+    Click {
+        click: String,
+    },
+    Key {
+        key: String,
+    },
+    Done {
+        done: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    AnswerFrom {
+        answer_from: Vec<String>,
+    },
+}
+
+/// The checker.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Expect {
+    /// Strings the answer must contain (case-insensitive).
+    #[serde(default)]
+    pub(crate) answer: Vec<String>,
+    /// A JS expression that must be `true` when the run ends.
+    #[serde(default)]
+    pub(crate) state: Option<String>,
+}
+
+impl ReplicaCatalogue {
+    pub(crate) fn load(path: &Path) -> anyhow::Result<ReplicaCatalogue> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let catalogue: ReplicaCatalogue =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        for task in &catalogue.tasks {
+            let last = task.turns.last().and_then(|t| t.actions.last());
+            if !matches!(
+                last,
+                Some(OracleAction::Done { .. } | OracleAction::AnswerFrom { .. })
+            ) {
+                bail!("{}: the last action must be done or answerFrom", task.id);
+            }
+        }
+        Ok(catalogue)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,5 +545,70 @@ mod tests {
         assert_eq!(rng.next_u64(), 0x6E78_9E6A_A1B9_65F4);
         let mut rng = SplitMix64::new(5);
         assert!((0..1000).all(|_| rng.below(7) < 7));
+    }
+
+    fn shipped_replicas() -> ReplicaCatalogue {
+        let root = crate::util::project_root().unwrap();
+        ReplicaCatalogue::load(&root.join("fixtures/sites/eval/tasks.json")).unwrap()
+    }
+
+    #[test]
+    fn the_catalogue_covers_six_sites_with_several_tasks_and_a_quick_task_each() {
+        let catalogue = shipped_replicas();
+        let mut sites: Vec<&str> = catalogue.tasks.iter().map(|t| t.site.as_str()).collect();
+        sites.dedup();
+        assert_eq!(
+            sites,
+            [
+                "recipes",
+                "bookshop",
+                "news",
+                "dictionary",
+                "flights",
+                "repo"
+            ]
+        );
+        for site in sites {
+            let of_site: Vec<&ReplicaTask> =
+                catalogue.tasks.iter().filter(|t| t.site == site).collect();
+            assert!(of_site.len() >= 2, "{site}");
+            assert_eq!(of_site.iter().filter(|t| t.quick).count(), 1, "{site}");
+            for t in of_site {
+                assert!(t.id.starts_with(&format!("{site}/")), "{}", t.id);
+                assert!(t.expect.state.is_some(), "{}: checks the page", t.id);
+                assert!(!t.expect.answer.is_empty(), "{}: checks the answer", t.id);
+            }
+        }
+        assert!(catalogue.tasks.iter().any(|t| {
+            t.turns
+                .iter()
+                .flat_map(|turn| &turn.actions)
+                .any(|a| matches!(a, OracleAction::Key { .. }))
+        }));
+    }
+
+    #[test]
+    fn actions_parse_by_their_key() {
+        let a: Vec<OracleAction> = serde_json::from_str(
+            r##"[{"click": "#a"}, {"type": "#q", "text": "x"}, {"key": "Enter"}, {"done": "ok"}, {"answerFrom": ["#t"]}]"##,
+        )
+        .unwrap();
+        assert_eq!(
+            a,
+            [
+                OracleAction::Click { click: "#a".into() },
+                OracleAction::TypeInto {
+                    r#type: "#q".into(),
+                    text: "x".into()
+                },
+                OracleAction::Key {
+                    key: "Enter".into()
+                },
+                OracleAction::Done { done: "ok".into() },
+                OracleAction::AnswerFrom {
+                    answer_from: vec!["#t".into()]
+                },
+            ]
+        );
     }
 }
