@@ -5,14 +5,19 @@
 //! generic containers) and give each a ref such as `@e12`. Refs are keyed by
 //! the DOM backend node id, so the same element keeps its ref across
 //! snapshots for as long as the document lives; a new document starts over.
+//!
+//! Works on one page session ([`PageSession`]) and the ref numbering of
+//! its document, so it sits below the tab: [`CdpTab`](crate::CdpTab) hands
+//! it the page it drives, and [`PageLink`](crate::PageLink) uses the walk.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 pub use lumen_core::{AxNode, AxSnapshot};
 use lumen_core::{Point, Result};
 use serde::Deserialize;
 
-use crate::tab::{CdpTab, lock};
+use crate::cdp::{CallError, PageSession};
 
 /// Ref numbering per document.
 #[derive(Debug, Default)]
@@ -80,19 +85,19 @@ fn listed(ignored: bool, role: &str, name: &str) -> bool {
     !(name.is_empty() && UNNAMED_NOISE.contains(&role))
 }
 
-pub(crate) async fn snapshot(tab: &CdpTab) -> Result<AxSnapshot> {
-    let ctx = tab.active_ctx();
-    let conn = tab.conn_arc();
-    let url = tab.eval_active("location.href").await?;
+fn lock(refs: &Mutex<AxRefs>) -> MutexGuard<'_, AxRefs> {
+    refs.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A snapshot of the page's accessibility tree, numbering refs with `refs`
+/// (started over when the page's URL changed).
+pub(crate) async fn snapshot(page: PageSession<'_>, refs: &Mutex<AxRefs>) -> Result<AxSnapshot> {
+    let url = page.evaluate("location.href").await?;
     let url = url.as_str().unwrap_or_default().to_owned();
-    let raw = conn
-        .page_raw(
-            &ctx.page,
-            "Accessibility.getFullAXTree",
-            serde_json::json!({}),
-        )
+    let raw = page
+        .call("Accessibility.getFullAXTree", serde_json::json!({}))
         .await?;
-    let mut refs = lock(&ctx.ax_refs);
+    let mut refs = lock(refs);
     if refs.url != url {
         *refs = AxRefs {
             url: url.clone(),
@@ -226,31 +231,25 @@ pub(crate) fn walk(
     out
 }
 
-pub(crate) async fn ref_center(tab: &CdpTab, reference: &str) -> Result<Option<Point>> {
-    let ctx = tab.active_ctx();
-    let Some(num) = reference
-        .trim()
-        .trim_start_matches('@')
-        .trim_start_matches('e')
-        .parse::<u32>()
-        .ok()
-    else {
+/// The centre of the element a ref names, viewport CSS pixels (`None` when
+/// the ref is unknown or the element has no box).
+pub(crate) async fn ref_center(
+    page: PageSession<'_>,
+    refs: &Mutex<AxRefs>,
+    reference: &str,
+) -> Result<Option<Point>> {
+    let Some(backend) = backend_of(refs, reference) else {
         return Ok(None);
     };
-    let Some(backend) = lock(&ctx.ax_refs).by_ref.get(&num).copied() else {
-        return Ok(None);
-    };
-    let conn = tab.conn_arc();
-    let quads = match conn
-        .page_raw(
-            &ctx.page,
+    let quads = match page
+        .call(
             "DOM.getContentQuads",
             serde_json::json!({ "backendNodeId": backend }),
         )
         .await
     {
         Ok(v) => v,
-        Err(crate::cdp::CallError::Protocol { .. }) => return Ok(None),
+        Err(CallError::Protocol { .. }) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     let Some(q) = quads["quads"]
@@ -275,16 +274,16 @@ pub(crate) async fn ref_center(tab: &CdpTab, reference: &str) -> Result<Option<P
     Ok(Some(Point::new(cx.round() as i32, cy.round() as i32)))
 }
 
-/// The DOM backend node a ref names in the driven tab's document, if it is
-/// still known.
-fn backend_of(tab: &CdpTab, reference: &str) -> Option<i64> {
+/// The DOM backend node a ref names in the document `refs` numbers, if it
+/// is still known.
+fn backend_of(refs: &Mutex<AxRefs>, reference: &str) -> Option<i64> {
     let num = reference
         .trim()
         .trim_start_matches('@')
         .trim_start_matches('e')
         .parse::<u32>()
         .ok()?;
-    lock(&tab.active_ctx().ax_refs).by_ref.get(&num).copied()
+    lock(refs).by_ref.get(&num).copied()
 }
 
 /// The answer when a ref is not (or no longer) known.
@@ -297,28 +296,24 @@ fn stale(reference: &str) -> lumen_core::ActionOutcome {
 
 /// Scrolls the element a ref names into view.
 pub(crate) async fn scroll_to_ref(
-    tab: &CdpTab,
+    page: PageSession<'_>,
+    refs: &Mutex<AxRefs>,
     reference: &str,
 ) -> Result<lumen_core::ActionOutcome> {
-    let Some(backend) = backend_of(tab, reference) else {
+    let Some(backend) = backend_of(refs, reference) else {
         return Ok(stale(reference));
     };
-    let ctx = tab.active_ctx();
-    match tab
-        .conn_arc()
-        .page_raw(
-            &ctx.page,
+    match page
+        .call(
             "DOM.scrollIntoViewIfNeeded",
             serde_json::json!({ "backendNodeId": backend }),
         )
         .await
     {
         Ok(_) => Ok(lumen_core::ActionOutcome::ok()),
-        Err(crate::cdp::CallError::Protocol { message, .. }) => {
-            Ok(lumen_core::ActionOutcome::failed(format!(
-                "ref {reference} cannot be scrolled into view: {message}"
-            )))
-        }
+        Err(CallError::Protocol { message, .. }) => Ok(lumen_core::ActionOutcome::failed(format!(
+            "ref {reference} cannot be scrolled into view: {message}"
+        ))),
         Err(e) => Err(e.into()),
     }
 }
@@ -328,33 +323,30 @@ pub(crate) async fn scroll_to_ref(
 /// value or label matches, a checkbox or radio `true`/`false`; `input` and
 /// `change` events fire so the page sees it.
 pub(crate) async fn fill_ref(
-    tab: &CdpTab,
+    page: PageSession<'_>,
+    refs: &Mutex<AxRefs>,
     reference: &str,
     value: &serde_json::Value,
 ) -> Result<lumen_core::ActionOutcome> {
-    let Some(backend) = backend_of(tab, reference) else {
+    let Some(backend) = backend_of(refs, reference) else {
         return Ok(stale(reference));
     };
-    let ctx = tab.active_ctx();
-    let conn = tab.conn_arc();
-    let resolved = match conn
-        .page_raw(
-            &ctx.page,
+    let resolved = match page
+        .call(
             "DOM.resolveNode",
             serde_json::json!({ "backendNodeId": backend }),
         )
         .await
     {
         Ok(v) => v,
-        Err(crate::cdp::CallError::Protocol { .. }) => return Ok(stale(reference)),
+        Err(CallError::Protocol { .. }) => return Ok(stale(reference)),
         Err(e) => return Err(e.into()),
     };
     let Some(object) = resolved["object"]["objectId"].as_str() else {
         return Ok(stale(reference));
     };
-    let answer = conn
-        .page_raw(
-            &ctx.page,
+    let answer = page
+        .call(
             "Runtime.callFunctionOn",
             serde_json::json!({
                 "objectId": object,
@@ -366,7 +358,7 @@ pub(crate) async fn fill_ref(
         .await;
     let answer = match answer {
         Ok(v) => v,
-        Err(crate::cdp::CallError::Protocol { message, .. }) => {
+        Err(CallError::Protocol { message, .. }) => {
             return Ok(lumen_core::ActionOutcome::failed(format!(
                 "ref {reference} could not be filled: {message}"
             )));

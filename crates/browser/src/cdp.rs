@@ -1,10 +1,12 @@
 //! The connection: chromiumoxide's handler task, deadlines on every call and
-//! the mapping of transport failures to `BrowserDisconnected`.
+//! the mapping of transport failures to `BrowserDisconnected`; and
+//! [`PageSession`], one page on it, which is all the page-level helpers
+//! below the tab (accessibility, frames) need.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chromiumoxide::error::CdpError;
 use chromiumoxide::handler::{Handler, HandlerConfig};
@@ -15,6 +17,8 @@ use lumen_core::LumenError;
 use serde::{Serialize, Serializer};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+use crate::protocol::runtime;
 
 /// Any CDP method, untyped: for methods the generated types lack or where
 /// JSON is simpler than the builders.
@@ -296,6 +300,73 @@ impl Conn {
                 .map(|r| r.result)
         })
         .await
+    }
+}
+
+/// One page session on a connection: the context page-level work needs
+/// (commands to the page, evaluation, the connection for browser-level
+/// commands), without the tab around it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageSession<'a> {
+    /// The connection.
+    pub(crate) conn: &'a Conn,
+    /// The page.
+    pub(crate) page: &'a Page,
+}
+
+impl PageSession<'_> {
+    /// A raw command on the page.
+    pub(crate) async fn call(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, CallError> {
+        self.conn.page_raw(self.page, method, params).await
+    }
+
+    /// Evaluates an expression and returns its JSON value, retrying while a
+    /// navigation replaces the execution context. A page that lets the call
+    /// run past its deadline gets its script stopped
+    /// (`Runtime.terminateExecution`), so the tab stays usable.
+    ///
+    /// # Errors
+    /// [`LumenError::Script`] when the script throws or was stopped; fatal
+    /// ones otherwise.
+    pub(crate) async fn evaluate(&self, expression: &str) -> lumen_core::Result<serde_json::Value> {
+        let (method, params) = runtime::evaluate(expression);
+        let deadline = Instant::now() + self.conn.call_timeout;
+        loop {
+            match self.call(method, params.clone()).await {
+                Ok(r) => return runtime::script_value(r),
+                Err(e) if e.is_context_gone() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(CallError::Protocol {
+                    code: PAGE_BUSY,
+                    message,
+                }) => {
+                    // A runaway script would wedge the tab for good: stop it.
+                    let stopped = self
+                        .conn
+                        .page_raw_within(
+                            self.page,
+                            "Runtime.terminateExecution",
+                            serde_json::json!({}),
+                            Duration::from_secs(2),
+                        )
+                        .await
+                        .is_ok();
+                    return Err(LumenError::Script {
+                        message: if stopped {
+                            format!("{message}; the script was stopped")
+                        } else {
+                            message
+                        },
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 }
 

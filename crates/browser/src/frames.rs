@@ -5,6 +5,8 @@
 //! are separate targets that chromiumoxide attaches but does not expose; we
 //! attach a second, non-flattened session to the frame's target and talk
 //! to it through `Target.sendMessageToTarget`.
+//!
+//! Works on one page session ([`PageSession`]), below the tab.
 
 use std::time::{Duration, Instant};
 
@@ -12,10 +14,13 @@ use chromiumoxide::cdp::browser_protocol::target::EventReceivedMessageFromTarget
 use futures::StreamExt as _;
 use lumen_core::{LumenError, Result};
 
-use crate::tab::{CdpTab, script_value};
+use crate::cdp::PageSession;
+use crate::protocol::runtime;
 
+/// Evaluates `expression` in the first child frame of `page` whose URL
+/// contains `frame_url`.
 pub(crate) async fn evaluate_in_frame(
-    tab: &CdpTab,
+    page: PageSession<'_>,
     frame_url: &str,
     expression: &str,
 ) -> Result<serde_json::Value> {
@@ -41,19 +46,19 @@ pub(crate) async fn evaluate_in_frame(
   return {{ found: true, value: await f.eval({expr}) }};
 }})()"#
     );
-    let r = tab.eval_active(&same_origin).await?;
+    let r = page.evaluate(&same_origin).await?;
     if r["found"] == true {
         return Ok(r.get("value").cloned().unwrap_or(serde_json::Value::Null));
     }
-    cross_origin(tab, frame_url, expression).await
+    cross_origin(page, frame_url, expression).await
 }
 
 async fn cross_origin(
-    tab: &CdpTab,
+    page: PageSession<'_>,
     frame_url: &str,
     expression: &str,
 ) -> Result<serde_json::Value> {
-    let conn = tab.conn_arc();
+    let conn = page.conn;
     let targets = conn
         .browser_raw("Target.getTargets", serde_json::json!({}))
         .await?;
@@ -87,12 +92,8 @@ async fn cross_origin(
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let message = serde_json::json!({
-        "id": 1,
-        "method": "Runtime.evaluate",
-        "params": { "expression": expression, "returnByValue": true, "awaitPromise": true },
-    })
-    .to_string();
+    let (method, params) = runtime::evaluate(expression);
+    let message = serde_json::json!({ "id": 1, "method": method, "params": params }).to_string();
     let sent = conn
         .browser_raw(
             "Target.sendMessageToTarget",
@@ -126,7 +127,7 @@ async fn cross_origin(
                                     .to_owned(),
                             });
                         }
-                        break script_value(reply["result"].clone());
+                        break runtime::script_value(reply["result"].clone());
                     }
                     Ok(Some(_)) => continue,
                     Ok(None) | Err(_) => {

@@ -52,25 +52,24 @@
 
 #![deny(missing_docs)]
 
-pub mod chromium;
 mod ax;
+mod browser_commands;
 mod cdp;
+pub mod chromium;
 mod frames;
 mod imaging;
-mod keys;
-mod link;
 mod options;
-mod process;
+mod page_link;
+mod protocol;
 mod remote;
 mod scripts;
 mod tab;
 mod tracker;
+mod ws;
 
 pub use ax::{AxNode, AxSnapshot};
-pub use keys::{KeyDef, normalize_key, parse_chord};
-pub use link::{
-    ElementSpot, FillResult, LinkedSnapshot, PageLink, SavedRef, activate_tab, browser_command,
-    page_info, page_tabs,
-};
+pub use browser_commands::{activate_tab, browser_command, page_info, page_tabs};
 pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
+pub use page_link::{ElementSpot, FillResult, LinkedSnapshot, PageLink, SavedRef};
+pub use protocol::keys::{KeyDef, normalize_key, parse_chord};
 pub use tab::CdpTab;

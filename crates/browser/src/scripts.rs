@@ -1,4 +1,5 @@
-//! JavaScript the tab installs in pages and the probes it evaluates.
+//! JavaScript the tab installs in pages, the probes it evaluates, and what
+//! it reads of a page for the loop (form fields, the scroll offset).
 //!
 //! The init script runs before any page script (`Page.addScriptToEvaluateOnNewDocument`)
 //! and keeps a hidden, non-enumerable `window.__lumenAgent` with:
@@ -196,3 +197,23 @@ pub(crate) const SETTLE_PROBE: &str = r#"new Promise((resolve) => {
   requestAnimationFrame(finish);
   later(finish, 250);
 })"#;
+
+/// The visible form controls (inputs, selects, text areas; hidden and
+/// password fields left out) in document order, at most 30, as
+/// `[{label, value}]`: the label is the first `<label>`'s text, else the
+/// name, id, placeholder or type; the value at most 60 characters,
+/// `checked` for a checked box or radio, empty when nothing is held.
+pub(crate) const FORM_FIELDS: &str = r#"(() => {
+  const out = [];
+  for (const el of document.querySelectorAll('input, select, textarea')) {
+    if (el.type === 'hidden' || el.type === 'password' || el.offsetParent === null) continue;
+    const label = (el.labels && el.labels[0] && el.labels[0].innerText) || el.name || el.id || el.placeholder || el.type;
+    const value = el.type === 'checkbox' || el.type === 'radio' ? (el.checked ? 'checked' : '') : el.value;
+    out.push({ label: label.trim(), value: value ? String(value).slice(0, 60) : '' });
+    if (out.length >= 30) break;
+  }
+  return out;
+})()"#;
+
+/// The page's scroll offset, `[scrollX, scrollY]`.
+pub(crate) const SCROLL_OFFSET: &str = "[scrollX, scrollY]";

@@ -25,7 +25,8 @@ use lumen_core::DialogInfo;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::cdp::{CallError, Conn};
-use crate::options::{DialogAction, DialogPolicy};
+use crate::options::DialogPolicy;
+use crate::protocol::dialogs;
 
 /// Asks a tracker task to process every event already delivered to it and
 /// answer; used as a barrier after an action's last CDP round trip (events
@@ -349,17 +350,8 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
         }),
         PageEv::Dialog(e) => {
             let kind = e.r#type.as_ref().to_owned();
-            let action = hooks.dialogs.decide(&kind);
-            let accept = action == DialogAction::Accept;
-            let prompt_text = if kind == "prompt" && accept {
-                hooks
-                    .dialogs
-                    .prompt_text
-                    .clone()
-                    .or_else(|| e.default_prompt.clone())
-            } else {
-                None
-            };
+            let (accept, (method, params)) =
+                dialogs::answer(&hooks.dialogs, &kind, e.default_prompt.as_deref());
             log.record(Ev::Dialog(DialogInfo {
                 kind: kind.clone(),
                 message: e.message.clone(),
@@ -368,14 +360,7 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
             let page = page.clone();
             let conn = hooks.conn.clone();
             tokio::spawn(async move {
-                let mut params = serde_json::json!({ "accept": accept });
-                if let Some(text) = prompt_text {
-                    params["promptText"] = text.into();
-                }
-                if let Err(err) = conn
-                    .page_raw(&page, "Page.handleJavaScriptDialog", params)
-                    .await
-                {
+                if let Err(err) = conn.page_raw(&page, method, params).await {
                     tracing::debug!("answering a {kind} dialog failed: {err}");
                 }
             });

@@ -120,6 +120,28 @@ pub struct SettleReport {
     pub navigated: bool,
 }
 
+/// One visible form control and what it holds, as
+/// [`BrowserTab::form_fields`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FormField {
+    /// How a person would name it: the text of its first `<label>`, else
+    /// its `name`, `id`, placeholder or type, trimmed.
+    pub label: String,
+    /// What it holds, at most 60 characters; `checked` for a checked box or
+    /// radio; empty when it holds nothing.
+    pub value: String,
+}
+
+/// How far the page is scrolled, CSS pixels from the top left.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScrollOffset {
+    /// Horizontal offset.
+    pub x: f64,
+    /// Vertical offset.
+    pub y: f64,
+}
+
 /// A browser tab the loop can see and act on.
 ///
 /// Object-safe (`#[async_trait]`), stored as `Arc<dyn BrowserTab>`; methods
@@ -277,6 +299,32 @@ pub trait BrowserTab: Send + Sync {
     async fn switch_tab(&self, id: &str) -> Result<ActionOutcome> {
         Ok(ActionOutcome::failed(format!(
             "this browser cannot switch to tab {id}"
+        )))
+    }
+
+    // ----- page state the loop keeps (form state, checkpoints) -------------
+    //
+    // Defaults answer that this browser cannot: the loop then goes without
+    // (no form state in the prompt, checkpoints at the top of the page).
+
+    /// The visible form controls of the driven page (inputs, selects and
+    /// text areas; hidden and password fields left out), in document order,
+    /// at most 30. `Ok(None)` when they cannot be read (this browser cannot,
+    /// or the page refused).
+    async fn form_fields(&self) -> Result<Option<Vec<FormField>>> {
+        Ok(None)
+    }
+    /// How far the driven page is scrolled. `Ok(None)` when it cannot be
+    /// read (this browser cannot, or the page refused).
+    async fn scroll_offset(&self) -> Result<Option<ScrollOffset>> {
+        Ok(None)
+    }
+    /// Scrolls the driven page to `offset` (as [`scroll_offset`](Self::scroll_offset)
+    /// read it), without moving the pointer.
+    async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {
+        Ok(ActionOutcome::failed(format!(
+            "this browser cannot scroll to ({}, {})",
+            offset.x, offset.y
         )))
     }
 }

@@ -2,5 +2,7 @@ mod common;
 mod connect;
 mod input;
 mod navigation;
+mod page_link;
+mod page_state;
 mod pages;
 mod perceive;

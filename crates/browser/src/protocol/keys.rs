@@ -5,7 +5,7 @@
 //! in any case, single characters, and `+`-joined chords (`ctrl+shift+t`).
 //! The result is what `Input.dispatchKeyEvent` needs: DOM `key` and `code`,
 //! the Windows virtual key code, the text the key types and the modifier bit
-//! it holds.
+//! it holds; and from it the key events of one key or a chord.
 
 /// A key ready to be sent with `Input.dispatchKeyEvent`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +83,17 @@ pub(crate) fn chord_up(defs: &[KeyDef], mut mask: i64) -> Vec<serde_json::Value>
             mask &= !k.modifier_bit;
             key_event_params(false, k, mask, false)
         })
+        .collect()
+}
+
+/// The `Input.dispatchKeyEvent` commands pressing a chord and releasing
+/// it: modifiers accumulate on the way down and are released in reverse.
+pub(crate) fn chord_commands(defs: &[KeyDef]) -> Vec<super::Command> {
+    let (mut events, mask) = chord_down(defs);
+    events.extend(chord_up(defs, mask));
+    events
+        .into_iter()
+        .map(|p| ("Input.dispatchKeyEvent", p))
         .collect()
 }
 

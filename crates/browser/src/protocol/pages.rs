@@ -1,0 +1,59 @@
+//! Pages of the browser: the tab list `Target.getTargets` gives, and the
+//! history entries `Page.getNavigationHistory` gives.
+
+use lumen_core::TabInfo;
+use serde_json::Value;
+
+/// The page tabs in a `Target.getTargets` answer, in the browser's order;
+/// the one whose id is `followed` is marked so.
+pub(crate) fn page_tabs(targets: &Value, followed: Option<&str>) -> Vec<TabInfo> {
+    targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["type"] == "page")
+        .map(|t| {
+            let id = t["targetId"].as_str().unwrap_or_default().to_owned();
+            TabInfo {
+                followed: followed == Some(id.as_str()),
+                url: t["url"].as_str().unwrap_or_default().to_owned(),
+                title: t["title"].as_str().unwrap_or_default().to_owned(),
+                id,
+            }
+        })
+        .collect()
+}
+
+/// The id of the history entry `delta` steps from the current one (-1
+/// back, 1 forward) in a `Page.getNavigationHistory` answer, for
+/// `Page.navigateToHistoryEntry`; `None` past either end.
+pub(crate) fn history_entry(history: &Value, delta: i64) -> Option<Value> {
+    let current = history["currentIndex"].as_i64().unwrap_or(0);
+    let entries = history["entries"].as_array()?;
+    let entry = usize::try_from(current + delta)
+        .ok()
+        .and_then(|i| entries.get(i))?;
+    Some(entry["id"].clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tabs_are_pages_and_history_stops_at_its_ends() {
+        let targets = json!({ "targetInfos": [
+            { "type": "page", "targetId": "A", "url": "u", "title": "t" },
+            { "type": "iframe", "targetId": "F" },
+            { "type": "page", "targetId": "B" },
+        ]});
+        let tabs = page_tabs(&targets, Some("B"));
+        assert_eq!(tabs.len(), 2);
+        assert!(!tabs[0].followed && tabs[1].followed);
+        let history = json!({ "currentIndex": 0, "entries": [{ "id": 7 }, { "id": 9 }] });
+        assert_eq!(history_entry(&history, 1), Some(json!(9)));
+        assert_eq!(history_entry(&history, -1), None);
+        assert_eq!(history_entry(&history, 2), None);
+    }
+}

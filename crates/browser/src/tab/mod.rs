@@ -1,0 +1,353 @@
+//! [`CdpTab`]: the `BrowserTab` implementation on chromiumoxide.
+//!
+//! This file holds the tab's state and its public face (the
+//! [`BrowserTab`] impl delegates to the files beside it); each concern has
+//! a file of its own, each adding an `impl CdpTab` block:
+//!
+//! - `connect`: launching, connecting, preparing pages, closing;
+//! - `pages`: which tab is driven, following, switching, opening, closing
+//!   tabs;
+//! - `evaluate`: scripts in the page and its frames, URL, title,
+//!   accessibility refs, form fields, scroll offset;
+//! - `input`: mouse and keyboard;
+//! - `capture`: screenshots and the viewport;
+//! - `receipt`: what an action changed;
+//! - `navigate`: goto, back, forward, reload;
+//! - `settle`: waiting for the page to be ready;
+//! - `transfer`: uploads and downloads.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chromiumoxide::Page;
+use lumen_core::{
+    ActionOutcome, AxSnapshot, BrowserTab, ClickOptions, ErrorCode, LumenError, Modifiers,
+    MouseButton, Point, Result, Screenshot, ScreenshotOptions, SettleOptions, SettleReport, Size,
+    TabInfo,
+    browser::{FormField, ScrollOffset},
+};
+use tokio::task::JoinHandle;
+
+use crate::ax::AxRefs;
+use crate::cdp::{Conn, PageSession};
+use crate::chromium::ChromiumProcess;
+use crate::options::TabOptions;
+use crate::protocol::keys;
+use crate::remote::RemoteSession;
+use crate::tracker::{EventLog, Flusher};
+
+mod capture;
+mod connect;
+mod evaluate;
+mod input;
+mod navigate;
+mod pages;
+mod receipt;
+mod settle;
+mod transfer;
+
+/// One page we drive, with its event tracker.
+#[derive(Debug)]
+pub(crate) struct PageCtx {
+    pub(crate) page: Page,
+    pub(crate) id: String,
+    pub(crate) log: Arc<EventLog>,
+    flusher: Flusher,
+    task: JoinHandle<()>,
+    pub(crate) ax_refs: Mutex<AxRefs>,
+}
+
+impl Drop for PageCtx {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    conn: Arc<Conn>,
+    process: Mutex<Option<ChromiumProcess>>,
+    options: TabOptions,
+    active: Mutex<Arc<PageCtx>>,
+    pages: Mutex<Vec<Arc<PageCtx>>>,
+    browser_log: Arc<EventLog>,
+    browser_flusher: Flusher,
+    cursor: Mutex<Option<Point>>,
+    /// Keys held down by `key_down`, in the order pressed: their modifier
+    /// bits apply to every mouse event until released.
+    held: Mutex<Vec<keys::KeyDef>>,
+    /// The viewport and DPR we last applied, for new tabs and bounds checks.
+    emulation: Mutex<Option<(Size, f64)>>,
+    uploads: Arc<Mutex<Vec<String>>>,
+    /// Whether actions measure receipts (starts as `options.receipts`).
+    receipts: AtomicBool,
+    remote: Option<RemoteSession>,
+    tasks: Vec<JoinHandle<()>>,
+    ws_url: String,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// A Chromium tab driven over CDP; implements [`BrowserTab`].
+///
+/// Cheap to clone (all clones drive the same tab). Created by
+/// [`CdpTab::launch`] (a local Chromium owned by the tab: killed on
+/// [`close`](BrowserTab::close), on drop, and when this process dies),
+/// [`CdpTab::connect`] (an existing browser, by WebSocket URL or
+/// `http://host:port`) or [`CdpTab::browserbase`].
+///
+/// Every action answers with an [`ActionOutcome`] carrying an
+/// [`EffectReceipt`](lumen_core::EffectReceipt): URL before and after, navigation, new tab, dialog,
+/// download, the element under the pointer and the focus afterwards, and
+/// whether the page changed at all.
+#[derive(Debug, Clone)]
+pub struct CdpTab {
+    shared: Arc<Shared>,
+}
+
+fn is_fatal(e: &LumenError) -> bool {
+    matches!(
+        e.code(),
+        ErrorCode::BrowserDisconnected | ErrorCode::SessionTimeout
+    )
+}
+
+/// Turns a page-level failure into an `ok: false` outcome and passes fatal
+/// ones through.
+fn page_level(e: LumenError) -> Result<ActionOutcome> {
+    if is_fatal(&e) {
+        Err(e)
+    } else {
+        Ok(ActionOutcome::failed(e.to_string()))
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl CdpTab {
+    /// The browser's DevTools WebSocket URL (to connect more clients).
+    pub fn websocket_url(&self) -> &str {
+        &self.shared.ws_url
+    }
+
+    /// The browser process id, when this tab launched it.
+    pub fn browser_pid(&self) -> Option<u32> {
+        lock(&self.shared.process).as_ref().and_then(|p| p.pid())
+    }
+
+    /// The profile folder, when this tab launched the browser.
+    pub fn user_data_dir(&self) -> Option<PathBuf> {
+        lock(&self.shared.process)
+            .as_ref()
+            .map(|p| p.user_data_dir.clone())
+    }
+
+    /// The options the tab runs with.
+    pub fn options(&self) -> &TabOptions {
+        &self.shared.options
+    }
+
+    /// Where the pointer last was.
+    fn pointer(&self) -> Option<Point> {
+        *lock(&self.shared.cursor)
+    }
+
+    fn conn(&self) -> &Conn {
+        &self.shared.conn
+    }
+
+    /// A page we drive, as the page-level helpers below the tab take it.
+    fn session<'a>(&'a self, ctx: &'a PageCtx) -> PageSession<'a> {
+        PageSession {
+            conn: &self.shared.conn,
+            page: &ctx.page,
+        }
+    }
+
+    /// Whether the connection is gone.
+    pub fn is_disconnected(&self) -> bool {
+        self.conn().dead_reason().is_some()
+    }
+
+    /// Turns effect receipts on or off for later actions (see
+    /// [`TabOptions::receipts`]).
+    pub fn set_receipts(&self, on: bool) {
+        self.shared.receipts.store(on, Ordering::Relaxed);
+    }
+
+    /// Sends any CDP command to the driven tab's session and returns its
+    /// raw result: the escape hatch for what this crate does not wrap (and
+    /// the benchmark's raw baseline, on the same connection).
+    ///
+    /// # Errors
+    /// [`LumenError::Script`] for a protocol error, fatal ones otherwise.
+    pub async fn cdp(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        let ctx = self.active();
+        Ok(self.conn().page_raw(&ctx.page, method, params).await?)
+    }
+}
+
+#[async_trait::async_trait]
+impl BrowserTab for CdpTab {
+    async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
+        self.screenshot_settled(options).await
+    }
+
+    async fn viewport(&self) -> Result<Size> {
+        self.read_viewport().await
+    }
+
+    async fn set_viewport(&self, size: Size, device_scale_factor: f64) -> Result<()> {
+        self.apply_viewport(size, device_scale_factor).await
+    }
+
+    async fn url(&self) -> Result<String> {
+        self.current_url().await
+    }
+
+    async fn title(&self) -> Result<String> {
+        self.current_title().await
+    }
+
+    fn cursor(&self) -> Option<Point> {
+        self.pointer()
+    }
+
+    async fn click(&self, at: Point, options: ClickOptions) -> Result<ActionOutcome> {
+        self.click_at(at, options).await
+    }
+
+    async fn hover(&self, at: Point) -> Result<ActionOutcome> {
+        self.hover_at(at).await
+    }
+
+    async fn drag(&self, from: Point, to: Point, path: &[Point]) -> Result<ActionOutcome> {
+        self.drag_along(from, to, path).await
+    }
+
+    async fn mouse_down(&self, at: Option<Point>, button: MouseButton) -> Result<ActionOutcome> {
+        self.press_button(at, button).await
+    }
+
+    async fn mouse_up(&self, at: Option<Point>, button: MouseButton) -> Result<ActionOutcome> {
+        self.release_button(at, button).await
+    }
+
+    async fn scroll(
+        &self,
+        at: Point,
+        delta_x: f64,
+        delta_y: f64,
+        modifiers: Modifiers,
+    ) -> Result<ActionOutcome> {
+        self.wheel(at, delta_x, delta_y, modifiers).await
+    }
+
+    async fn type_text(&self, text: &str) -> Result<ActionOutcome> {
+        self.type_into_focus(text).await
+    }
+
+    async fn key_press(&self, keys: &[String]) -> Result<ActionOutcome> {
+        self.press_chord(keys).await
+    }
+
+    async fn hold_key(&self, keys: &[String], duration: Duration) -> Result<ActionOutcome> {
+        self.hold_chord(keys, duration).await
+    }
+
+    async fn goto(&self, url: &str) -> Result<ActionOutcome> {
+        self.open_url(url).await
+    }
+
+    async fn back(&self) -> Result<ActionOutcome> {
+        self.history_step(-1).await
+    }
+
+    async fn forward(&self) -> Result<ActionOutcome> {
+        self.history_step(1).await
+    }
+
+    async fn reload(&self) -> Result<ActionOutcome> {
+        self.reload_page().await
+    }
+
+    async fn settle(&self, options: &SettleOptions) -> Result<SettleReport> {
+        self.wait_until_settled(options).await
+    }
+
+    async fn evaluate(&self, expression: &str) -> Result<serde_json::Value> {
+        self.eval_active(expression).await
+    }
+
+    async fn key_down(&self, key: &str) -> Result<ActionOutcome> {
+        self.hold_key_down(key).await
+    }
+
+    async fn key_up(&self, key: &str) -> Result<ActionOutcome> {
+        self.release_key(key).await
+    }
+
+    async fn accessibility(&self) -> Result<Option<AxSnapshot>> {
+        self.accessibility_snapshot().await.map(Some)
+    }
+
+    async fn ref_point(&self, reference: &str) -> Result<Option<Point>> {
+        self.ref_point_in_view(reference).await
+    }
+
+    async fn scroll_to_ref(&self, reference: &str) -> Result<ActionOutcome> {
+        let ctx = self.active();
+        crate::ax::scroll_to_ref(self.session(&ctx), &ctx.ax_refs, reference).await
+    }
+
+    async fn fill_ref(&self, reference: &str, value: &serde_json::Value) -> Result<ActionOutcome> {
+        let ctx = self.active();
+        crate::ax::fill_ref(self.session(&ctx), &ctx.ax_refs, reference, value).await
+    }
+
+    async fn tabs(&self) -> Result<Vec<TabInfo>> {
+        CdpTab::tabs(self).await
+    }
+
+    async fn form_fields(&self) -> Result<Option<Vec<FormField>>> {
+        self.read_form_fields().await
+    }
+
+    async fn scroll_offset(&self) -> Result<Option<ScrollOffset>> {
+        self.read_scroll_offset().await
+    }
+
+    async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {
+        self.scroll_page_to(offset).await
+    }
+
+    async fn new_tab(&self) -> Result<ActionOutcome> {
+        self.open_tab().await
+    }
+
+    async fn switch_tab(&self, id: &str) -> Result<ActionOutcome> {
+        self.switch_tab_outcome(id).await
+    }
+
+    async fn close_tab(&self, id: &str) -> Result<ActionOutcome> {
+        self.close_other_tab(id).await
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.shut_down().await
+    }
+}

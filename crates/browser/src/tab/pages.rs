@@ -1,0 +1,215 @@
+//! The tabs of the browser: which page is driven, handing over when it
+//! closes, following and switching tabs, opening and closing them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chromiumoxide::cdp::browser_protocol::target::TargetId;
+use lumen_core::{ActionOutcome, EffectReceipt, LumenError, Result, TabInfo};
+
+use super::connect::setup_page;
+use super::{CdpTab, PageCtx, is_fatal, lock};
+use crate::protocol::pages;
+
+impl CdpTab {
+    /// Drives `ctx`, keeping `pages` in order of last use so a closed tab
+    /// hands over to the one driven before it.
+    pub(super) fn make_active(&self, ctx: Arc<PageCtx>) {
+        let mut pages = lock(&self.shared.pages);
+        pages.retain(|p| p.id != ctx.id);
+        pages.push(ctx.clone());
+        *lock(&self.shared.active) = ctx;
+    }
+
+    /// The page being driven. When it was closed (a popup that closed
+    /// itself, a tab closed by someone else), the most recent open page
+    /// takes over.
+    pub(super) fn active(&self) -> Arc<PageCtx> {
+        let current = lock(&self.shared.active).clone();
+        let destroyed = self.shared.browser_log.lock().destroyed.clone();
+        if !destroyed.contains(&current.id) {
+            return current;
+        }
+        let mut pages = lock(&self.shared.pages);
+        pages.retain(|p| !destroyed.contains(&p.id));
+        match pages.last() {
+            // (Pages are in order of last use.)
+            Some(next) => {
+                tracing::debug!("tab {} closed; driving {} again", current.id, next.id);
+                *lock(&self.shared.active) = next.clone();
+                // Bring it to the front so it renders (screenshots, frames).
+                let conn = self.shared.conn.clone();
+                let id = next.id.clone();
+                // (`active_tab_id` may be called outside a runtime.)
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        let _ = conn
+                            .browser_raw(
+                                "Target.activateTarget",
+                                serde_json::json!({ "targetId": id }),
+                            )
+                            .await;
+                    });
+                }
+                next.clone()
+            }
+            None => current,
+        }
+    }
+
+    /// The id of the tab being driven.
+    pub fn active_tab_id(&self) -> String {
+        self.active().id.clone()
+    }
+
+    /// Every open page tab (`followed` marks the one being driven).
+    ///
+    /// # Errors
+    /// Only fatal ones (`BROWSER_DISCONNECTED`).
+    pub async fn tabs(&self) -> Result<Vec<TabInfo>> {
+        let active = self.active_tab_id();
+        let list = self
+            .conn()
+            .browser_raw("Target.getTargets", serde_json::json!({}))
+            .await?;
+        Ok(pages::page_tabs(&list, Some(&active)))
+    }
+
+    /// Drives another open tab (one from [`tabs`](Self::tabs)).
+    ///
+    /// # Errors
+    /// [`LumenError::InvalidData`] for an unknown id; fatal ones otherwise.
+    pub async fn switch_to_tab(&self, id: &str) -> Result<()> {
+        let ctx = self.page_ctx_for(id, Duration::from_secs(3)).await?;
+        self.make_active(ctx);
+        let _ = self
+            .conn()
+            .browser_raw(
+                "Target.activateTarget",
+                serde_json::json!({ "targetId": id }),
+            )
+            .await;
+        Ok(())
+    }
+
+    pub(super) async fn page_ctx_for(&self, id: &str, wait: Duration) -> Result<Arc<PageCtx>> {
+        if let Some(ctx) = lock(&self.shared.pages).iter().find(|p| p.id == id) {
+            return Ok(ctx.clone());
+        }
+        let targets = self
+            .conn()
+            .browser_raw("Target.getTargets", serde_json::json!({}))
+            .await?;
+        let exists = targets["targetInfos"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|t| t["targetId"] == id && t["type"] == "page"));
+        if !exists {
+            return Err(LumenError::invalid_data(
+                "tab id",
+                format!("there is no open tab {id}"),
+            ));
+        }
+        let deadline = Instant::now() + wait;
+        let page = loop {
+            match self
+                .shared
+                .conn
+                .browser
+                .get_page(TargetId::new(id.to_owned()))
+                .await
+            {
+                Ok(page) => break page,
+                Err(_) if Instant::now() < deadline => {
+                    if let Some(reason) = self.conn().dead_reason() {
+                        return Err(LumenError::disconnected(reason));
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                Err(e) => {
+                    return Err(LumenError::invalid_data(
+                        "tab id",
+                        format!("no tab {id} is attached: {e}"),
+                    ));
+                }
+            }
+        };
+        let emulation = *lock(&self.shared.emulation);
+        let ctx = setup_page(
+            &self.shared.conn,
+            &self.shared.options,
+            &self.shared.uploads,
+            emulation,
+            page,
+        )
+        .await?;
+        lock(&self.shared.pages).push(ctx.clone());
+        Ok(ctx)
+    }
+
+    /// Opens a blank tab and drives it.
+    pub(super) async fn open_tab(&self) -> Result<ActionOutcome> {
+        let created = self
+            .conn()
+            .browser_raw(
+                "Target.createTarget",
+                serde_json::json!({ "url": "about:blank" }),
+            )
+            .await?;
+        let Some(id) = created["targetId"].as_str().map(str::to_owned) else {
+            return Ok(ActionOutcome::failed("the browser opened no tab"));
+        };
+        self.switch_to_tab(&id).await?;
+        let mut outcome = ActionOutcome::ok();
+        outcome.effect = Some(Box::new(EffectReceipt {
+            new_tab: Some(TabInfo {
+                id: id.clone(),
+                url: "about:blank".into(),
+                title: String::new(),
+                followed: true,
+            }),
+            ..EffectReceipt::default()
+        }));
+        outcome.hints.push(format!("opened tab {id}, now driven"));
+        Ok(outcome)
+    }
+
+    /// [`switch_to_tab`](Self::switch_to_tab), page-level failures as `ok: false`.
+    pub(super) async fn switch_tab_outcome(&self, id: &str) -> Result<ActionOutcome> {
+        match self.switch_to_tab(id).await {
+            Ok(()) => Ok(ActionOutcome::ok()),
+            Err(e) if is_fatal(&e) => Err(e),
+            Err(e) => Ok(ActionOutcome::failed(format!("no tab {id}: {e}"))),
+        }
+    }
+
+    /// Closes a tab by id and waits (bounded) until it is gone.
+    pub(super) async fn close_other_tab(&self, id: &str) -> Result<ActionOutcome> {
+        let conn = self.shared.conn.clone();
+        let closed = conn
+            .browser_raw("Target.closeTarget", serde_json::json!({ "targetId": id }))
+            .await?;
+        if closed["success"] == false {
+            return Ok(ActionOutcome::failed(format!(
+                "tab {id} could not be closed"
+            )));
+        }
+        // Closing is asynchronous: wait (bounded) for the target to be gone,
+        // so the tab driven before it takes over before the next action.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if self
+                .shared
+                .browser_log
+                .lock()
+                .destroyed
+                .iter()
+                .any(|d| d == id)
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let now = self.active_tab_id();
+        Ok(ActionOutcome::ok().with_hint(format!("closed tab {id}; now driving tab {now}")))
+    }
+}

@@ -1,0 +1,75 @@
+//! `PageLink`, the one-shot client on its own WebSocket: the same input,
+//! capture and navigation commands as `CdpTab`, sent over another transport.
+
+use std::time::Duration;
+
+use lumen_browser::{FillResult, PageLink, SavedRef, page_tabs};
+use lumen_core::{MouseButton, Point};
+
+use super::common::env;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_link_clicks_types_presses_fills_and_captures() {
+    let e = env().await;
+    e.open("form.html").await;
+    let id = e.tab.active_tab_id();
+    let ws = e.tab.websocket_url().to_owned();
+    let tabs = page_tabs(&ws, Duration::from_secs(10)).await.unwrap();
+    assert!(tabs.iter().any(|t| t.id == id), "{tabs:?}");
+
+    let link = PageLink::attach(&ws, &id, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let r = link
+        .evaluate(
+            "(() => { const r = document.querySelector('#name').getBoundingClientRect(); \
+             return [r.x + r.width / 2, r.y + r.height / 2]; })()",
+        )
+        .await
+        .unwrap();
+    let at = Point::new(r[0].as_f64().unwrap() as i32, r[1].as_f64().unwrap() as i32);
+    assert!(!link.click(at, MouseButton::Left, 1).await.unwrap());
+    link.type_text("Ada").await.unwrap();
+    link.press(&["Tab".to_owned()]).await.unwrap();
+    assert_eq!(
+        link.evaluate("[document.querySelector('#name').value, window.lumen.lastFocus]")
+            .await
+            .unwrap(),
+        serde_json::json!(["Ada", "email"])
+    );
+
+    let snap = link.snapshot(None, None, &[]).await.unwrap();
+    let email = snap
+        .snapshot
+        .nodes
+        .iter()
+        .find(|n| n.role == "textbox" && n.name == "Email")
+        .expect("an Email textbox");
+    let number: u32 = email.reference.trim_start_matches("@e").parse().unwrap();
+    let backend = snap
+        .refs
+        .iter()
+        .find(|(n, _)| *n == number)
+        .map(|(_, b)| *b)
+        .unwrap();
+    let target = SavedRef {
+        number,
+        backend,
+        mark: &snap.mark,
+    };
+    assert_eq!(
+        link.fill(target, "ada@example.test").await.unwrap(),
+        FillResult::Filled
+    );
+    assert_eq!(
+        link.evaluate("document.querySelector('#email').value")
+            .await
+            .unwrap(),
+        "ada@example.test"
+    );
+
+    let png = link.screenshot_png().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    drop(link);
+    e.close().await;
+}

@@ -1,0 +1,53 @@
+//! What the loop keeps of a page: its form fields and its scroll offset.
+
+use lumen_core::BrowserTab;
+use lumen_core::browser::{FormField, ScrollOffset};
+
+use super::common::env;
+
+fn field(label: &str, value: &str) -> FormField {
+    FormField {
+        label: label.into(),
+        value: value.into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn form_fields_list_visible_controls_with_their_values() {
+    let e = env().await;
+    e.open("form.html").await;
+    e.tab
+        .evaluate(
+            "document.querySelector('#name').value = 'Ada'; \
+             document.querySelector('#password').value = 'secret'; \
+             document.querySelector('#subscribe').checked = true; 0",
+        )
+        .await
+        .unwrap();
+    let fields = e.tab.form_fields().await.unwrap().expect("fields");
+    assert_eq!(fields[0], field("Name", "Ada"));
+    assert_eq!(fields[1], field("Email", ""));
+    assert!(fields.contains(&field("Subscribe to the newsletter", "checked")));
+    assert!(
+        !fields.iter().any(|f| f.label == "Password"),
+        "password fields are left out: {fields:?}"
+    );
+    e.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scroll_offset_is_read_and_restored() {
+    let e = env().await;
+    e.open("scroll.html").await;
+    let top = e.tab.scroll_offset().await.unwrap().expect("offset");
+    assert_eq!(top, ScrollOffset::default());
+    let out = e
+        .tab
+        .set_scroll_offset(ScrollOffset { x: 0.0, y: 600.0 })
+        .await
+        .unwrap();
+    assert!(out.ok, "{out:?}");
+    let now = e.tab.scroll_offset().await.unwrap().expect("offset");
+    assert_eq!(now.y, 600.0);
+    e.close().await;
+}
