@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 
+use lumen_core::browser::ScrollOffset;
 use lumen_core::{BrowserTab, Result, TaskState};
 
 /// How many checkpoints are kept.
@@ -63,13 +64,14 @@ impl CheckpointManager {
         state: Option<&TaskState>,
     ) -> Result<()> {
         let url = tab.url().await?;
-        // A page that refuses scripts still gets a checkpoint at the top.
+        // A page whose offset cannot be read still gets a checkpoint at the
+        // top.
         let scroll_y = tab
-            .evaluate("window.scrollY")
+            .scroll_offset()
             .await
             .ok()
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0);
+            .flatten()
+            .map_or(0.0, |o| o.y);
         self.push(Checkpoint {
             step,
             url,
@@ -97,9 +99,12 @@ impl CheckpointManager {
     pub async fn restore(checkpoint: &Checkpoint, tab: &dyn BrowserTab) -> Result<bool> {
         let outcome = tab.goto(&checkpoint.url).await?;
         if outcome.ok && checkpoint.scroll_y > 0.0 {
-            let js = format!("window.scrollTo(0, {})", checkpoint.scroll_y);
+            let offset = ScrollOffset {
+                x: 0.0,
+                y: checkpoint.scroll_y,
+            };
             // Scrolling is best effort; the URL is what matters.
-            let _ = tab.evaluate(&js).await;
+            let _ = tab.set_scroll_offset(offset).await;
         }
         Ok(outcome.ok)
     }
@@ -126,6 +131,25 @@ mod tests {
             scroll_y: 0.0,
             state: None,
         }
+    }
+
+    #[tokio::test]
+    async fn save_reads_the_offset_and_restore_scrolls_back_to_it() {
+        let tab = crate::fake::FakeTab::new("https://x.example/a");
+        *tab.scroll.lock().unwrap() = ScrollOffset { x: 5.0, y: 420.0 };
+        let mut m = CheckpointManager::new(1);
+        m.save(0, &tab, None).await.unwrap();
+        let target = m.take_backtrack_target().unwrap();
+        assert_eq!(
+            (target.url.as_str(), target.scroll_y),
+            ("https://x.example/a", 420.0)
+        );
+        *tab.scroll.lock().unwrap() = ScrollOffset::default();
+        assert!(CheckpointManager::restore(&target, &tab).await.unwrap());
+        assert_eq!(
+            tab.calls(),
+            vec!["goto https://x.example/a", "scroll to 0,420"]
+        );
     }
 
     #[test]

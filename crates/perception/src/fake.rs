@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lumen_core::browser::{FormField, ScrollOffset};
 use lumen_core::{
     ActionOutcome, BrowserTab, ClickOptions, Image, ImageFormat, ImageScale, Modifiers,
     MouseButton, Point, Result, Screenshot, ScreenshotOptions, SettleOptions, SettleReport, Size,
@@ -16,6 +17,10 @@ pub(crate) struct FakeTab {
     pub(crate) calls: Mutex<Vec<String>>,
     pub(crate) url: Mutex<String>,
     pub(crate) fail_next: Mutex<Option<String>>,
+    /// The page's scroll offset, moved only by `set_scroll_offset`.
+    pub(crate) scroll: Mutex<ScrollOffset>,
+    /// What `form_fields` answers.
+    pub(crate) form: Mutex<Vec<FormField>>,
 }
 
 impl FakeTab {
@@ -136,6 +141,17 @@ impl BrowserTab for FakeTab {
     async fn evaluate(&self, expression: &str) -> Result<serde_json::Value> {
         self.log(format!("eval {expression}"));
         Ok(serde_json::Value::from(0))
+    }
+    async fn form_fields(&self) -> Result<Option<Vec<FormField>>> {
+        self.log("form fields".into());
+        Ok(Some(self.form.lock().unwrap().clone()))
+    }
+    async fn scroll_offset(&self) -> Result<Option<ScrollOffset>> {
+        Ok(Some(*self.scroll.lock().unwrap()))
+    }
+    async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {
+        *self.scroll.lock().unwrap() = offset;
+        Ok(self.log(format!("scroll to {},{}", offset.x, offset.y)))
     }
     async fn close(&self) -> Result<()> {
         Ok(())

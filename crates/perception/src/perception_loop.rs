@@ -1076,30 +1076,18 @@ impl PerceptionLoop {
 
     /// Visible form values, for the next prompt after form actions.
     async fn form_state(&self) -> Option<String> {
-        const JS: &str = r#"(() => {
-  const out = { filled: [], empty: [] };
-  for (const el of document.querySelectorAll('input, select, textarea')) {
-    if (el.type === 'hidden' || el.type === 'password' || el.offsetParent === null) continue;
-    const label = (el.labels && el.labels[0] && el.labels[0].innerText) || el.name || el.id || el.placeholder || el.type;
-    const value = el.type === 'checkbox' || el.type === 'radio' ? (el.checked ? 'checked' : '') : el.value;
-    (value ? out.filled : out.empty).push(value ? `${label.trim()}=${String(value).slice(0, 60)}` : label.trim());
-    if (out.filled.length + out.empty.length >= 30) break;
-  }
-  return out;
-})()"#;
-        let v = self.tab.evaluate(JS).await.ok()?;
-        let list = |k: &str| {
-            v.get(k)
-                .and_then(|a| a.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                })
-                .unwrap_or_default()
-        };
-        let (filled, empty) = (list("filled"), list("empty"));
+        let fields = self.tab.form_fields().await.ok().flatten()?;
+        let (filled, empty): (Vec<_>, Vec<_>) = fields.iter().partition(|f| !f.value.is_empty());
+        let filled = filled
+            .iter()
+            .map(|f| format!("{}={}", f.label, f.value))
+            .collect::<Vec<_>>()
+            .join(" | ");
+        let empty = empty
+            .iter()
+            .map(|f| f.label.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ");
         // A field the model filled with a <secret:NAME> holds the real value
         // now: scrub it back to its placeholder before the model reads it.
         (!filled.is_empty() || !empty.is_empty()).then(|| {
