@@ -14,10 +14,11 @@
 //! where the element used to be.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
+use lumen::browser::chromium::{self, DetachedChromium, DetachedOptions};
 use lumen::browser::{
     AxSnapshot, DialogAction, DialogPolicy, ElementSpot, FillResult, PageLink, SavedRef,
 };
@@ -221,7 +222,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
     if let BrowserCommand::Close = args.command {
         let state = load(&session)?;
         if let Some(s) = &state {
-            kill(s.pid);
+            end(s.pid);
         }
         forget(&session, state.as_ref());
         return print(
@@ -813,7 +814,7 @@ fn unreachable_session(session: &str, state: &State, e: LumenError) -> CliError 
             "the page of session {session:?} was closed; run `lumen browser open <url>` again"
         )),
         _ => {
-            kill(state.pid);
+            end(state.pid);
             forget(session, Some(state));
             CliError::config(format!(
                 "the browser of session {session:?} is gone (stale state removed); run \
@@ -835,53 +836,28 @@ async fn attach(session: &str) -> Result<(PageLink, State), CliError> {
 /// Starts a detached Chromium for the session and links to its first page.
 async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliError> {
     if let Some(old) = load(session)? {
-        kill(old.pid);
+        end(old.pid);
         forget(session, Some(&old));
     }
-    let exe = chromium().ok_or_else(|| {
-        CliError::config(
-            "no Chromium found; install it (Debian/Ubuntu: `apt-get install chromium`) or set \
-             LUMEN_CHROMIUM to its path",
-        )
-    })?;
+    let exe = chromium::locate().map_err(|e| CliError::config(e.to_string()))?;
     let profile = state_dir().join(format!("{session}-profile"));
     let _ = std::fs::remove_dir_all(&profile);
     std::fs::create_dir_all(&profile)
         .map_err(|e| CliError::failure(format!("cannot create {}: {e}", profile.display())))?;
-    let mut cmd = std::process::Command::new(&exe);
-    if !headed {
-        cmd.arg("--headless");
-    }
-    cmd.args([
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--no-default-browser-check",
-        // No "unsupported command-line flag" bar over the page.
-        "--test-type",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--remote-debugging-port=0",
-        "--window-size=1280,720",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .arg("about:blank")
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null());
-    // Its own process group: it outlives this command and a Ctrl-C here.
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let child = cmd
-        .spawn()
-        .map_err(|e| CliError::config(format!("cannot start {}: {e}", exe.display())))?;
-    let pid = child.id();
-    drop(child);
+    let options = DetachedOptions {
+        executable: Some(exe),
+        headless: !headed,
+        ..DetachedOptions::new(&profile)
+    };
+    let mut browser = DetachedChromium::spawn(&options).map_err(|e| match e {
+        LumenError::Config { message, .. } => CliError::config(message),
+        other => CliError::config(other.to_string()),
+    })?;
     let started = async {
-        let ws_url = endpoint(&profile)
+        let ws_url = browser
+            .devtools_url(Duration::from_secs(20))
             .await
-            .ok_or_else(|| "Chromium started but never opened its DevTools port".to_owned())?;
+            .map_err(|e| format!("Chromium started but never opened its DevTools port: {e}"))?;
         // The page Chromium opens itself is the session's page.
         let deadline = Instant::now() + Duration::from_secs(20);
         let target = loop {
@@ -904,13 +880,13 @@ async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliErro
     let (link, ws_url, target) = match started.await {
         Ok(parts) => parts,
         Err(why) => {
-            kill(pid);
+            browser.kill(END_GRACE);
             let _ = std::fs::remove_dir_all(&profile);
             return Err(CliError::failure(why));
         }
     };
     let state = State {
-        pid,
+        pid: browser.detach(),
         ws_url,
         profile,
         target,
@@ -920,77 +896,14 @@ async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliErro
     Ok((link, state))
 }
 
-/// Reads `DevToolsActivePort` (port, then path) once Chromium writes it.
-async fn endpoint(profile: &Path) -> Option<String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Ok(text) = std::fs::read_to_string(profile.join("DevToolsActivePort")) {
-            let mut lines = text.lines();
-            if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
-                return Some(format!("ws://127.0.0.1:{}{}", port.trim(), path.trim()));
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    None
-}
+/// How long a session's Chromium gets to quit after `SIGTERM` before it is
+/// killed.
+const END_GRACE: Duration = Duration::from_secs(5);
 
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LUMEN_CHROMIUM") {
-        return Some(PathBuf::from(p));
+/// Ends the session's Chromium (its whole process group): `SIGTERM`, then
+/// `SIGKILL` if it is still there after [`END_GRACE`].
+fn end(pid: u32) {
+    if let Err(e) = chromium::end_process_group(pid, END_GRACE) {
+        tracing::debug!("ending the browser's process group {pid}: {e}");
     }
-    let path = std::env::var_os("PATH")?;
-    for dir in std::env::split_paths(&path) {
-        for name in [
-            "chromium",
-            "chromium-browser",
-            "google-chrome",
-            "google-chrome-stable",
-        ] {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
-
-/// Ends the session's Chromium (its whole process group) and waits up to
-/// five seconds for it to go, then forces it.
-fn kill(pid: u32) {
-    let signal = |sig: &str| {
-        let _ = std::process::Command::new("kill")
-            .args([sig, "--", &format!("-{pid}")])
-            .stderr(std::process::Stdio::null())
-            .status();
-    };
-    signal("-TERM");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while group_alive(pid) {
-        if Instant::now() > deadline {
-            signal("-KILL");
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Whether any live (non-zombie) process is in process group `pgid`.
-fn group_alive(pgid: u32) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    dir.flatten().any(|e| {
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            return false;
-        };
-        // pid (comm) state ppid pgrp …
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            return false;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        fields.first().is_some_and(|s| *s != "Z" && *s != "X")
-            && fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid)
-    })
 }
