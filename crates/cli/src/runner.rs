@@ -98,7 +98,9 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
             return Err(CliError::from_setup(&error, cdp_url.as_deref()));
         }
     };
-    if let Some(session) = agent.session_mut()
+    // A plan-only run takes no step: there is no session to resume.
+    if mode != RunMode::Plan
+        && let Some(session) = agent.session_mut()
         && let Err(e) = session.save(&trace.dir().join(trace::SESSION), false)
     {
         progress.say(&format!("warning: the session could not be saved: {e}"));

@@ -1,21 +1,19 @@
 //! [`Agent`]: the recommended entry point. Give it a model and a browser;
-//! it connects lazily on the first run, sets up the adapter and the browser
-//! concurrently, aligns the viewport to the model, optionally plans, and
-//! runs.
+//! it connects lazily on the first run, sets up the adapter(s) and the
+//! browser concurrently, aligns the viewport to the model, and hands the run
+//! to its [`Session`], where the run modes and the planner pass live.
 
 use std::sync::Arc;
 
 use futures::Stream;
 use lumen_browser::{BrowserbaseOptions, CdpTab, LaunchOptions, TabOptions};
-use lumen_core::{
-    BrowserTab, LumenError, ModelAdapter, RecordedEvent, Result, RunResult, RunStatus,
-};
+use lumen_core::{BrowserTab, LumenError, ModelAdapter, RecordedEvent, Result, RunResult};
 use lumen_memory::SerializedHistory;
 use lumen_models::AdapterOptions;
 use lumen_perception::control::RunControl;
 use lumen_perception::monitor::event_stream;
 
-use crate::session::{Session, SessionOptions};
+use crate::session::{RunMode, Session, SessionOptions};
 
 /// Where the browser comes from.
 #[derive(Clone)]
@@ -56,22 +54,6 @@ impl std::fmt::Debug for BrowserSource {
     }
 }
 
-/// What a run should do.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RunMode {
-    /// Plan only: return the planner's plan as the result.
-    Plan,
-    /// The loop (with a plan first when a planner model is set).
-    #[default]
-    Agent,
-    /// The loop with an explicit retry budget: up to `attempts` runs, each
-    /// failed attempt's reason fed into the next as guidance.
-    Exec {
-        /// Attempts, at least 1.
-        attempts: u32,
-    },
-}
-
 /// Everything an [`Agent`] needs.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
@@ -80,7 +62,8 @@ pub struct AgentOptions {
     pub model: String,
     /// Keys, base URLs, retries, thinking budget.
     pub adapter: AdapterOptions,
-    /// A separate model for the planner pass (`None`: no planner).
+    /// A separate model for the planner pass (`None`: no planner pass in
+    /// agent and exec mode; plan mode plans with `model`).
     pub planner_model: Option<String>,
     /// Where the browser comes from.
     pub browser: BrowserSource,
@@ -91,7 +74,9 @@ pub struct AgentOptions {
 }
 
 impl AgentOptions {
-    /// Options for `model` with defaults for everything else.
+    /// Options for `model` with defaults for everything else: no planner, a
+    /// local headless Chromium, the viewport aligned, the default
+    /// [`SessionOptions`].
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
@@ -232,9 +217,9 @@ impl Agent {
         &mut self,
         stream: Option<lumen_perception::monitor::EventSender>,
     ) -> Result<&mut Session> {
-        let (tab, adapter) = {
+        let (tab, adapter, planner) = {
             let c = self.connect().await?;
-            (c.tab.clone(), c.adapter.clone())
+            (c.tab.clone(), c.adapter.clone(), c.planner.clone())
         };
         if self.session.is_none() || stream.is_some() {
             let snapshot = match &self.session {
@@ -244,6 +229,7 @@ impl Agent {
             let mut session =
                 Session::build(tab, adapter, self.options.session.clone(), snapshot, stream)?;
             session.set_control(self.control.clone());
+            session.set_planner(planner);
             self.session = Some(session);
         }
         self.session
@@ -252,12 +238,14 @@ impl Agent {
     }
 
     /// Runs a task in agent mode: opens `start_url` (when given), plans
-    /// (when a planner model is set) and runs the loop.
+    /// (when a planner model is set) and runs the loop
+    /// ([`Session::run_mode`]).
     pub async fn run(&mut self, instruction: &str, start_url: Option<&str>) -> Result<RunResult> {
         self.run_mode(instruction, start_url, RunMode::Agent).await
     }
 
-    /// Runs a task in the given mode.
+    /// Runs a task in the given mode ([`Session::run_mode`] says what each
+    /// mode does).
     pub async fn run_mode(
         &mut self,
         instruction: &str,
@@ -274,75 +262,10 @@ impl Agent {
         mode: RunMode,
         stream: Option<lumen_perception::monitor::EventSender>,
     ) -> Result<RunResult> {
-        self.connect().await?;
-        // Plan mode plans with the main model when no planner model is set.
-        let (tab, planner) = match &self.connected {
-            Some(c) => (
-                c.tab.clone(),
-                c.planner
-                    .clone()
-                    .or_else(|| (mode == RunMode::Plan).then(|| c.adapter.clone())),
-            ),
-            None => return Err(LumenError::config("agent", "not connected")),
-        };
-        if let Some(url) = start_url {
-            let outcome = tab.goto(url).await?;
-            if !outcome.ok {
-                return Err(LumenError::config(
-                    "start url",
-                    format!(
-                        "could not open {url}: {}",
-                        outcome.error.unwrap_or_default()
-                    ),
-                ));
-            }
-        }
-        let screenshot = self.options.session.screenshot.clone();
-        let plan = match &planner {
-            Some(p) => Some(
-                lumen_perception::planner::plan(p.as_ref(), tab.as_ref(), instruction, &screenshot)
-                    .await?,
-            ),
-            None => None,
-        };
-        if mode == RunMode::Plan {
-            let plan = plan.unwrap_or_else(|| lumen_perception::planner::Plan {
-                text: String::new(),
-                usage: Default::default(),
-            });
-            return Ok(RunResult {
-                status: RunStatus::Success,
-                result: Some(plan.text),
-                steps: 0,
-                history: Vec::new(),
-                state: None,
-                usage: plan.usage,
-                error: None,
-            });
-        }
-        let session = self.session(stream).await?;
-        session.set_plan(plan.map(|p| p.text));
-        let attempts = match mode {
-            RunMode::Exec { attempts } => attempts.max(1),
-            _ => 1,
-        };
-        let mut result = session.run(instruction).await;
-        for attempt in 2..=attempts {
-            if matches!(result.status, RunStatus::Success | RunStatus::Cancelled)
-                || result.error.is_some()
-            {
-                break;
-            }
-            let reason = result
-                .result
-                .clone()
-                .unwrap_or_else(|| format!("{:?}", result.status));
-            let retry = format!(
-                "{instruction}\n\n(Attempt {attempt} of {attempts}: the previous attempt did not succeed: {reason}. Take a different approach.)"
-            );
-            result = session.add_task(&retry).await;
-        }
-        Ok(result)
+        self.session(stream)
+            .await?
+            .run_mode(instruction, start_url, mode)
+            .await
     }
 
     /// Runs a task in the background and returns its live events (bounded:

@@ -6,10 +6,12 @@
 //!
 //! - [`Agent`]: give it a model and a browser; it connects lazily, sets up
 //!   the adapter and the browser concurrently, aligns the viewport to the
-//!   model, optionally plans, and runs ([`Agent::run`], [`Agent::stream`],
+//!   model, and runs on its [`Session`] ([`Agent::run`], [`Agent::stream`],
 //!   [`Agent::serialize`], [`Agent::resume`]).
 //! - [`Session`]: bring your own [`BrowserTab`] and [`ModelAdapter`] (see
-//!   `examples/custom_adapter.rs`).
+//!   `examples/custom_adapter.rs`). The run modes ([`RunMode`]: plan, agent,
+//!   exec with retries) and the planner pass live here; the agent, the CLI
+//!   and the server all run through [`Session::run_mode`].
 //! - The layers, re-exported: [`browser`], [`models`], [`memory`],
 //!   [`safety`], [`perception`] (the loop), and the contracts from
 //!   `lumen-core` at the crate root.
@@ -35,7 +37,7 @@
 mod agent;
 mod session;
 
-pub use agent::{Agent, AgentOptions, BrowserSource, RunMode};
+pub use agent::{Agent, AgentOptions, BrowserSource};
 pub use lumen_browser as browser;
 pub use lumen_core as core;
 pub use lumen_core::*;
@@ -43,7 +45,7 @@ pub use lumen_memory as memory;
 pub use lumen_models as models;
 pub use lumen_perception as perception;
 pub use lumen_safety as safety;
-pub use session::{Session, SessionOptions};
+pub use session::{RunMode, Session, SessionOptions};
 
 // Keeps the README's example compiling and true.
 #[cfg(doctest)]

@@ -3,10 +3,12 @@
 //!
 //! Each run executes on the `lumen` facade's [`Session`] with its own
 //! [`RunControl`] (created with the run, so a queued run can already be
-//! cancelled, paused or given guidance). A recorder appends every event to
-//! the run's log, saves screenshots as files, updates the run record and
-//! publishes the event to live subscribers; the session saves its snapshot
-//! after every completed step.
+//! cancelled, paused or given guidance); the session opens the start URL and
+//! runs the mode ([`Session::run_mode`]: plan, agent, exec with retries), as
+//! for the agent and the CLI. A recorder appends every event to the run's
+//! log, saves screenshots as files, updates the run record and publishes the
+//! event to live subscribers; the session saves its snapshot after every
+//! completed step.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -20,8 +22,8 @@ use lumen::perception::control::RunControl;
 use lumen::perception::monitor::{Recorder, now_ms};
 use lumen::safety::{PolicyConfig, SessionPolicy};
 use lumen::{
-    BrowserTab, ErrorInfo, LumenError, RecordedEvent, RunResult, RunStatus, ScreenshotOptions,
-    Session, SessionOptions, StreamEvent,
+    BrowserTab, ErrorInfo, LumenError, RecordedEvent, RunMode, RunResult, RunStatus, Session,
+    SessionOptions, StreamEvent,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, broadcast};
@@ -751,23 +753,13 @@ impl RunManager {
     ) -> lumen::Result<RunResult> {
         let info = lock(&entry.info).clone();
         let adapter = lumen::models::create_adapter(&info.model, self.options.adapter.clone())?;
+        // A resumed run goes back to where it was; a fresh browser from the
+        // pool already shows about:blank.
         let url = match &snapshot {
             Some(_) => info.last_url.clone().or(info.start_url.clone()),
             None => info.start_url.clone(),
-        };
-        if let Some(url) = url.filter(|u| u != "about:blank") {
-            let opened = tokio::select! {
-                biased;
-                reason = control.cancelled() => return Err(LumenError::Cancelled { reason }),
-                o = tab.goto(&url) => o?,
-            };
-            if !opened.ok {
-                return Err(LumenError::config(
-                    "startUrl",
-                    format!("could not open {url}: {}", opened.error.unwrap_or_default()),
-                ));
-            }
         }
+        .filter(|u| u != "about:blank");
         let options = SessionOptions {
             max_steps: info.max_steps,
             policy: info.policy.clone(),
@@ -777,56 +769,21 @@ impl RunManager {
         };
         let tab: Arc<dyn BrowserTab> = tab;
         let mut session = match snapshot {
-            Some(s) => Session::resume(tab.clone(), adapter.clone(), options, s)?,
-            None => Session::new(tab.clone(), adapter.clone(), options)?,
+            Some(s) => Session::resume(tab, adapter, options, s)?,
+            None => Session::new(tab, adapter, options)?,
         };
         session.set_control(control.clone());
         session.save_after_each_step(entry.dir.session());
-        match info.mode {
-            Mode::Plan => {
-                let shot_options = ScreenshotOptions::default();
-                let plan = tokio::select! {
-                    biased;
-                    reason = control.cancelled() => return Err(LumenError::Cancelled { reason }),
-                    p = lumen::perception::planner::plan(
-                        adapter.as_ref(),
-                        tab.as_ref(),
-                        &info.instruction,
-                        &shot_options,
-                    ) => p?,
-                };
-                Ok(RunResult {
-                    status: RunStatus::Success,
-                    result: Some(plan.text),
-                    steps: 0,
-                    history: Vec::new(),
-                    state: None,
-                    usage: plan.usage,
-                    error: None,
-                })
-            }
-            Mode::Agent => Ok(session.run(&info.instruction).await),
-            Mode::Exec => {
-                let mut result = session.run(&info.instruction).await;
-                for attempt in 2..=info.attempts.max(1) {
-                    if matches!(result.status, RunStatus::Success | RunStatus::Cancelled)
-                        || result.error.is_some()
-                    {
-                        break;
-                    }
-                    let reason = result
-                        .result
-                        .clone()
-                        .unwrap_or_else(|| format!("{:?}", result.status));
-                    let retry = format!(
-                        "{}\n\n(Attempt {attempt} of {}: the previous attempt did not succeed: {reason}. Try another way.)",
-                        info.instruction, info.attempts
-                    );
-                    result = session.add_task(&retry).await;
-                }
-                Ok(result)
-            }
-        }
+        let mode = match info.mode {
+            Mode::Plan => RunMode::Plan,
+            Mode::Agent => RunMode::Agent,
+            Mode::Exec => RunMode::Exec {
+                attempts: info.attempts,
+            },
+        };
+        session
+            .run_mode(&info.instruction, url.as_deref(), mode)
+            .await
     }
 
     /// The recorder of one execution: log line, screenshot file, progress,

@@ -1,4 +1,5 @@
 mod browser_toolset;
 mod e2e;
+mod modes;
 mod safety;
 mod zoom;

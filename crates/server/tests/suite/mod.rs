@@ -14,6 +14,7 @@ mod durability;
 mod http_api;
 mod ipc;
 mod mcp;
+mod modes;
 mod streams;
 
 pub(crate) const MODEL: &str = "compatible/qwen2.5-vl";

@@ -1,115 +1,54 @@
-//! [`Session`]: the lower-level API for callers who bring their own tab and
-//! adapter (any [`BrowserTab`] and [`ModelAdapter`] implementation).
+//! [`Session`]: one tab, one adapter and the history of the tasks run on
+//! them, and the one place the run modes live.
+//!
+//! - `options.rs`: [`SessionOptions`], how a session runs.
+//! - `modes.rs`: [`RunMode`] and the modes (plan, agent, exec with
+//!   retries), the planner pass and opening the start URL.
+//! - here: building the loop, running it, snapshots.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use lumen_core::{
-    BrowserTab, LoopMonitor, ModelAdapter, PreActionHook, Result, RunResult, ScreenshotOptions,
-    Verifier,
-};
-use lumen_memory::{
-    ActionCache, HistoryConfig, HistoryManager, SerializedHistory, SiteKB, StateStore,
-    WorkflowMemory,
-};
+use lumen_core::{BrowserTab, ModelAdapter, Result, RunResult};
+use lumen_memory::{HistoryManager, SerializedHistory, StateStore};
 use lumen_perception::control::RunControl;
 use lumen_perception::gate::ConfidenceGate;
-use lumen_perception::monitor::{EventBus, EventSender, Recorder};
-use lumen_perception::router::{ActionRouter, SettleMode};
+use lumen_perception::monitor::{EventBus, EventSender};
+use lumen_perception::router::ActionRouter;
 use lumen_perception::{LoopConfig, PerceptionLoop, RunState};
-use lumen_safety::{ActionGuard, PolicyConfig, Secrets, SessionPolicy};
+use lumen_safety::{ActionGuard, Secrets, SessionPolicy};
 
-/// How a session runs, whatever the tab and adapter.
-#[derive(Clone)]
-pub struct SessionOptions {
-    /// Step budget of each run.
-    pub max_steps: u32,
-    /// Allowed/blocked domains, actions and schemes.
-    pub policy: PolicyConfig,
-    /// Checks run before every action, in order, ahead of the policy.
-    pub hooks: Vec<Arc<dyn PreActionHook>>,
-    /// Confirms completion before a run may end.
-    pub verifier: Option<Arc<dyn Verifier>>,
-    /// Observers of every event.
-    pub monitors: Vec<Arc<dyn LoopMonitor>>,
-    /// Receivers of every recorded event (event logs).
-    pub recorders: Vec<Recorder>,
-    /// How many full screenshots a request carries, and when to summarise.
-    pub history: HistoryConfig,
-    /// Sample this many candidates on hard steps (`None`: off).
-    pub confidence_gate: Option<usize>,
-    /// Save a checkpoint every N steps for backtracking (0: off).
-    pub checkpoint_interval: u32,
-    /// Named secrets the model types as `<secret:NAME>`.
-    pub secrets: Secrets,
-    /// Adaptive settling (default) or fixed delays.
-    pub settle: SettleMode,
-    /// Screenshot format, quality and size.
-    pub screenshot: ScreenshotOptions,
-    /// Extra system instructions.
-    pub system_prompt: Option<String>,
-    /// Check each action's effect (click hit something, typing went into an
-    /// editable field, goto reached its host).
-    pub action_verifier: bool,
-    /// Site tips shown for matching URLs (`SiteKB::default_kb()` ships tips
-    /// for the WebVoyager sites).
-    pub site_kb: Option<Arc<SiteKB>>,
-    /// Workflow memory: suggests a learnt workflow on the first step and
-    /// learns from successful runs (saved to its file).
-    pub workflows: Option<Arc<Mutex<WorkflowMemory>>>,
-    /// An on-disk action cache (`ActionCache::open(dir)`): matching steps
-    /// replay without a model call.
-    pub cache: Option<Arc<ActionCache>>,
-}
+mod modes;
+mod options;
 
-impl Default for SessionOptions {
-    fn default() -> Self {
-        Self {
-            max_steps: 30,
-            policy: PolicyConfig::default(),
-            hooks: Vec::new(),
-            verifier: None,
-            monitors: Vec::new(),
-            recorders: Vec::new(),
-            history: HistoryConfig::default(),
-            confidence_gate: None,
-            checkpoint_interval: 0,
-            secrets: Secrets::default(),
-            settle: SettleMode::default(),
-            screenshot: ScreenshotOptions::default(),
-            system_prompt: None,
-            action_verifier: true,
-            site_kb: None,
-            workflows: None,
-            cache: None,
-        }
-    }
-}
+pub use modes::RunMode;
+pub use options::SessionOptions;
 
-impl std::fmt::Debug for SessionOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionOptions")
-            .field("max_steps", &self.max_steps)
-            .field("policy", &self.policy)
-            .field("hooks", &self.hooks.len())
-            .field("verifier", &self.verifier.is_some())
-            .field("history", &self.history)
-            .field("confidence_gate", &self.confidence_gate)
-            .field("checkpoint_interval", &self.checkpoint_interval)
-            .field("secrets", &self.secrets)
-            .field("settle", &self.settle)
-            .field("action_verifier", &self.action_verifier)
-            .field("site_kb", &self.site_kb.is_some())
-            .field("workflows", &self.workflows.is_some())
-            .field("cache", &self.cache.as_ref().map(|c| c.dir().to_path_buf()))
-            .finish_non_exhaustive()
-    }
-}
-
-/// One browser tab, one adapter, and the history of the task run on them.
+/// One browser tab, one adapter, and the history of the tasks run on them.
+///
+/// A session runs a task in one of three modes ([`RunMode`], through
+/// [`run_mode`](Self::run_mode), which first opens the start URL when one is
+/// given):
+///
+/// - **plan** ([`plan`](Self::plan)): one call to the planner (the planner
+///   adapter when one is set, otherwise the session's adapter) on a
+///   screenshot of the current page; the plan is the result, no action is
+///   taken.
+/// - **agent**: the planner pass when a planner adapter is set
+///   ([`set_planner`](Self::set_planner)), its plan shown in every step's
+///   prompt, then the loop ([`run`](Self::run)) until the task ends.
+/// - **exec** ([`exec`](Self::exec)): agent mode with a retry budget: up to
+///   `attempts` runs, each failed attempt's reason fed to the next as
+///   guidance, in the same browser with the task state carried over.
+///
+/// [`Agent`](crate::Agent), the CLI and the server all run their tasks
+/// through these methods.
 pub struct Session {
     perception: PerceptionLoop,
     run: RunState,
     secrets: Arc<Secrets>,
+    tab: Arc<dyn BrowserTab>,
+    adapter: Arc<dyn ModelAdapter>,
+    planner: Option<Arc<dyn ModelAdapter>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -117,6 +56,10 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("loop", &self.perception)
             .field("steps", &self.run.history.step_count())
+            .field(
+                "planner",
+                &self.planner.as_ref().map(|p| p.info().model_id.clone()),
+            )
             .finish()
     }
 }
@@ -192,7 +135,7 @@ impl Session {
         let router = ActionRouter::new()
             .with_settle(options.settle)
             .with_secrets(secrets.clone());
-        let mut perception = PerceptionLoop::new(tab, adapter, config)
+        let mut perception = PerceptionLoop::new(tab.clone(), adapter.clone(), config)
             .with_router(router)
             .with_guard(guard)
             .with_bus(bus);
@@ -212,11 +155,17 @@ impl Session {
             perception,
             run,
             secrets,
+            tab,
+            adapter,
+            planner: None,
         })
     }
 
-    /// Runs `instruction` until it ends. Action failures are inside the
-    /// result; only setup problems are errors, and there are none left here.
+    /// Runs the loop on `instruction` until it ends, from the page the tab
+    /// shows, with the plan set by [`set_plan`](Self::set_plan) if any (no
+    /// planner pass: [`run_mode`](Self::run_mode) does that). Action
+    /// failures are inside the result; only setup problems are errors, and
+    /// there are none left here.
     pub async fn run(&mut self, instruction: &str) -> RunResult {
         self.perception.run(instruction, &mut self.run).await
     }
