@@ -75,16 +75,18 @@ pub(crate) async fn run(args: DemoArgs) -> Result<Finished, CliError> {
     for (i, turn) in script.iter().enumerate() {
         mock.push(Route::AnthropicMessages, reply(i, turn));
     }
-    let mut options = AgentOptions::new(MODEL)
-        .browser(BrowserSource::Custom(tab))
-        .session(SessionOptions {
+    let options = AgentOptions {
+        adapter: AdapterOptions {
+            api_key: Some(ApiKey::new(OFFLINE_KEY)),
+            base_url: Some(mock.base_url()),
+            ..AdapterOptions::default()
+        },
+        browser: BrowserSource::Custom(tab),
+        session: SessionOptions {
             max_steps: 10,
             ..SessionOptions::default()
-        });
-    options.adapter = AdapterOptions {
-        api_key: Some(ApiKey::new(OFFLINE_KEY)),
-        base_url: Some(mock.base_url()),
-        ..AdapterOptions::default()
+        },
+        ..AgentOptions::new(MODEL)
     };
     let finished = runner::execute(Job {
         options,

@@ -152,22 +152,24 @@ async fn run(args: RunArgs) -> Result<u8, CliError> {
             ..LaunchOptions::default()
         }),
     };
-    let mut options = AgentOptions::new(config.model.clone())
-        .browser(browser)
-        .session(SessionOptions {
+    let options = AgentOptions {
+        adapter: AdapterOptions {
+            base_url: config.base_url.clone(),
+            tools: config.tools,
+            effort: config.effort,
+            thinking_budget: config.thinking_budget,
+            ..AdapterOptions::default()
+        },
+        planner_model: config.planner_model.clone(),
+        browser,
+        session: SessionOptions {
             max_steps: config.max_steps,
             policy: config.policy.clone(),
             secrets: config.secrets.clone(),
             ..SessionOptions::default()
-        });
-    options.adapter = AdapterOptions {
-        base_url: config.base_url.clone(),
-        tools: config.tools,
-        effort: config.effort,
-        thinking_budget: config.thinking_budget,
-        ..AdapterOptions::default()
+        },
+        ..AgentOptions::new(config.model.clone())
     };
-    options.planner_model = config.planner_model.clone();
     // Catch a bad key or model before a browser starts.
     lumen::models::create_adapter(&options.model, options.adapter.clone())
         .map_err(|e| CliError::from_setup(&e, None))?;

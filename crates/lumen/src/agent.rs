@@ -55,6 +55,25 @@ impl std::fmt::Debug for BrowserSource {
 }
 
 /// Everything an [`Agent`] needs.
+///
+/// Each option is set one way: as a field. [`AgentOptions::new`] gives the
+/// defaults for a model; change the rest with struct update syntax (as for
+/// [`SessionOptions`], [`AdapterOptions`] and [`LaunchOptions`]) or by
+/// assigning a field:
+///
+/// ```
+/// use lumen::{AgentOptions, SessionOptions};
+///
+/// let options = AgentOptions {
+///     planner_model: Some("anthropic/claude-haiku-4-5".into()),
+///     session: SessionOptions {
+///         max_steps: 20,
+///         ..SessionOptions::default()
+///     },
+///     ..AgentOptions::new("anthropic/claude-sonnet-4-6")
+/// };
+/// assert_eq!(options.session.max_steps, 20);
+/// ```
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
     /// The model: `anthropic/…`, `openai/…`, `google/…`, or any name served
@@ -86,30 +105,6 @@ impl AgentOptions {
             align_viewport: true,
             session: SessionOptions::default(),
         }
-    }
-
-    /// Sets the step budget.
-    pub fn max_steps(mut self, n: u32) -> Self {
-        self.session.max_steps = n;
-        self
-    }
-
-    /// Sets the browser source.
-    pub fn browser(mut self, browser: BrowserSource) -> Self {
-        self.browser = browser;
-        self
-    }
-
-    /// Sets the planner model.
-    pub fn planner(mut self, model: impl Into<String>) -> Self {
-        self.planner_model = Some(model.into());
-        self
-    }
-
-    /// Sets the loop's settings.
-    pub fn session(mut self, session: SessionOptions) -> Self {
-        self.session = session;
-        self
     }
 }
 

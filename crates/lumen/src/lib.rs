@@ -21,10 +21,16 @@
 //!
 //! # Example
 //! ```no_run
-//! use lumen::{Agent, AgentOptions};
+//! use lumen::{Agent, AgentOptions, SessionOptions};
 //!
 //! # async fn run() -> lumen::Result<()> {
-//! let mut agent = Agent::new(AgentOptions::new("anthropic/claude-sonnet-4-6").max_steps(20));
+//! let mut agent = Agent::new(AgentOptions {
+//!     session: SessionOptions {
+//!         max_steps: 20,
+//!         ..SessionOptions::default()
+//!     },
+//!     ..AgentOptions::new("anthropic/claude-sonnet-4-6")
+//! });
 //! let result = agent.run("Find the price of the cheapest book", Some("https://books.toscrape.com")).await?;
 //! println!("{:?}: {:?}", result.status, result.result);
 //! agent.close().await?;
