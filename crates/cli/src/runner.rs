@@ -106,7 +106,14 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
         progress.say(&format!("warning: the session could not be saved: {e}"));
     }
     let closed = agent.close().await;
-    let report = trace.finish(&result, &secrets, !output.no_gif)?;
+    let report = trace.finish(
+        &result,
+        &trace::RenderOptions {
+            secrets: secrets.clone(),
+            gif: !output.no_gif,
+            pricing: Some(lumen::models::registry::cost),
+        },
+    )?;
     if let Err(e) = closed {
         progress.say(&format!("warning: the browser did not close cleanly: {e}"));
     }

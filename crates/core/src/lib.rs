@@ -77,7 +77,7 @@ pub use outcome::{
     ElementInfo, TabInfo,
 };
 pub use page::{AxNode, AxSnapshot};
-pub use run::{LoopResult, RecordedEvent, RunResult, RunStatus, StreamEvent};
+pub use run::{LoopResult, RecordedEvent, Recorder, RunResult, RunStatus, StreamEvent};
 pub use usage::TokenUsage;
 
 /// Structured task memory written by the model (`writeState`): always a JSON

@@ -206,6 +206,10 @@ impl StreamEvent {
     }
 }
 
+/// Receives every event as recorded (numbered and timestamped), e.g. to
+/// write the event log. Called in order from the loop; must not block long.
+pub type Recorder = std::sync::Arc<dyn Fn(&RecordedEvent) + Send + Sync>;
+
 /// A [`StreamEvent`] as logged: numbered and timestamped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -3,55 +3,22 @@
 //! every failure into a [`LumenError`] naming the file.
 
 use std::fs;
-use std::io::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use lumen_core::{LumenError, Result};
 
-/// Distinguishes temporary files written concurrently by one process.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same
-/// directory is written and synced, then renamed over `path`, so readers see
-/// either the old content or the new, never a torn file.
+/// Writes `bytes` to `path` atomically with the workspace's one writer
+/// ([`lumen_trace::write_atomic`]): readers see either the old content or
+/// the new, never a torn file.
 ///
 /// `what` names the file for error messages ("history file").
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], what: &str) -> Result<()> {
-    let fail = |action: &str, e: std::io::Error| {
+    lumen_trace::write_atomic(path, bytes).map_err(|e| {
         LumenError::config(
             path.display().to_string(),
-            format!("cannot {action} the {what}: {e}; choose a writable location"),
+            format!("cannot write the {what}: {e}; choose a writable location"),
         )
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "lumen".to_owned());
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{file_name}.{}.{n}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file =
-            fs::File::create(&tmp).map_err(|e| fail("create a temporary file for", e))?;
-        file.write_all(bytes).map_err(|e| fail("write", e))?;
-        file.sync_all().map_err(|e| fail("sync", e))?;
-        drop(file);
-        fs::rename(&tmp, path).map_err(|e| fail("replace", e))?;
-        // Make the rename itself durable where the platform allows opening a
-        // directory; failing to do so does not lose the data just written.
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    })
 }
 
 /// Reads a whole file as UTF-8 text; `Ok(None)` when it does not exist.

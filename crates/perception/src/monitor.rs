@@ -117,9 +117,7 @@ pub fn event_stream(capacity: usize) -> (EventSender, EventStream) {
     (EventSender { tx }, EventStream { rx })
 }
 
-/// Receives every event as recorded (numbered and timestamped), e.g. to
-/// write the event log. Called in order from the loop; must not block long.
-pub type Recorder = Arc<dyn Fn(&RecordedEvent) + Send + Sync>;
+pub use lumen_core::Recorder;
 
 /// Where the loop emits events: numbering, timestamps, monitors, recorders
 /// and the optional live stream in one place.

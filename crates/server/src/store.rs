@@ -14,7 +14,7 @@
 //! Paths are only ever built from a validated run id ([`valid_run_id`]) and
 //! numbers, so nothing outside the data directory can be named.
 
-use std::io::{BufRead as _, Write as _};
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use lumen::safety::PolicyConfig;
@@ -198,21 +198,14 @@ impl RunDir {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder,
-/// synced, then renamed over `path`.
+/// Writes `bytes` to `path` atomically (the workspace's one writer,
+/// [`lumen_trace::write_atomic`]), creating its folder first.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("a file path without a folder"))?;
     std::fs::create_dir_all(dir)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
+    lumen_trace::write_atomic(path, bytes)
 }
 
 /// Writes `value` as pretty JSON, atomically.

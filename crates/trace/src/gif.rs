@@ -8,7 +8,7 @@ use std::io::Cursor;
 use image::codecs::gif::{GifEncoder, Repeat};
 use image::imageops::FilterType;
 use image::{Delay, Frame, Rgba, RgbaImage};
-use lumen::{Action, ScrollDirection};
+use lumen_core::{Action, ScrollDirection};
 
 use crate::timeline::{Outcome, Timeline};
 

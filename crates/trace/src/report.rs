@@ -7,10 +7,10 @@
 use std::fmt::Write as _;
 
 use base64::Engine as _;
-use lumen::safety::Secrets;
-use lumen::{Action, RunStatus, ScrollDirection};
+use lumen_core::{Action, RunStatus, ScrollDirection};
+use lumen_safety::Secrets;
 
-use crate::pricing::cost;
+use crate::folder::Pricing;
 use crate::timeline::{ActionView, Outcome, StepView, Timeline, describe};
 
 const CSS: &str = r#"
@@ -78,7 +78,7 @@ fn status_name(status: Option<RunStatus>) -> &'static str {
 }
 
 /// The whole report.
-pub(crate) fn render(t: &Timeline, secrets: &Secrets) -> String {
+pub(crate) fn render(t: &Timeline, secrets: &Secrets, pricing: Option<Pricing>) -> String {
     let s = |text: &str| esc(&secrets.redact(text));
     let status = t.ending.as_ref().map(|e| e.status);
     let mut html = String::new();
@@ -90,7 +90,8 @@ pub(crate) fn render(t: &Timeline, secrets: &Secrets) -> String {
         s(&t.instruction)
     );
     let usage = t.ending.as_ref().map(|e| e.usage).unwrap_or_default();
-    let cost = cost(&t.model, &usage)
+    let cost = pricing
+        .and_then(|price| price(&t.model, &usage))
         .map(|c| format!(" · about ${c:.3}"))
         .unwrap_or_default();
     let seconds = match (t.started_ms, t.ended_ms) {
@@ -121,7 +122,7 @@ pub(crate) fn render(t: &Timeline, secrets: &Secrets) -> String {
     }
     html.push_str("</header><main id=\"timeline\">");
     for step in &t.steps {
-        render_step(&mut html, step, &t.model, secrets);
+        render_step(&mut html, step, &t.model, secrets, pricing);
     }
     let _ = writeln!(
         html,
@@ -132,7 +133,13 @@ pub(crate) fn render(t: &Timeline, secrets: &Secrets) -> String {
     html
 }
 
-fn render_step(html: &mut String, step: &StepView, model: &str, secrets: &Secrets) {
+fn render_step(
+    html: &mut String,
+    step: &StepView,
+    model: &str,
+    secrets: &Secrets,
+    pricing: Option<Pricing>,
+) {
     let s = |text: &str| esc(&secrets.redact(text));
     let problem = step.actions.iter().any(ActionView::is_problem) || !step.rejections.is_empty();
     let n = step.step + 1;
@@ -187,7 +194,8 @@ fn render_step(html: &mut String, step: &StepView, model: &str, secrets: &Secret
     let tokens = step
         .usage
         .map(|u| {
-            let c = cost(model, &u)
+            let c = pricing
+                .and_then(|price| price(model, &u))
                 .map(|c| format!(" (~${c:.4})"))
                 .unwrap_or_default();
             format!("{} in / {} out tokens{c}", u.total_input(), u.output_tokens)

@@ -2,7 +2,7 @@
 //! report and the GIF draw), and [`describe`], the one-line description of
 //! an action that the live progress, the report and replays print.
 
-use lumen::{
+use lumen_core::{
     Action, ActionCall, ActionExecution, RecordedEvent, RunStatus, Screenshot, StreamEvent,
     TokenUsage,
 };

@@ -1,18 +1,10 @@
-//! The trace folder a run leaves behind:
-//!
-//! - `events.jsonl`: the recorded events, one per line, images left out;
-//! - `screenshots/step-NNN.<ext>`: every step's screenshot (NNN counts steps
-//!   from 1; a step's second and later screenshots get `-2`, `-3`, …);
-//! - `session.json`: the serialized session (resumable; secrets scrubbed);
-//! - `result.json`: how the run ended;
-//! - `report.html`: a self-contained report (opens offline);
-//! - `run.gif`: the screenshots with the actions drawn on them.
+//! Writing and drawing a run folder (its layout is in [`crate::layout`]).
 //!
 //! [`Trace`] writes such a folder while a run goes (the `lumen` binary's
-//! `run` and `demo`). [`render`] writes `report.html` and `run.gif` for a
-//! folder written by anyone who follows the layout (`cargo xtask eval` does):
-//! it needs only `events.jsonl` and the screenshots, named by
-//! [`screenshot_name`].
+//! `run` and `demo`, and the server's runs). [`render`] writes
+//! `report.html` and `run.gif` for a folder written by anyone who follows
+//! the layout (the eval does): it needs only `events.jsonl` and the
+//! screenshots, named by [`screenshot_name`].
 //!
 //! Secret values are scrubbed from every text artefact before it is
 //! closed; screenshots are pictures of the page and carry no typed secret
@@ -21,43 +13,20 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use lumen::perception::monitor::{Recorder, jsonl_recorder};
-use lumen::safety::Secrets;
-use lumen::{RecordedEvent, RunResult, StreamEvent};
+use lumen_core::{RecordedEvent, Recorder, RunResult, StreamEvent, TokenUsage};
+use lumen_safety::Secrets;
 
+use crate::atomic::write_atomic;
+use crate::layout::{EVENTS, GIF, REPORT, RESULT, SCREENSHOTS, screenshot_name};
+use crate::recorder::jsonl_recorder;
 use crate::timeline::Timeline;
 use crate::{gif, report};
 
-/// The event log: one JSON [`RecordedEvent`] a line, screenshot bytes left
-/// out.
-pub const EVENTS: &str = "events.jsonl";
-/// The self-contained HTML report.
-pub const REPORT: &str = "report.html";
-/// The animated GIF of the screenshots with the actions drawn on them.
-pub const GIF: &str = "run.gif";
-/// The serialized session.
-pub const SESSION: &str = "session.json";
-/// The run's result without its history.
-pub const RESULT: &str = "result.json";
-/// The folder of screenshot files.
-pub const SCREENSHOTS: &str = "screenshots";
-
-/// The file name, relative to the trace folder, of screenshot number `nth`
-/// (0-based) of step `step` (0-based, as recorded), with extension `ext`:
-/// `screenshots/step-001.jpg`, then `screenshots/step-001-2.jpg`, ….
-pub fn screenshot_name(step: u32, nth: usize, ext: &str) -> String {
-    let suffix = if nth == 0 {
-        String::new()
-    } else {
-        format!("-{}", nth + 1)
-    };
-    format!(
-        "{SCREENSHOTS}/step-{:03}{suffix}.{ext}",
-        u64::from(step) + 1
-    )
-}
+/// The estimated dollar cost of `usage` on `model` (`provider/id`), `None`
+/// when the model has no published price. The report shows it per step and
+/// in total; `lumen_models::registry::cost` is the one price table.
+pub type Pricing = fn(model: &str, usage: &TokenUsage) -> Option<f64>;
 
 /// Why a trace could not be written or rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +55,8 @@ pub struct RenderOptions {
     pub secrets: Secrets,
     /// Write `run.gif` as well as `report.html`.
     pub gif: bool,
+    /// How the report prices tokens (`None`: no cost is shown).
+    pub pricing: Option<Pricing>,
 }
 
 impl Default for RenderOptions {
@@ -93,6 +64,7 @@ impl Default for RenderOptions {
         Self {
             secrets: Secrets::default(),
             gif: true,
+            pricing: None,
         }
     }
 }
@@ -148,7 +120,7 @@ pub fn render(dir: &Path, options: &RenderOptions) -> Result<Rendered, TraceErro
         }
         events.push(e);
     }
-    write_artefacts(dir, &events, &files, &options.secrets, options.gif)
+    write_artefacts(dir, &events, &files, options)
 }
 
 /// Renders the timeline of `events` into `dir`.
@@ -156,20 +128,21 @@ fn write_artefacts(
     dir: &Path,
     events: &[RecordedEvent],
     files: &[(u32, String)],
-    secrets: &Secrets,
-    gif: bool,
+    options: &RenderOptions,
 ) -> Result<Rendered, TraceError> {
     let io = |what: &str, e: &dyn fmt::Display| {
         TraceError::Io(format!("could not write {what} in {}: {e}", dir.display()))
     };
     let timeline = Timeline::build(events, files);
-    let html = report::render(&timeline, secrets);
+    let html = report::render(&timeline, &options.secrets, options.pricing);
     let report = dir.join(REPORT);
-    std::fs::write(&report, html).map_err(|e| io(REPORT, &e))?;
+    write_atomic(&report, html.as_bytes()).map_err(|e| io(REPORT, &e))?;
     let mut gif_path = None;
-    if gif && let Some(bytes) = gif::render(&timeline) {
+    if options.gif
+        && let Some(bytes) = gif::render(&timeline)
+    {
         let path = dir.join(GIF);
-        std::fs::write(&path, bytes).map_err(|e| io(GIF, &e))?;
+        write_atomic(&path, &bytes).map_err(|e| io(GIF, &e))?;
         gif_path = Some(path);
     }
     Ok(Rendered {
@@ -265,14 +238,15 @@ impl Trace {
             .is_empty()
     }
 
-    /// Writes the report, the GIF (when `gif`) and the result, and scrubs
-    /// `secrets` from the event log. Returns the report's path.
+    /// Writes the report, the GIF (when `options.gif`) and the result, and
+    /// scrubs `options.secrets` from the event log. Returns the report's
+    /// path.
     pub fn finish(
         &self,
         result: &RunResult,
-        secrets: &Secrets,
-        gif: bool,
+        options: &RenderOptions,
     ) -> Result<PathBuf, TraceError> {
+        let secrets = &options.secrets;
         let io = |what: &str, e: &dyn std::fmt::Display| {
             TraceError::Io(format!(
                 "could not write {what} in {}: {e}",
@@ -296,8 +270,8 @@ impl Trace {
             .redacted_json(&summary)
             .map_err(|e| io(RESULT, &e))?;
         let text = serde_json::to_string_pretty(&summary).map_err(|e| io(RESULT, &e))?;
-        std::fs::write(self.dir.join(RESULT), text).map_err(|e| io(RESULT, &e))?;
-        let rendered = write_artefacts(&self.dir, &events, &files, secrets, gif)?;
+        write_atomic(&self.dir.join(RESULT), text.as_bytes()).map_err(|e| io(RESULT, &e))?;
+        let rendered = write_artefacts(&self.dir, &events, &files, options)?;
         Ok(rendered.report)
     }
 }
@@ -320,65 +294,12 @@ fn scrub_lines(path: &Path, secrets: &Secrets) -> std::io::Result<()> {
         }
         out.push('\n');
     }
-    let tmp = path.with_extension("jsonl.tmp");
-    std::fs::write(&tmp, out)?;
-    std::fs::rename(tmp, path)
-}
-
-/// The `lumen` binary's default trace folder for a task:
-/// `./lumen-traces/<UTC timestamp>-<slug of the task>`.
-pub fn default_dir(instruction: &str) -> PathBuf {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    PathBuf::from("lumen-traces").join(format!("{}-{}", timestamp(secs), slug(instruction)))
-}
-
-/// `20261122T151500Z` for Unix seconds (UTC; civil date from days, after
-/// Howard Hinnant's algorithm).
-fn timestamp(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Lower-case ASCII words of `text` joined by `-`, at most 40 characters
-/// (`run` when there is none): a safe folder name for a task.
-pub fn slug(text: &str) -> String {
-    let mut s = String::new();
-    for word in text
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        if s.len() + word.len() + 1 > 40 {
-            break;
-        }
-        if !s.is_empty() {
-            s.push('-');
-        }
-        s.push_str(&word.to_ascii_lowercase());
-    }
-    if s.is_empty() { "run".to_owned() } else { s }
+    write_atomic(path, out.as_bytes())
 }
 
 #[cfg(test)]
 mod tests {
-    use lumen::{
+    use lumen_core::{
         Action, ActionCall, Image, ImageFormat, ImageScale, RunStatus, Screenshot, Size, TokenUsage,
     };
 
@@ -477,7 +398,11 @@ mod tests {
         std::fs::write(dir.path().join(screenshot_name(0, 0, "png")), png()).unwrap();
 
         let secrets = Secrets::new().with("password", "hunter2-SECRET").unwrap();
-        let rendered = render(dir.path(), &RenderOptions { secrets, gif: true }).unwrap();
+        let rendered = render(dir.path(), &RenderOptions {
+                secrets,
+                gif: true,
+                pricing: None,
+            }).unwrap();
         assert_eq!(rendered.steps, 2);
         assert_eq!(rendered.report, dir.path().join(REPORT));
         assert_eq!(
@@ -503,21 +428,4 @@ mod tests {
         assert_eq!(screenshot_name(11, 2, "png"), "screenshots/step-012-3.png");
     }
 
-    #[test]
-    fn timestamps_are_utc_calendar_dates() {
-        assert_eq!(timestamp(0), "19700101T000000Z");
-        assert_eq!(timestamp(951_782_400), "20000229T000000Z");
-        assert_eq!(timestamp(1_795_000_000), "20261118T110640Z");
-    }
-
-    #[test]
-    fn slugs_are_short_and_safe() {
-        assert_eq!(
-            slug("Fill in the form, then submit!"),
-            "fill-in-the-form-then-submit"
-        );
-        assert_eq!(slug("../../etc/passwd"), "etc-passwd");
-        assert_eq!(slug("日本"), "run");
-        assert!(slug(&"word ".repeat(40)).len() <= 40);
-    }
 }
