@@ -28,9 +28,14 @@ pub(crate) struct Args {
     pub(crate) args: Vec<OsString>,
 }
 
-/// Whether `task` runs the release build of lumen-eval.
-pub(crate) fn wants_release(task: &str, bench_debug: bool) -> bool {
-    task == "bench" && !bench_debug
+/// Whether `task` with `args` runs the release build of lumen-eval: a
+/// benchmark does, unless `LUMEN_BENCH_DEBUG` is set; asking for help (or
+/// for no benchmark at all, which prints the usage) does not wait for a
+/// release build, as it did not when xtask parsed `bench` itself.
+pub(crate) fn wants_release(task: &str, args: &[OsString], bench_debug: bool) -> bool {
+    let asks_for_help = args.first().is_none_or(|first| first == "help")
+        || args.iter().any(|arg| arg == "--help" || arg == "-h");
+    task == "bench" && !bench_debug && !asks_for_help
 }
 
 /// `cargo run` of lumen-eval with `task` and `args`.
@@ -51,7 +56,11 @@ pub(crate) fn command(task: &str, args: &[OsString], release: bool) -> anyhow::R
 
 /// Runs `task` in lumen-eval and returns its exit code.
 pub(crate) fn run(task: &str, args: &Args) -> anyhow::Result<ExitCode> {
-    let release = wants_release(task, std::env::var_os("LUMEN_BENCH_DEBUG").is_some());
+    let release = wants_release(
+        task,
+        &args.args,
+        std::env::var_os("LUMEN_BENCH_DEBUG").is_some(),
+    );
     if release {
         eprintln!(
             "cargo xtask bench: timing a release build (the first build takes a few minutes; LUMEN_BENCH_DEBUG=1 measures the debug build)"
@@ -94,11 +103,16 @@ mod tests {
     }
 
     #[test]
-    fn only_bench_runs_in_release_unless_debug_is_asked_for() {
-        assert!(wants_release("bench", false));
-        assert!(!wants_release("bench", true));
+    fn only_bench_runs_in_release_unless_debug_or_help_is_asked_for() {
+        let args = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        let agent = args(&["agent", "--samples", "3"]);
+        assert!(wants_release("bench", &agent, false));
+        assert!(!wants_release("bench", &agent, true));
+        for help in [&[][..], &["help"], &["--help"], &["agent", "-h"]] {
+            assert!(!wants_release("bench", &args(help), false), "{help:?}");
+        }
         for task in ["eval", "record", "decode-stream", "sdk-schemas"] {
-            assert!(!wants_release(task, false), "{task}");
+            assert!(!wants_release(task, &agent, false), "{task}");
         }
     }
 
