@@ -91,6 +91,7 @@ const LAYERS: &[(&str, Option<u8>)] = &[
     (MODELS, Some(1)),
     ("lumen-memory", Some(1)),
     ("lumen-safety", Some(1)),
+    ("lumen-trace", Some(1)),
     ("lumen-perception", Some(2)),
     ("lumen", Some(3)),
     ("lumen-cli", Some(4)),
@@ -103,7 +104,7 @@ const LAYERS: &[(&str, Option<u8>)] = &[
 
 /// The layer order, spelled out in violation messages.
 const LAYER_ORDER: &str =
-    "core < browser, models, memory, safety < loop < lumen < cli, server < eval, xtask";
+    "core < browser, models, memory, safety, trace < loop < lumen < cli, server < eval, xtask";
 
 /// How a dependency is declared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -459,6 +460,7 @@ mod tests {
             package(MODELS, &[CORE, "reqwest", "tokio"]),
             package("lumen-memory", &[CORE, "serde"]),
             package("lumen-safety", &[CORE, "serde"]),
+            package("lumen-trace", &[CORE, "lumen-safety", "image"]),
             package(
                 "lumen-perception",
                 &[CORE, "lumen-memory", "lumen-safety", "tokio"],
@@ -774,14 +776,15 @@ mod tests {
     fn dependencies_point_down() {
         let expected = |from: &str, to: &str| {
             vec![format!(
-                "{from} -> {to}: dependencies point down (core < browser, models, memory, safety \
-                 < loop < lumen < cli, server < eval, xtask), and {to} sits above {from}"
+                "{from} -> {to}: dependencies point down (core < browser, models, memory, safety, \
+                 trace < loop < lumen < cli, server < eval, xtask), and {to} sits above {from}"
             )]
         };
         for (from, to) in [
             ("lumen-memory", "lumen-perception"),
             ("lumen-safety", "lumen"),
             ("lumen-perception", "lumen"),
+            ("lumen-trace", "lumen-perception"),
             ("lumen", "lumen-server"),
         ] {
             assert_eq!(
