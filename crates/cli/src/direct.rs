@@ -202,9 +202,7 @@ fn save(session: &str, state: &State) -> Result<(), CliError> {
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
     }
     let text = serde_json::to_string(state).map_err(|e| fail(&e))?;
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| fail(&e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| fail(&e))
+    lumen_trace::write_atomic(&path, text.as_bytes()).map_err(|e| fail(&e))
 }
 
 fn forget(session: &str, state: Option<&State>) {

@@ -628,6 +628,9 @@ impl RunManager {
         let _ = self.hub.send(Live::Ended {
             run: entry.id.as_str().into(),
         });
+        if entry.info().status.is_terminal() {
+            write_report(&entry).await;
+        }
     }
 
     /// Records how an execution ended.
@@ -796,17 +799,22 @@ impl RunManager {
         let writer = Mutex::new(std::io::BufWriter::new(file));
         let hub = self.hub.clone();
         let run: Arc<str> = entry.id.as_str().into();
-        let shots = entry.dir.screenshots();
+        let dir = entry.dir.dir().to_path_buf();
+        let shots_per_step = Mutex::new(BTreeMap::<u32, usize>::new());
         let warned = AtomicBool::new(false);
         Ok(Arc::new(move |e: &RecordedEvent| {
             let mut e = e.clone();
             e.seq += offset;
             if let StreamEvent::Screenshot { step, screenshot } = &mut e.event {
-                let ext = match screenshot.image.format {
-                    lumen::ImageFormat::Png => "png",
-                    lumen::ImageFormat::Jpeg => "jpg",
+                let nth = {
+                    let mut seen = lock(&shots_per_step);
+                    let n = seen.entry(*step).or_insert(0);
+                    *n += 1;
+                    *n - 1
                 };
-                let path = shots.join(format!("{step}.{ext}"));
+                let name =
+                    lumen_trace::screenshot_name(*step, nth, screenshot.image.format.extension());
+                let path = dir.join(name);
                 if let Err(err) = store::write_atomic(&path, &screenshot.image.data) {
                     tracing::warn!("a screenshot could not be saved: {err}");
                 }
@@ -830,5 +838,23 @@ impl RunManager {
                 event: Arc::new(e),
             });
         }))
+    }
+}
+
+/// Draws `report.html` and `run.gif` into an ended run's folder from its
+/// event log and screenshots (the layout `lumen-trace` defines, which the
+/// CLI's traces follow too). Off the async threads; a failure is logged and
+/// changes nothing about the run.
+async fn write_report(entry: &RunEntry) {
+    let dir = entry.dir.dir().to_path_buf();
+    let options = lumen_trace::RenderOptions {
+        pricing: Some(lumen::models::registry::cost),
+        ..lumen_trace::RenderOptions::default()
+    };
+    let rendered = tokio::task::spawn_blocking(move || lumen_trace::render(&dir, &options)).await;
+    match rendered {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(run = %entry.id, "the run report could not be written: {e}"),
+        Err(e) => tracing::warn!(run = %entry.id, "the run report task failed: {e}"),
     }
 }

@@ -8,8 +8,13 @@
 //! <data-dir>/runs/<id>/events.jsonl    every event, screenshots stripped
 //! <data-dir>/runs/<id>/session.json    the snapshot after the last step
 //! <data-dir>/runs/<id>/result.json     the result, once the run ended
-//! <data-dir>/runs/<id>/screenshots/N.jpg
+//! <data-dir>/runs/<id>/screenshots/    step-001.jpg, … (lumen-trace's names)
+//! <data-dir>/runs/<id>/report.html     the report, once the run ended
+//! <data-dir>/runs/<id>/run.gif         the screenshots with the actions drawn
 //! ```
+//!
+//! The folder follows the run-folder layout of `lumen-trace`, so a server
+//! run's folder reads like a `lumen run` trace.
 //!
 //! Paths are only ever built from a validated run id ([`valid_run_id`]) and
 //! numbers, so nothing outside the data directory can be named.
@@ -175,26 +180,32 @@ impl RunDir {
     }
     /// `events.jsonl`.
     pub fn events(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
+        self.dir.join(lumen_trace::EVENTS)
     }
     /// `session.json`.
     pub fn session(&self) -> PathBuf {
-        self.dir.join("session.json")
+        self.dir.join(lumen_trace::SESSION)
     }
     /// `result.json`.
     pub fn result(&self) -> PathBuf {
-        self.dir.join("result.json")
+        self.dir.join(lumen_trace::RESULT)
     }
     /// `screenshots/`.
     pub fn screenshots(&self) -> PathBuf {
-        self.dir.join("screenshots")
+        self.dir.join(lumen_trace::SCREENSHOTS)
     }
-    /// The screenshot of `step`, if saved, with its MIME type.
+    /// The last screenshot of `step`, if saved, with its MIME type (files
+    /// are named by [`lumen_trace::screenshot_name`]).
     pub fn screenshot(&self, step: u32) -> Option<(PathBuf, &'static str)> {
         [("jpg", "image/jpeg"), ("png", "image/png")]
             .into_iter()
-            .map(|(ext, mime)| (self.screenshots().join(format!("{step}.{ext}")), mime))
-            .find(|(p, _)| p.is_file())
+            .find_map(|(ext, mime)| {
+                (0..)
+                    .map(|nth| self.dir.join(lumen_trace::screenshot_name(step, nth, ext)))
+                    .take_while(|p| p.is_file())
+                    .last()
+                    .map(|p| (p, mime))
+            })
     }
 }
 

@@ -52,6 +52,21 @@ async fn a_run_completes_and_its_trace_screenshots_and_events_are_served() {
     assert_eq!(shot.status(), 200);
     assert_eq!(shot.headers()["content-type"], "image/jpeg");
     assert_eq!(&shot.bytes().await.unwrap()[..2], &[0xFF, 0xD8]);
+    // The run's folder follows lumen-trace's layout, like a `lumen run`
+    // trace, and gets its report.html once the run has ended (written just
+    // after the end, run.gif last, so wait for that).
+    let folder = env.data.path().join("runs").join(&id);
+    assert!(folder.join("screenshots/step-002.jpg").is_file());
+    for _ in 0..200 {
+        if folder.join("run.gif").is_file() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(folder.join("run.gif").is_file(), "the ended run has a run.gif");
+    let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(html.contains("Click the button twice"), "{html}");
+    assert!(html.contains("<span id=\"step-count\">3</span>"), "{html}");
     let (status, err) = c.get(&format!("/v1/runs/{id}/steps/9/screenshot")).await;
     assert_eq!(
         (status, err["error"]["code"].as_str()),
