@@ -3,7 +3,8 @@
 //! independently.
 //!
 //! - [`Action`] and [`ActionCall`]: what a model asks for, in viewport CSS
-//!   pixels ([`coords`] documents units, rounding and the 0–1000 grid).
+//!   pixels ([`coords`] documents units, rounding and the 0–1000 grid);
+//!   [`action_schema`] describes the actions offered to clients and models.
 //! - [`ActionOutcome`] (a tab's answer), [`ActionExecution`] (the router's),
 //!   and the [`EffectReceipt`] saying what actually changed.
 //! - [`WireRecord`] (provider-facing history) and [`SemanticStep`] (the full,
@@ -42,6 +43,7 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod action_schema;
 pub mod browser;
 pub mod coords;
 pub mod error;
@@ -58,6 +60,7 @@ pub use action::{
     Action, ActionCall, ActionCategory, Modifiers, MouseButton, SafetyCheck, ScrollDirection,
     ScrollUnit, TerminateStatus,
 };
+pub use action_schema::{ActionSchema, CATALOGUE, FieldKind, FieldSchema};
 pub use browser::{
     BrowserTab, ClickOptions, Screenshot, ScreenshotOptions, SettleOptions, SettleReport,
 };

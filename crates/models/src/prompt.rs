@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
+use lumen_core::action_schema::{ActionSchema, FieldKind};
 use lumen_core::{AssistantTurn, TaskState, ToolResult, WireRecord};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::decoder::base_call_id;
 
@@ -23,36 +24,164 @@ itself, so it can continue without the history. Keep: what the task needs, what 
 been done and found (exact values, URLs, names), what failed and why, and what is \
 left to do. Plain prose, at most 200 words, no preamble.";
 
+/// One of our function tools: an action of the catalogue
+/// ([`lumen_core::action_schema`]) under the name and argument names a
+/// model sees. Its description is the catalogue's.
+pub(crate) struct Offer {
+    /// The tool's name (what the decoder matches).
+    pub(crate) name: &'static str,
+    /// The catalogue tag it decodes to.
+    pub(crate) action: &'static str,
+    /// The fields offered, in the catalogue's order.
+    pub(crate) args: &'static [Arg],
+}
+
+/// One argument of an [`Offer`]: a catalogue field under its snake_case
+/// name, with what the decoder accepts where that differs from `Action`
+/// (a default that makes it optional, tighter bounds, another unit).
+pub(crate) struct Arg {
+    field: &'static str,
+    required: Option<bool>,
+    bounds: Option<(Option<i64>, Option<i64>)>,
+    note: Option<&'static str>,
+}
+
+impl Arg {
+    /// The field as the catalogue describes it.
+    pub(crate) const fn of(field: &'static str) -> Self {
+        Self {
+            field,
+            required: None,
+            bounds: None,
+            note: None,
+        }
+    }
+
+    /// Optional: the decoder has a default.
+    pub(crate) const fn optional(mut self) -> Self {
+        self.required = Some(false);
+        self
+    }
+
+    /// The decoder's bounds instead of the catalogue's.
+    pub(crate) const fn bounds(mut self, min: Option<i64>, max: Option<i64>) -> Self {
+        self.bounds = Some((min, max));
+        self
+    }
+
+    /// Another note than the catalogue's (`""` for none).
+    pub(crate) const fn note(mut self, note: &'static str) -> Self {
+        self.note = Some(note);
+        self
+    }
+}
+
+/// `startX` → `start_x`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// An offer as `(name, description, JSON Schema of the arguments)`:
+/// snake_case argument names, coordinates as numbers in `unit` (said in
+/// their description), open objects with `additionalProperties`.
+/// `None` when the offer names an action or field the catalogue lacks (a
+/// test renders every offer, so that cannot ship).
+pub(crate) fn function_tool(
+    offer: &Offer,
+    unit: &str,
+) -> Option<(&'static str, &'static str, Value)> {
+    let action = ActionSchema::find(offer.action)?;
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for arg in offer.args {
+        let field = action.field(arg.field)?;
+        let name = snake_case(field.name);
+        let (min, max) = arg.bounds.unwrap_or((field.min, field.max));
+        let note = arg.note.unwrap_or(field.description);
+        let bounded = |mut schema: Value, min_key: &str, max_key: &str| {
+            if let Some(min) = min {
+                schema[min_key] = json!(min);
+            }
+            if let Some(max) = max {
+                schema[max_key] = json!(max);
+            }
+            schema
+        };
+        let mut schema = match field.kind {
+            FieldKind::Coordinate => {
+                json!({"type": "number", "description": format!("{note} ({unit})")})
+            }
+            FieldKind::Integer => bounded(json!({"type": "integer"}), "minimum", "maximum"),
+            FieldKind::Number => bounded(json!({"type": "number"}), "minimum", "maximum"),
+            FieldKind::Keys => bounded(
+                json!({"type": "array", "items": {"type": "string"}}),
+                "minItems",
+                "maxItems",
+            ),
+            FieldKind::Object => json!({"type": "object", "additionalProperties": true}),
+            _ => field.json_schema(),
+        };
+        if !note.is_empty() && field.kind != FieldKind::Coordinate {
+            schema["description"] = json!(note);
+        }
+        if arg.required.unwrap_or(field.required) {
+            required.push(json!(name));
+        }
+        properties.insert(name, schema);
+    }
+    let mut parameters = json!({"type": "object", "properties": properties});
+    if !required.is_empty() {
+        parameters["required"] = Value::Array(required);
+    }
+    Some((offer.name, action.description, parameters))
+}
+
+/// Lumen's own tools, offered next to a provider's computer tool.
+pub(crate) const OWN_TOOLS: &[Offer] = &[
+    Offer {
+        name: "navigate",
+        action: "goto",
+        args: &[Arg::of("url")],
+    },
+    Offer {
+        name: "update_state",
+        action: "writeState",
+        args: &[Arg::of("data")],
+    },
+    Offer {
+        name: "task_complete",
+        action: "terminate",
+        // `status` defaults to success.
+        args: &[Arg::of("status").optional(), Arg::of("result")],
+    },
+    Offer {
+        name: "fold",
+        action: "fold",
+        args: &[Arg::of("summary")],
+    },
+    Offer {
+        name: "delegate",
+        action: "delegate",
+        args: &[Arg::of("instruction"), Arg::of("maxSteps")],
+    },
+];
+
 /// Lumen's own tools as (name, description, JSON Schema of the arguments),
 /// offered next to a provider's computer tool.
 pub(crate) fn own_tools() -> Vec<(&'static str, &'static str, Value)> {
-    vec![
-        (
-            "navigate",
-            "Open an absolute URL in the current tab.",
-            json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
-        ),
-        (
-            "update_state",
-            "Replace the saved task state with `data`, a JSON object of facts for later steps.",
-            json!({"type": "object", "properties": {"data": {"type": "object", "additionalProperties": true}}, "required": ["data"]}),
-        ),
-        (
-            "task_complete",
-            "Finish: `result` is the answer, or why the task cannot be done.",
-            json!({"type": "object", "properties": {"result": {"type": "string"}, "status": {"type": "string", "enum": ["success", "failure"]}}, "required": ["result"]}),
-        ),
-        (
-            "fold",
-            "Close a finished sub-goal with a one-line summary kept in the prompt.",
-            json!({"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}),
-        ),
-        (
-            "delegate",
-            "Hand a self-contained sub-task to a helper agent on this tab.",
-            json!({"type": "object", "properties": {"instruction": {"type": "string"}, "max_steps": {"type": "integer", "minimum": 1}}, "required": ["instruction"]}),
-        ),
-    ]
+    OWN_TOOLS
+        .iter()
+        .filter_map(|o| function_tool(o, ""))
+        .collect()
 }
 
 /// The text standing in for a compressed screenshot.

@@ -2,80 +2,96 @@
 //! with Lumen's action set as function tools.
 
 use super::*;
+use crate::prompt::{Arg, Offer};
 
-/// Lumen's action set as function tools.
+/// The catalogue's pointer, keyboard and navigation actions as this
+/// adapter offers them (its decoder's names, defaults and limits; see
+/// `ActionDecoder::compatible`), before [`prompt::OWN_TOOLS`].
+const OFFERS: &[Offer] = &[
+    Offer {
+        name: "click",
+        action: "click",
+        args: &[Arg::of("x"), Arg::of("y"), Arg::of("button")],
+    },
+    Offer {
+        name: "double_click",
+        action: "doubleClick",
+        args: &[Arg::of("x"), Arg::of("y")],
+    },
+    Offer {
+        name: "hover",
+        action: "hover",
+        args: &[Arg::of("x"), Arg::of("y")],
+    },
+    Offer {
+        name: "drag",
+        action: "drag",
+        args: &[
+            Arg::of("startX"),
+            Arg::of("startY"),
+            Arg::of("endX"),
+            Arg::of("endY"),
+        ],
+    },
+    Offer {
+        name: "type",
+        action: "type",
+        // The router fills `<secret:NAME>` placeholders; the loop's prompt
+        // says when there are any.
+        args: &[Arg::of("text").note("")],
+    },
+    Offer {
+        name: "key_press",
+        action: "keyPress",
+        args: &[Arg::of("keys").bounds(None, None)],
+    },
+    Offer {
+        name: "scroll",
+        action: "scroll",
+        // Always wheel clicks here; 3 when absent.
+        args: &[
+            Arg::of("x"),
+            Arg::of("y"),
+            Arg::of("direction"),
+            Arg::of("amount")
+                .optional()
+                .bounds(Some(1), Some(20))
+                .note("How far, in wheel clicks (1-20)."),
+        ],
+    },
+    Offer {
+        name: "back",
+        action: "back",
+        args: &[],
+    },
+    Offer {
+        name: "forward",
+        action: "forward",
+        args: &[],
+    },
+    Offer {
+        name: "wait",
+        action: "wait",
+        // 1000 ms when absent.
+        args: &[Arg::of("ms").optional().bounds(Some(0), Some(60_000))],
+    },
+    Offer {
+        name: "screenshot",
+        action: "screenshot",
+        args: &[],
+    },
+];
+
+/// Lumen's action set as function tools, rendered from the catalogue.
 pub(super) fn tools(space: CoordinateSpace) -> Vec<Value> {
     let unit = match space {
         CoordinateSpace::Normalized => "0-1000 grid",
         CoordinateSpace::Pixels => "screenshot pixels",
     };
-    let num = |d: &str| json!({"type": "number", "description": format!("{d} ({unit})")});
-    let point = |extra: Value| {
-        let mut props = json!({"x": num("x"), "y": num("y")});
-        if let (Some(p), Some(e)) = (props.as_object_mut(), extra.as_object()) {
-            p.extend(e.clone());
-        }
-        props
-    };
-    let mut list = vec![
-        (
-            "click",
-            "Click at a point.",
-            json!({"type": "object", "properties": point(json!({"button": {"type": "string", "enum": ["left", "right", "middle"]}})), "required": ["x", "y"]}),
-        ),
-        (
-            "double_click",
-            "Double-click at a point.",
-            json!({"type": "object", "properties": point(json!({})), "required": ["x", "y"]}),
-        ),
-        (
-            "hover",
-            "Move the pointer to a point.",
-            json!({"type": "object", "properties": point(json!({})), "required": ["x", "y"]}),
-        ),
-        (
-            "drag",
-            "Drag from one point to another.",
-            json!({"type": "object", "properties": {"start_x": num("start x"), "start_y": num("start y"), "end_x": num("end x"), "end_y": num("end y")}, "required": ["start_x", "start_y", "end_x", "end_y"]}),
-        ),
-        (
-            "type",
-            "Type text into the focused element.",
-            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        ),
-        (
-            "key_press",
-            "Press a key chord, e.g. [\"Control\", \"a\"] or [\"Enter\"].",
-            json!({"type": "object", "properties": {"keys": {"type": "array", "items": {"type": "string"}}}, "required": ["keys"]}),
-        ),
-        (
-            "scroll",
-            "Scroll with the mouse wheel at a point; amount in wheel clicks (1-20).",
-            json!({"type": "object", "properties": point(json!({"direction": {"type": "string", "enum": ["up", "down", "left", "right"]}, "amount": {"type": "number", "minimum": 1, "maximum": 20}})), "required": ["x", "y", "direction"]}),
-        ),
-        (
-            "back",
-            "Go back in the tab's history.",
-            json!({"type": "object", "properties": {}}),
-        ),
-        (
-            "forward",
-            "Go forward in the tab's history.",
-            json!({"type": "object", "properties": {}}),
-        ),
-        (
-            "wait",
-            "Wait for the page (milliseconds, up to 60000).",
-            json!({"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": 60000}}}),
-        ),
-        (
-            "screenshot",
-            "Take a fresh screenshot without acting.",
-            json!({"type": "object", "properties": {}}),
-        ),
-    ];
-    list.extend(prompt::own_tools());
-    list.into_iter()
+    OFFERS
+        .iter()
+        .chain(prompt::OWN_TOOLS)
+        .filter_map(|offer| prompt::function_tool(offer, unit))
         .map(|(name, description, parameters)| {
             json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
         })
@@ -357,4 +373,60 @@ pub(super) fn assistant_message(
         message["tool_calls"] = json!(tool_calls);
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value the schema accepts (at its lower bound where it has one).
+    fn example(schema: &Value) -> Value {
+        if let Some(choices) = schema["enum"].as_array() {
+            return choices[0].clone();
+        }
+        match schema["type"].as_str() {
+            Some("number" | "integer") => json!(schema["minimum"].as_i64().unwrap_or(0).max(1)),
+            Some("string") => json!("x"),
+            Some("array") => json!(["Enter"]),
+            _ => json!({"key": "value"}),
+        }
+    }
+
+    /// Every offered tool decodes to the catalogue action it renders, with
+    /// all its arguments and with only the required ones.
+    #[test]
+    fn every_offered_tool_decodes_to_its_action() {
+        let size = Size::new(1000, 1000);
+        let decoder = ActionDecoder::for_screen(size, size);
+        let tools = tools(CoordinateSpace::Normalized);
+        let offers: Vec<&Offer> = OFFERS.iter().chain(prompt::OWN_TOOLS).collect();
+        // An offer naming a field or action the catalogue lacks is left out.
+        assert_eq!(tools.len(), offers.len());
+        for (tool, offer) in tools.iter().zip(offers) {
+            let f = &tool["function"];
+            assert_eq!(f["name"], offer.name);
+            let props = f["parameters"]["properties"].as_object().unwrap();
+            let required: Vec<&str> = f["parameters"]["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for only_required in [false, true] {
+                let args: serde_json::Map<String, Value> = props
+                    .iter()
+                    .filter(|(k, _)| !only_required || required.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), example(v)))
+                    .collect();
+                let args = Value::Object(args);
+                let actions = decoder.lumen_tool(offer.name, &args, CoordinateSpace::Normalized);
+                assert_eq!(actions.len(), 1, "{args}");
+                assert_eq!(
+                    actions[0].kind(),
+                    offer.action,
+                    "{}: {args} -> {:?}",
+                    offer.name,
+                    actions[0]
+                );
+            }
+        }
+    }
 }
