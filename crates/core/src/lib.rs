@@ -62,7 +62,8 @@ pub use action::{
 };
 pub use action_schema::{ActionSchema, CATALOGUE, FieldKind, FieldSchema};
 pub use browser::{
-    BrowserTab, ClickOptions, Screenshot, ScreenshotOptions, SettleOptions, SettleReport,
+    BrowserTab, ClickOptions, FormField, Screenshot, ScreenshotOptions, ScrollOffset,
+    SettleOptions, SettleReport,
 };
 pub use coords::{ImageScale, Point, Rect, Size, ViewportSize, denormalize, normalize};
 pub use error::{ErrorCode, ErrorInfo, LumenError, ModelErrorKind, Result};

@@ -227,7 +227,7 @@ pub(crate) async fn record(
         today.iso(),
         task_id
             .as_deref()
-            .map_or_else(|| lumen_cli::trace::slug(&instruction), crate::eval::slug)
+            .map_or_else(|| lumen_trace::slug(&instruction), crate::eval::slug)
     );
     let out = options.out.clone().unwrap_or_else(|| {
         root.join("fixtures/provider-streams/lumen-recorded")

@@ -196,44 +196,6 @@ impl EventBus {
     }
 }
 
-/// A recorder that appends each event as one JSON line to `path` (the event
-/// log traces and replays are built from). With `keep_images` false,
-/// screenshot bytes are left out (`data` emptied) so the log stays small;
-/// the caller saves screenshots as files. Write errors are logged once and
-/// do not disturb the run.
-pub fn jsonl_recorder(path: &std::path::Path, keep_images: bool) -> std::io::Result<Recorder> {
-    use std::io::Write as _;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    let writer = std::sync::Mutex::new(std::io::BufWriter::new(file));
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    Ok(Arc::new(move |e: &RecordedEvent| {
-        let line = if keep_images {
-            serde_json::to_string(e)
-        } else {
-            let mut e = e.clone();
-            if let StreamEvent::Screenshot { screenshot, .. } = &mut e.event {
-                screenshot.image.data = Arc::from(Vec::new());
-            }
-            serde_json::to_string(&e)
-        };
-        let written = line.map_err(std::io::Error::other).and_then(|l| {
-            let mut w = writer
-                .lock()
-                .map_err(|_| std::io::Error::other("event log lock poisoned"))?;
-            writeln!(w, "{l}")?;
-            w.flush()
-        });
-        if let Err(err) = written
-            && !failed.swap(true, Ordering::Relaxed)
-        {
-            tracing::warn!("the event log could not be written: {err}");
-        }
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -316,29 +278,6 @@ mod tests {
         );
         drop(bus);
         assert!(rx.next().await.is_none(), "the stream ends with the bus");
-    }
-
-    #[tokio::test]
-    async fn the_jsonl_log_has_one_parseable_line_per_event_without_image_bytes() {
-        let dir = std::env::temp_dir().join(format!("lumen-log-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("events.jsonl");
-        let _ = std::fs::remove_file(&path);
-        let bus = EventBus::new().with_recorder(jsonl_recorder(&path, false).unwrap());
-        bus.emit(step(0)).await;
-        bus.emit(shot(0)).await;
-        let text = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<RecordedEvent> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(lines.len(), 2);
-        assert_eq!((lines[0].seq, lines[1].seq), (0, 1));
-        let StreamEvent::Screenshot { screenshot, .. } = &lines[1].event else {
-            panic!()
-        };
-        assert!(screenshot.image.data.is_empty());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[tokio::test]

@@ -100,6 +100,9 @@ mod tests {
         });
         let bytes = fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 64);
-        assert!(bytes.iter().all(|b| *b == bytes[0]), "one writer's whole content");
+        assert!(
+            bytes.iter().all(|b| *b == bytes[0]),
+            "one writer's whole content"
+        );
     }
 }

@@ -398,11 +398,15 @@ mod tests {
         std::fs::write(dir.path().join(screenshot_name(0, 0, "png")), png()).unwrap();
 
         let secrets = Secrets::new().with("password", "hunter2-SECRET").unwrap();
-        let rendered = render(dir.path(), &RenderOptions {
+        let rendered = render(
+            dir.path(),
+            &RenderOptions {
                 secrets,
                 gif: true,
                 pricing: None,
-            }).unwrap();
+            },
+        )
+        .unwrap();
         assert_eq!(rendered.steps, 2);
         assert_eq!(rendered.report, dir.path().join(REPORT));
         assert_eq!(
@@ -427,5 +431,4 @@ mod tests {
         assert_eq!(screenshot_name(0, 0, "jpg"), "screenshots/step-001.jpg");
         assert_eq!(screenshot_name(11, 2, "png"), "screenshots/step-012-3.png");
     }
-
 }

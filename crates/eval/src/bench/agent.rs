@@ -121,6 +121,15 @@ impl BrowserTab for TimedTab {
     fn cursor(&self) -> Option<Point> {
         self.inner.cursor()
     }
+    async fn form_fields(&self) -> lumen::Result<Option<Vec<lumen::FormField>>> {
+        timed!(self, other, self.inner.form_fields())
+    }
+    async fn scroll_offset(&self) -> lumen::Result<Option<lumen::ScrollOffset>> {
+        timed!(self, other, self.inner.scroll_offset())
+    }
+    async fn set_scroll_offset(&self, offset: lumen::ScrollOffset) -> lumen::Result<ActionOutcome> {
+        timed!(self, other, self.inner.set_scroll_offset(offset))
+    }
     async fn click(&self, at: Point, o: ClickOptions) -> lumen::Result<ActionOutcome> {
         timed!(self, dispatch, self.inner.click(at, o))
     }

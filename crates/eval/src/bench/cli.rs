@@ -32,9 +32,10 @@ pub(crate) struct Options {
     /// Cold `open` samples per tool.
     #[arg(long, default_value_t = 3)]
     cold: usize,
-    /// The Chromium both tools start.
-    #[arg(long, default_value = "/usr/bin/chromium")]
-    chrome: PathBuf,
+    /// The Chromium both tools start (default: the one lumen-browser's
+    /// locator finds: LUMEN_CHROME, CHROME_PATH, /usr/bin/chromium, PATH).
+    #[arg(long)]
+    chrome: Option<PathBuf>,
     /// agent-browser's native binary (default: $AGENT_BROWSER, then
     /// `agent-browser` on PATH).
     #[arg(long)]
@@ -42,6 +43,14 @@ pub(crate) struct Options {
     /// The lumen binary (default: build and use target/release/lumen).
     #[arg(long)]
     lumen: Option<PathBuf>,
+}
+
+/// The Chromium to start: `--chrome`, else lumen-browser's locator.
+fn chrome_of(options: &Options) -> Result<PathBuf> {
+    match &options.chrome {
+        Some(path) => Ok(path.clone()),
+        None => Ok(lumen::browser::chromium::locate()?),
+    }
 }
 
 /// The warm commands, as (label, lumen args, agent-browser args); `{ref}`
@@ -217,7 +226,7 @@ fn bench(options: &Options, url: &str) -> Result<()> {
     };
     let scratch = std::env::temp_dir().join(format!("lumen-bench-cli-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
-    let chrome = options.chrome.to_string_lossy().into_owned();
+    let chrome = chrome_of(options)?.to_string_lossy().into_owned();
     let mut tools = vec![Tool {
         name: "lumen",
         exe: lumen,
@@ -227,7 +236,7 @@ fn bench(options: &Options, url: &str) -> Result<()> {
                 "LUMEN_STATE_DIR".into(),
                 scratch.join("lumen-state").to_string_lossy().into_owned(),
             ),
-            ("LUMEN_CHROMIUM".into(), chrome.clone()),
+            ("LUMEN_CHROME".into(), chrome.clone()),
         ],
         name_ref: String::new(),
         shot: scratch.join("lumen.png"),
@@ -263,7 +272,7 @@ fn bench(options: &Options, url: &str) -> Result<()> {
     let _ = std::fs::remove_dir_all(&scratch);
     let rows = result?;
 
-    let version = Command::new(&options.chrome)
+    let version = Command::new(chrome_of(options)?)
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())

@@ -17,52 +17,7 @@
 //!
 //! `--no-date-shift` turns the rule off.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// A calendar date (proleptic Gregorian).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Date {
-    pub(crate) year: i32,
-    pub(crate) month: u32,
-    pub(crate) day: u32,
-}
-
-impl Date {
-    pub(crate) fn new(year: i32, month: u32, day: u32) -> Date {
-        Date { year, month, day }
-    }
-
-    /// Today in UTC.
-    pub(crate) fn today_utc() -> Date {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        civil_from_days(i64::try_from(secs / 86_400).unwrap_or(0))
-    }
-
-    /// `YYYY-MM-DD`.
-    pub(crate) fn iso(self) -> String {
-        format!("{:04}-{:02}-{:02}", self.year, self.month, self.day)
-    }
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> Date {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    Date::new(
-        i32::try_from(year).unwrap_or(i32::MAX),
-        u32::try_from(month).unwrap_or(1),
-        u32::try_from(day).unwrap_or(1),
-    )
-}
+pub(crate) use lumen_trace::clock::Date;
 
 fn is_leap(year: i32) -> bool {
     (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
@@ -332,13 +287,5 @@ mod tests {
     fn february_29_moves_to_the_28th_in_a_common_year() {
         assert_eq!(shift("on February 29, 2024").0, "on February 28, 2027");
         assert_eq!(shift("on 2024-02-29").0, "on 2027-02-28");
-    }
-
-    #[test]
-    fn the_civil_calendar_is_right() {
-        assert_eq!(civil_from_days(0), Date::new(1970, 1, 1));
-        assert_eq!(civil_from_days(19_782), Date::new(2024, 2, 29));
-        assert_eq!(civil_from_days(20_414), Date::new(2025, 11, 22));
-        assert_eq!(Date::new(2026, 1, 2).iso(), "2026-01-02");
     }
 }

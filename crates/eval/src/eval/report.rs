@@ -100,10 +100,9 @@ impl Results {
     /// Writes the file atomically (a temporary file, then a rename), so an
     /// interrupted eval never leaves a half-written file behind.
     pub(crate) fn save(&self, path: &Path) -> anyhow::Result<()> {
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+        lumen_trace::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
     }
 
     /// Whether a run of (`id`, `adapter`, `trial`) is already recorded.
@@ -270,9 +269,9 @@ fn trace_links(r: &TaskResult) -> String {
     match r.trace.as_deref() {
         Some(t) if r.status != "error" => format!(
             "[report]({t}/{}) · [gif]({t}/{}) · [events]({t}/{})",
-            lumen_cli::trace::REPORT,
-            lumen_cli::trace::GIF,
-            lumen_cli::trace::EVENTS
+            lumen_trace::REPORT,
+            lumen_trace::GIF,
+            lumen_trace::EVENTS
         ),
         _ => String::new(),
     }

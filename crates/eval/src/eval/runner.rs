@@ -1,9 +1,9 @@
 //! One run of one task through the `lumen` facade (a `Session` on a real
-//! Chromium tab), with its trace, laid out like the CLI's trace folder
-//! (`lumen_cli::trace`): `events.jsonl` (the loop's event log, images left
-//! out), `screenshots/step-NNN.jpg`, `result.json`, and the CLI's
+//! Chromium tab), with its trace in the run-folder layout of `lumen-trace`
+//! (the CLI's and the server's too): `events.jsonl` (the loop's event log,
+//! images left out), `screenshots/step-NNN.jpg`, `result.json`, and
 //! `report.html` and `run.gif`, rendered from those files by
-//! `lumen_cli::trace::render` once the run is over (a timed-out run too).
+//! `lumen_trace::render` once the run is over (a timed-out run too).
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use lumen::browser::{CdpTab, LaunchOptions};
-use lumen::perception::monitor::{Recorder, jsonl_recorder};
-use lumen::{Image, ModelAdapter, RunResult, RunStatus, Session, SessionOptions, StreamEvent};
-use lumen_cli::trace::{self, RenderOptions};
+use lumen::{
+    Image, ModelAdapter, Recorder, RunResult, RunStatus, Session, SessionOptions, StreamEvent,
+};
+use lumen_trace::{self as trace, RenderOptions, jsonl_recorder};
 
 use super::report::{TaskResult, Verdict, estimate_cost};
 
@@ -162,7 +163,7 @@ pub(crate) async fn run_task(
         match &e.event {
             StreamEvent::Screenshot { step, screenshot } => {
                 let image = &screenshot.image;
-                // Named as the CLI names them, so its renderer finds them.
+                // Named by the layout, so the renderer finds them.
                 let nth = seen.shots_of(*step);
                 let path = dir.join(trace::screenshot_name(*step, nth, image.format.extension()));
                 // A trace without a picture is still a trace: ignore errors.
@@ -200,10 +201,15 @@ pub(crate) async fn run_task(
             object.remove("history");
         }
         let text = serde_json::to_string_pretty(&value)?;
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        trace::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     // The run counts even when its report cannot be drawn; say why.
-    if let Err(e) = trace::render(trace_dir, &RenderOptions::default()) {
+    let render = RenderOptions {
+        pricing: Some(lumen::models::registry::cost),
+        ..RenderOptions::default()
+    };
+    if let Err(e) = trace::render(trace_dir, &render) {
         println!("  warning: no report.html for {}: {e}", trace_dir.display());
     }
     Ok(Run {

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::models::{AdapterOptions, ApiKey};
-use lumen::perception::monitor::jsonl_recorder;
 use lumen::safety::{ModelVerifier, PolicyConfig, Secrets};
 use lumen::{BrowserTab, ModelAdapter, Point, RunStatus, Session, SessionOptions};
 use lumen_test_support::StatusCode;
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
 use lumen_test_support::mock_provider::{MockProvider, Reply};
 use lumen_test_support::{FixtureServer, element_center};
+use lumen_trace::jsonl_recorder;
 use serde_json::json;
 
 async fn setup(page: &str) -> (FixtureServer, MockProvider, Arc<CdpTab>) {

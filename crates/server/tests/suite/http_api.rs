@@ -63,7 +63,10 @@ async fn a_run_completes_and_its_trace_screenshots_and_events_are_served() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert!(folder.join("run.gif").is_file(), "the ended run has a run.gif");
+    assert!(
+        folder.join("run.gif").is_file(),
+        "the ended run has a run.gif"
+    );
     let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
     assert!(html.contains("Click the button twice"), "{html}");
     assert!(html.contains("<span id=\"step-count\">3</span>"), "{html}");
