@@ -1,7 +1,9 @@
 //! `cargo xtask ci`: everything CI runs, in order, stopping at the first
 //! failure.
 //!
-//! 1. chromium: find Chromium (the browser tests drive a real one), and
+//! 1. chromium: find Chromium (the browser tests drive a real one) with
+//!    lumen-browser's locator, through `lumen-eval chromium` (so this step
+//!    also builds lumen-eval, which the eval step needs anyway), and
 //!    install it with apt-get when running as root;
 //! 2. fmt: `cargo fmt --all -- --check`;
 //! 3. clippy: `cargo clippy --workspace --all-targets -- -D warnings`;
@@ -25,15 +27,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 
 use crate::{forward, tidy, util};
-
-/// The install command we suggest when Chromium is missing.
-const INSTALL_HINT: &str = "sudo apt-get install -y chromium";
-
-/// Where Chromium is usually installed, after the environment variables.
-const CHROMIUM_PATH: &str = "/usr/bin/chromium";
-
-/// Chromium's usual names on PATH, in order of preference.
-const CHROMIUM_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome"];
 
 /// Options of `cargo xtask ci`.
 #[derive(Debug, clap::Args)]
@@ -149,22 +142,23 @@ fn test_commands(nextest: bool) -> [Command; 2] {
     [tests, doctests]
 }
 
-/// Finds Chromium, or installs it with apt-get when that is possible and
-/// allowed, or fails with the command to run.
+/// Finds Chromium with lumen-browser's locator (asked through
+/// `lumen-eval chromium`, so xtask keeps building from clap and anyhow
+/// alone), or installs it with apt-get when that is possible and allowed,
+/// or fails with the locator's message, which names what it looked at and
+/// the command to run.
 pub(crate) fn ensure_chromium(options: &Options) -> anyhow::Result<PathBuf> {
-    let env = |name: &str| std::env::var_os(name);
-    if let Some(path) = locate_chromium(&env, &is_executable)? {
-        println!("Chromium: {}", path.display());
-        return Ok(path);
-    }
-    let missing = format!(
-        "Chromium not found (looked at $LUMEN_CHROME, $CHROME_PATH, {CHROMIUM_PATH}, \
-         and {} on PATH); install it with `{INSTALL_HINT}` or set LUMEN_CHROME to its path",
-        CHROMIUM_NAMES.join(", ")
-    );
-    let apt_get = env("PATH").and_then(|path| find_on_path(&path, "apt-get", &is_executable));
+    let missing = match locate_chromium()? {
+        Located::Found(path) => {
+            println!("Chromium: {}", path.display());
+            return Ok(path);
+        }
+        Located::NotInstalled(why) => why,
+    };
+    let path_var = std::env::var_os("PATH");
+    let apt_get = path_var.and_then(|path| find_on_path(&path, "apt-get", &is_executable));
     let Some(apt_get) = apt_get.filter(|_| !options.skip_install && is_root()) else {
-        bail!(missing);
+        bail!("{missing}");
     };
     println!("Chromium not found; running as root, so installing it with apt-get");
     util::run(Command::new(&apt_get).arg("update"))?;
@@ -173,43 +167,48 @@ pub(crate) fn ensure_chromium(options: &Options) -> anyhow::Result<PathBuf> {
             .args(["install", "-y", "chromium"])
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
-    let path = locate_chromium(&env, &is_executable)?
-        .with_context(|| format!("apt-get installed chromium, but still: {missing}"))?;
-    println!("Chromium: {}", path.display());
-    Ok(path)
+    match locate_chromium()? {
+        Located::Found(path) => {
+            println!("Chromium: {}", path.display());
+            Ok(path)
+        }
+        Located::NotInstalled(why) => bail!("apt-get installed chromium, but still: {why}"),
+    }
 }
 
-// TODO(17): this is a second Chromium locator; lumen-browser's is the one.
-// xtask stays on clap and anyhow, so wire `ensure_chromium` to it through
-// the lumen-eval binary rather than a dependency.
-/// Looks for Chromium in `LUMEN_CHROME`, then `CHROME_PATH`, then
-/// [`CHROMIUM_PATH`], then [`CHROMIUM_NAMES`] on `PATH`. A variable that is
-/// set but names no executable is an error rather than silently skipped.
-fn locate_chromium(
-    env: &dyn Fn(&str) -> Option<OsString>,
-    is_executable: &dyn Fn(&Path) -> bool,
-) -> anyhow::Result<Option<PathBuf>> {
-    for var in ["LUMEN_CHROME", "CHROME_PATH"] {
-        if let Some(value) = env(var).filter(|value| !value.is_empty()) {
-            let path = PathBuf::from(value);
-            if !is_executable(&path) {
-                bail!(
-                    "{var} is {}, which is not an executable file",
-                    path.display()
-                );
+/// What `lumen-eval chromium` answered.
+#[derive(Debug, PartialEq, Eq)]
+enum Located {
+    Found(PathBuf),
+    /// Nothing installed (exit code 3), with the locator's message.
+    NotInstalled(String),
+}
+
+/// Runs `lumen-eval chromium`: exit 0 prints the path, 3 means none is
+/// installed; anything else (a variable naming no executable) is an error.
+fn locate_chromium() -> anyhow::Result<Located> {
+    let mut cmd = forward::command("chromium", &[], false)?;
+    let line = util::display(&cmd);
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start `{line}`"))?;
+    interpret(out.status.code(), &out.stdout, &out.stderr)
+        .with_context(|| format!("`{line}` failed"))
+}
+
+fn interpret(code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> anyhow::Result<Located> {
+    let stderr = String::from_utf8_lossy(stderr).trim().to_owned();
+    match code {
+        Some(0) => {
+            let path = String::from_utf8_lossy(stdout).trim().to_owned();
+            if path.is_empty() {
+                bail!("it printed no path");
             }
-            return Ok(Some(path));
+            Ok(Located::Found(PathBuf::from(path)))
         }
+        Some(3) => Ok(Located::NotInstalled(stderr)),
+        _ => bail!("{stderr}"),
     }
-    if is_executable(Path::new(CHROMIUM_PATH)) {
-        return Ok(Some(CHROMIUM_PATH.into()));
-    }
-    let Some(path_var) = env("PATH") else {
-        return Ok(None);
-    };
-    Ok(CHROMIUM_NAMES
-        .iter()
-        .find_map(|name| find_on_path(&path_var, name, is_executable)))
 }
 
 fn find_on_path(
@@ -241,109 +240,21 @@ fn is_root() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
-    fn fake_env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let vars: HashMap<String, OsString> = vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
-            .collect();
-        move |name| vars.get(name).cloned()
-    }
-
-    fn fake_fs(files: &[&str]) -> impl Fn(&Path) -> bool {
-        let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
-        move |path| files.iter().any(|file| file == path)
-    }
-
-    fn locate(vars: &[(&str, &str)], files: &[&str]) -> anyhow::Result<Option<PathBuf>> {
-        locate_chromium(&fake_env(vars), &fake_fs(files))
-    }
-
     #[test]
-    fn lumen_chrome_wins_over_everything() {
-        let found = locate(
-            &[
-                ("LUMEN_CHROME", "/opt/c/chrome"),
-                ("CHROME_PATH", "/x/chrome"),
-                ("PATH", "/bin"),
-            ],
-            &["/opt/c/chrome", "/x/chrome", CHROMIUM_PATH, "/bin/chromium"],
-        );
-        assert_eq!(found.unwrap(), Some(PathBuf::from("/opt/c/chrome")));
-    }
-
-    #[test]
-    fn chrome_path_comes_next_and_empty_values_are_unset() {
-        let found = locate(
-            &[("LUMEN_CHROME", ""), ("CHROME_PATH", "/x/chrome")],
-            &["/x/chrome", CHROMIUM_PATH],
-        );
-        assert_eq!(found.unwrap(), Some(PathBuf::from("/x/chrome")));
-    }
-
-    #[test]
-    fn a_variable_naming_no_executable_is_an_error() {
-        let err = locate(&[("CHROME_PATH", "/gone/chrome")], &[CHROMIUM_PATH]).unwrap_err();
+    fn the_locator_answers_a_path_nothing_or_an_error() {
         assert_eq!(
-            err.to_string(),
-            "CHROME_PATH is /gone/chrome, which is not an executable file"
-        );
-    }
-
-    #[test]
-    fn usr_bin_chromium_comes_before_path() {
-        let found = locate(&[("PATH", "/bin")], &[CHROMIUM_PATH, "/bin/chromium"]);
-        assert_eq!(found.unwrap(), Some(PathBuf::from(CHROMIUM_PATH)));
-    }
-
-    #[test]
-    fn path_is_searched_by_name_preference_then_directory_order() {
-        let found = locate(
-            &[("PATH", "/a:/b")],
-            &["/a/google-chrome", "/b/chromium-browser"],
-        );
-        assert_eq!(found.unwrap(), Some(PathBuf::from("/b/chromium-browser")));
-        let found = locate(&[("PATH", "/a:/b")], &["/a/chromium", "/b/chromium"]);
-        assert_eq!(found.unwrap(), Some(PathBuf::from("/a/chromium")));
-    }
-
-    #[test]
-    fn nothing_found_is_none() {
-        assert_eq!(locate(&[("PATH", "/a")], &[]).unwrap(), None);
-        assert_eq!(locate(&[], &[]).unwrap(), None);
-    }
-
-    #[test]
-    fn tests_use_nextest_when_available() {
-        let shown = |nextest| test_commands(nextest).map(|cmd| util::display(&cmd));
-        assert_eq!(
-            shown(true),
-            [
-                "cargo nextest run --workspace --no-fail-fast",
-                "cargo test --workspace --doc",
-            ]
+            interpret(Some(0), b"/usr/bin/chromium\n", b"").unwrap(),
+            Located::Found(PathBuf::from("/usr/bin/chromium"))
         );
         assert_eq!(
-            shown(false),
-            [
-                "cargo test --workspace --no-fail-fast",
-                "cargo test --workspace --doc",
-            ]
+            interpret(Some(3), b"", b"no Chromium found\n").unwrap(),
+            Located::NotInstalled("no Chromium found".into())
         );
-    }
-
-    #[test]
-    fn a_failing_step_is_named_and_timed() {
-        let mut timings = Vec::new();
-        let err = step(&mut timings, "fmt", || -> anyhow::Result<()> {
-            bail!("diff")
-        })
-        .unwrap_err();
-        assert_eq!(format!("{err:#}"), "ci step `fmt` failed: diff");
-        assert_eq!(timings.len(), 1);
-        assert_eq!(timings[0].0, "fmt");
+        let err = interpret(Some(1), b"", b"error: LUMEN_CHROME is /x").unwrap_err();
+        assert!(err.to_string().contains("LUMEN_CHROME is /x"), "{err}");
+        assert!(interpret(Some(0), b"  \n", b"").is_err(), "an empty path");
+        assert!(interpret(None, b"", b"").is_err(), "killed by a signal");
     }
 }

@@ -61,6 +61,11 @@ enum Task {
     /// Measure latency against the raw floor (`cargo xtask bench browser`).
     #[command(subcommand)]
     Bench(bench::Bench),
+    /// Print the Chromium binary Lumen would launch, found by lumen-browser's
+    /// locator (`LUMEN_CHROME`, `CHROME_PATH`, /usr/bin/chromium, PATH).
+    /// Exits with 3 when none is installed and 1 when a variable names no
+    /// executable; `cargo xtask ci` and `demo` ask this before installing.
+    Chromium,
 }
 
 /// Benchmarks must time optimised code: a debug build hands a `bench`
@@ -84,12 +89,35 @@ fn bench_in_release() -> anyhow::Result<()> {
     util::run(&mut cmd)
 }
 
+/// Exit code of `chromium` when no Chromium is installed (xtask installs it).
+const CHROMIUM_NOT_INSTALLED: u8 = 3;
+
+/// `lumen-eval chromium`: the path on stdout, or why not on stderr.
+fn chromium() -> ExitCode {
+    use lumen::browser::chromium::{ChromiumNotFound, locate};
+    match locate() {
+        Ok(path) => {
+            println!("{}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(err @ ChromiumNotFound::NotInstalled { .. }) => {
+            eprintln!("{err}");
+            ExitCode::from(CHROMIUM_NOT_INSTALLED)
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let task = Cli::parse().task;
     let release_wanted = matches!(task, Task::Bench(_))
         && cfg!(debug_assertions)
         && std::env::var_os("LUMEN_BENCH_DEBUG").is_none();
     let result = match task {
+        Task::Chromium => return chromium(),
         _ if release_wanted => bench_in_release(),
         Task::DecodeStream(options) => decode_stream::run(&options),
         Task::Eval(options) => eval::run(&options),

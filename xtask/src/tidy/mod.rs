@@ -24,10 +24,10 @@
 //! 5. `lumen-mock` (offline doubles) uses only `lumen-core`, and only
 //!    lumen-cli, lumen-server, lumen-eval and lumen-test-support use it
 //!    (anyone may as a dev-dependency).
-//! 6. `lumen-cli` is the command-line tool; its library (the trace folder and
-//!    its `report.html`/`run.gif` renderer) is for tools: only lumen-eval
-//!    depends on it, never a library crate (anyone may as a dev-dependency).
-//! 7. loop, memory and safety reach the browser and the models only through
+//! 6. `lumen-cli` is the command-line tool; its small library (pricing and
+//!    re-exports of lumen-trace) is for tools: only lumen-eval may depend on
+//!    it, never a library crate (anyone may as a dev-dependency).
+//! 7. perception, memory and safety reach the browser and the models only through
 //!    the `lumen_core` traits.
 //! 8. `lumen-browser` and `lumen-models` do not depend on each other.
 //! 9. Only lumen, lumen-cli, lumen-server, lumen-test-support and lumen-eval
@@ -38,6 +38,13 @@
 //! Every member must also be listed in [`LAYERS`], declare
 //! `[lints] workspace = true`, and open each library and binary root with a
 //! `//!` module doc ([`check_files`]).
+//!
+//! [`sources`] adds two rules on the source text: no file over 800 lines
+//! outside its tests unless listed with a reason, and no second definition
+//! of what the workspace defines once (the atomic writer, the Chromium
+//! locator, the price table, civil dates, the run folder's file names).
+
+mod sources;
 
 use std::path::{Path, PathBuf};
 
@@ -145,6 +152,7 @@ pub(crate) fn run() -> anyhow::Result<()> {
     let packages = parse_metadata(&json)?;
     let mut violations = check_graph(&packages);
     violations.extend(check_files(&packages, &root)?);
+    violations.extend(sources::run(&root)?);
     if !violations.is_empty() {
         for violation in &violations {
             eprintln!("tidy: {violation}");
