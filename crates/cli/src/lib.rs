@@ -11,6 +11,10 @@
 //! The command-line tool itself lives in the `lumen` binary of this
 //! package; see `docs/cli.md`.
 //!
+//! May depend on the `lumen` facade, `lumen-server` (`lumen serve`, `ipc`,
+//! `mcp`), `lumen-trace`, `lumen-mock` (the offline demo) and command-line
+//! crates (clap, indicatif). Only `lumen-eval` may depend on this library.
+//!
 //! # Crate features
 //!
 //! None.

@@ -16,8 +16,11 @@
 //!   [`safety`], [`perception`] (the loop), and the contracts from
 //!   `lumen-core` at the crate root.
 //!
-//! This facade is one of the few crates (with the CLI, the server and xtask)
-//! allowed to name both a browser and a model backend.
+//! May depend on every engine crate: `lumen-core`, `lumen-browser`,
+//! `lumen-models`, `lumen-memory`, `lumen-safety` and `lumen-perception`.
+//! This facade is one of the few crates (with the CLI, the server and
+//! `lumen-eval`) allowed to name both a browser and a model backend; it holds
+//! no engine logic of its own beyond wiring and the run modes.
 //!
 //! # Example
 //! ```no_run

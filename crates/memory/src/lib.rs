@@ -15,8 +15,8 @@
 //! - [`ActionCache`]: an on-disk cache of actions keyed by URL, instruction
 //!   and step, guarded by a perceptual hash of the screenshot.
 //!
-//! May depend on: `lumen-core` and pure data crates (`image` to decode
-//! screenshots, `url`). Never on `lumen-browser` or `lumen-models`: memory
+//! May depend on: `lumen-core`, `lumen-trace` (the one atomic file writer)
+//! and pure data crates (`image` to decode screenshots, `url`). Never on `lumen-browser` or `lumen-models`: memory
 //! works on core types, whatever the backend, and reaches a model only
 //! through [`lumen_core::ModelAdapter`].
 //!

@@ -3,7 +3,7 @@
 //!
 //! Unlike `lumen-test-support` (a dev-dependency only), this crate may be a
 //! normal dependency of the top crates (`lumen-cli`, `lumen-server`,
-//! `xtask`): `lumen demo` runs a real task offline with it, on a fresh
+//! `lumen-eval`): `lumen demo` runs a real task offline with it, on a fresh
 //! machine with no network and no API key. It depends on no other lumen
 //! crate beyond what `cargo xtask tidy` allows (`lumen-core` at most).
 //!

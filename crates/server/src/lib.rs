@@ -2,7 +2,9 @@
 //! stream, IPC over JSON lines, and an MCP server over stdio.
 //!
 //! May depend on the `lumen` facade (and through it the browser and model
-//! crates), `axum` and `rmcp`; nothing depends on it but the CLI and xtask.
+//! crates), `lumen-trace` (run folders follow its layout and get its
+//! report), `lumen-mock` (the offline mode), `axum` and `rmcp`; nothing
+//! depends on it but the CLI and `lumen-eval`.
 //!
 //! # Entry points (what `lumen serve`, `lumen ipc` and `lumen mcp` call)
 //!

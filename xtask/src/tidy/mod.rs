@@ -110,8 +110,7 @@ const LAYERS: &[(&str, Option<u8>)] = &[
 ];
 
 /// The layer order, spelled out in violation messages.
-const LAYER_ORDER: &str =
-    "core < browser, models, memory, safety, trace < loop < lumen < cli, server < eval, xtask";
+const LAYER_ORDER: &str = "core < browser, models, memory, safety, trace < perception < lumen < cli, server < eval, xtask";
 
 /// How a dependency is declared.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -785,7 +784,7 @@ mod tests {
         let expected = |from: &str, to: &str| {
             vec![format!(
                 "{from} -> {to}: dependencies point down (core < browser, models, memory, safety, \
-                 trace < loop < lumen < cli, server < eval, xtask), and {to} sits above {from}"
+                 trace < perception < lumen < cli, server < eval, xtask), and {to} sits above {from}"
             )]
         };
         for (from, to) in [
