@@ -11,7 +11,6 @@
 //! completed step.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -792,46 +791,23 @@ impl RunManager {
     /// The recorder of one execution: log line, screenshot file, progress,
     /// live subscribers. Numbering continues from `offset` (a resumed run).
     fn recorder(&self, entry: Arc<RunEntry>, offset: u64) -> std::io::Result<Recorder> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(entry.dir.events())?;
-        let writer = Mutex::new(std::io::BufWriter::new(file));
+        // The run folder's log and screenshot files, as lumen-trace writes
+        // them (screenshots atomically: they are served while the run goes).
+        let log = lumen_trace::jsonl_recorder(&entry.dir.events(), false)?;
+        std::fs::create_dir_all(entry.dir.screenshots())?;
+        let shots = lumen_trace::ScreenshotFiles::new(entry.dir.dir()).atomic();
         let hub = self.hub.clone();
         let run: Arc<str> = entry.id.as_str().into();
-        let dir = entry.dir.dir().to_path_buf();
-        let shots_per_step = Mutex::new(BTreeMap::<u32, usize>::new());
-        let warned = AtomicBool::new(false);
         Ok(Arc::new(move |e: &RecordedEvent| {
             let mut e = e.clone();
             e.seq += offset;
             if let StreamEvent::Screenshot { step, screenshot } = &mut e.event {
-                let nth = {
-                    let mut seen = lock(&shots_per_step);
-                    let n = seen.entry(*step).or_insert(0);
-                    *n += 1;
-                    *n - 1
-                };
-                let name =
-                    lumen_trace::screenshot_name(*step, nth, screenshot.image.format.extension());
-                let path = dir.join(name);
-                if let Err(err) = store::write_atomic(&path, &screenshot.image.data) {
-                    tracing::warn!("a screenshot could not be saved: {err}");
+                if let Err(err) = shots.save(*step, &screenshot.image) {
+                    tracing::warn!(run = %run, "a screenshot could not be saved: {err}");
                 }
                 screenshot.image.data = Arc::from(Vec::new());
             }
-            let written = serde_json::to_string(&e)
-                .map_err(std::io::Error::other)
-                .and_then(|line| {
-                    let mut w = lock(&writer);
-                    writeln!(w, "{line}")?;
-                    w.flush()
-                });
-            if let Err(err) = written
-                && !warned.swap(true, Ordering::Relaxed)
-            {
-                tracing::warn!(run = %run, "the event log could not be written: {err}");
-            }
+            log(&e);
             entry.observe(&e.event);
             let _ = hub.send(Live::Event {
                 run: run.clone(),

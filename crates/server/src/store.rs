@@ -204,6 +204,10 @@ impl RunDir {
                     .map(|nth| self.dir.join(lumen_trace::screenshot_name(step, nth, ext)))
                     .take_while(|p| p.is_file())
                     .last()
+                    // A run saved before the folder followed lumen-trace's
+                    // layout named its screenshots `screenshots/N.ext`.
+                    .or_else(|| Some(self.screenshots().join(format!("{step}.{ext}"))))
+                    .filter(|p| p.is_file())
                     .map(|p| (p, mime))
             })
     }

@@ -19,7 +19,7 @@ use lumen_safety::Secrets;
 
 use crate::atomic::write_atomic;
 use crate::layout::{EVENTS, GIF, REPORT, RESULT, SCREENSHOTS, screenshot_name};
-use crate::recorder::jsonl_recorder;
+use crate::recorder::{ScreenshotFiles, jsonl_recorder};
 use crate::timeline::Timeline;
 use crate::{gif, report};
 
@@ -211,14 +211,12 @@ impl Trace {
             ))
         })?;
         let collected = self.collected.clone();
-        let dir = self.dir.clone();
+        let files = ScreenshotFiles::new(&self.dir);
         let collect: Recorder = Arc::new(move |e: &RecordedEvent| {
             let mut c = collected.lock().unwrap_or_else(PoisonError::into_inner);
             if let StreamEvent::Screenshot { step, screenshot } = &e.event {
-                let n = c.files.iter().filter(|(s, _)| s == step).count();
-                let name = screenshot_name(*step, n, screenshot.image.format.extension());
-                match std::fs::write(dir.join(&name), &*screenshot.image.data) {
-                    Ok(()) => c.files.push((*step, name)),
+                match files.save(*step, &screenshot.image) {
+                    Ok(name) => c.files.push((*step, name)),
                     Err(err) => {
                         c.write_error.get_or_insert_with(|| err.to_string());
                     }

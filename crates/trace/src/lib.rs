@@ -5,7 +5,8 @@
 //!   default folder of a run.
 //! - [`Trace`] writes a run folder while the run goes; [`render`] draws
 //!   `report.html` and `run.gif` for any folder that follows the layout.
-//! - [`jsonl_recorder`]: the event log, one JSON line per recorded event.
+//! - [`jsonl_recorder`]: the event log, one JSON line per recorded event;
+//!   [`ScreenshotFiles`]: the screenshot files, named by the layout.
 //! - [`write_atomic`]: the one atomic file writer of the workspace (the run
 //!   store, saved state and results use it too).
 //! - [`clock`]: calendar dates and UTC stamps without a date crate.
@@ -49,4 +50,4 @@ pub use folder::{Pricing, RenderOptions, Rendered, Trace, TraceError, render};
 pub use layout::{
     EVENTS, GIF, REPORT, RESULT, SCREENSHOTS, SESSION, default_dir, screenshot_name, slug,
 };
-pub use recorder::jsonl_recorder;
+pub use recorder::{ScreenshotFiles, jsonl_recorder};

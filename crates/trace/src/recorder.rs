@@ -1,11 +1,68 @@
-//! The event log: a [`Recorder`] that appends each event as one JSON line.
+//! What a run folder records as the run goes: the event log (a
+//! [`Recorder`] that appends each event as one JSON line) and the
+//! screenshot files ([`ScreenshotFiles`]).
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use lumen_core::{RecordedEvent, Recorder, StreamEvent};
+use lumen_core::{Image, RecordedEvent, Recorder, StreamEvent};
+
+use crate::atomic::write_atomic;
+use crate::layout::screenshot_name;
+
+/// Saves a run's screenshots as files of its folder, named by
+/// [`screenshot_name`]: each step's screenshots are counted, so a step's
+/// second screenshot never overwrites its first. Every writer of a run
+/// folder (the CLI's [`Trace`](crate::Trace), the server, the eval) saves
+/// them through this, so [`render`](crate::render) finds them.
+#[derive(Debug)]
+pub struct ScreenshotFiles {
+    dir: PathBuf,
+    atomic: bool,
+    counts: Mutex<BTreeMap<u32, usize>>,
+}
+
+impl ScreenshotFiles {
+    /// Saves into the run folder `dir` (whose `screenshots/` folder must
+    /// exist) with plain writes.
+    pub fn new(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            atomic: false,
+            counts: Mutex::default(),
+        }
+    }
+
+    /// Writes each file atomically ([`write_atomic`]), for folders that
+    /// others read while the run goes (the server serves screenshots live).
+    pub fn atomic(mut self) -> Self {
+        self.atomic = true;
+        self
+    }
+
+    /// Saves `image` as the next screenshot of `step` and returns its name
+    /// relative to the folder. A failed write still counts, so later names
+    /// stay stable.
+    pub fn save(&self, step: u32, image: &Image) -> std::io::Result<String> {
+        let nth = {
+            let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+            let n = counts.entry(step).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let name = screenshot_name(step, nth, image.format.extension());
+        let path = self.dir.join(&name);
+        if self.atomic {
+            write_atomic(&path, &image.data)?;
+        } else {
+            std::fs::write(&path, &*image.data)?;
+        }
+        Ok(name)
+    }
+}
 
 /// A recorder that appends each event as one JSON line to `path` (the event
 /// log traces and replays are built from). With `keep_images` false,
@@ -55,6 +112,34 @@ mod tests {
             seq,
             timestamp_ms: 1_000 + seq,
             event,
+        }
+    }
+
+    #[test]
+    fn screenshots_are_numbered_per_step() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("screenshots")).unwrap();
+        for atomic in [false, true] {
+            let files = ScreenshotFiles::new(dir.path());
+            let files = if atomic { files.atomic() } else { files };
+            let png = Image::new(ImageFormat::Png, 1, 1, vec![7u8; 3]);
+            let names: Vec<String> = [0, 0, 1, 0]
+                .into_iter()
+                .map(|step| files.save(step, &png).unwrap())
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    "screenshots/step-001.png",
+                    "screenshots/step-001-2.png",
+                    "screenshots/step-002.png",
+                    "screenshots/step-001-3.png",
+                ]
+            );
+            assert_eq!(
+                std::fs::read(dir.path().join(&names[1])).unwrap(),
+                [7, 7, 7]
+            );
         }
     }
 

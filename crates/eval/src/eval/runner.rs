@@ -156,18 +156,15 @@ pub(crate) async fn run_task(
         jsonl_recorder(&events, false).with_context(|| format!("opening {}", events.display()))?;
     let seen = Arc::new(Mutex::new(Seen::default()));
     let sink = Arc::clone(&seen);
-    let dir = trace_dir.to_path_buf();
+    let files = trace::ScreenshotFiles::new(trace_dir);
     let keep = keep_screenshots.max(1);
     let watcher: Recorder = Arc::new(move |e| {
         let mut seen = sink.lock().unwrap_or_else(PoisonError::into_inner);
         match &e.event {
             StreamEvent::Screenshot { step, screenshot } => {
                 let image = &screenshot.image;
-                // Named by the layout, so the renderer finds them.
-                let nth = seen.shots_of(*step);
-                let path = dir.join(trace::screenshot_name(*step, nth, image.format.extension()));
                 // A trace without a picture is still a trace: ignore errors.
-                let _ = std::fs::write(path, &image.data[..]);
+                let _ = files.save(*step, image);
                 seen.screenshots.push_back(image.clone());
                 while seen.screenshots.len() > keep {
                     seen.screenshots.pop_front();
@@ -226,23 +223,4 @@ struct Seen {
     screenshots: VecDeque<Image>,
     model_ms: u64,
     steps: u32,
-    /// Screenshots saved so far, per step.
-    per_step: Vec<(u32, usize)>,
-}
-
-impl Seen {
-    /// How many screenshots step `step` had before this one (and counts
-    /// this one).
-    fn shots_of(&mut self, step: u32) -> usize {
-        match self.per_step.iter_mut().find(|(s, _)| *s == step) {
-            Some((_, n)) => {
-                *n += 1;
-                *n - 1
-            }
-            None => {
-                self.per_step.push((step, 1));
-                0
-            }
-        }
-    }
 }
