@@ -13,14 +13,20 @@
 //! ran), 3 the step budget ran out, 4 a replay diverged, 130 cancelled. See
 //! `docs/cli.md`.
 //!
-//! The trace folder, `report.html` and `run.gif` are written by this
-//! package's library (`lumen_cli::trace`), which other tools reuse.
+//! The trace folder, `report.html` and `run.gif` are written with
+//! `lumen-trace`, as the server's run folders and the eval's traces are.
+//!
+//! May depend on the `lumen` facade, `lumen-server` (`lumen serve`, `ipc`,
+//! `mcp`), `lumen-trace`, `lumen-mock` (the offline demo) and command-line
+//! crates (clap, indicatif); nothing depends on this package (it has no
+//! library).
 
 mod args;
 mod config;
 mod demo;
 mod direct;
 mod exit;
+mod pricing;
 mod progress;
 mod replay;
 mod runner;
@@ -32,9 +38,8 @@ use lumen::browser::{LaunchOptions, TabOptions};
 use lumen::models::AdapterOptions;
 use lumen::{AgentOptions, BrowserSource, RunMode, SessionOptions};
 
-// The trace folder and its report come from this package's library.
-use lumen_cli::trace::TraceError;
-use lumen_cli::{timeline, trace};
+// The trace folder and its report: the run-folder crate.
+use lumen_trace::{self as trace, TraceError, timeline};
 
 use crate::args::{Cli, Command, Mode, RunArgs, ServeArgs};
 use crate::config::RunConfig;

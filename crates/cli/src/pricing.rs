@@ -6,6 +6,6 @@ use lumen::TokenUsage;
 
 /// The estimated cost of `usage` on `model` (`provider/id`) in dollars;
 /// `None` for models without a published price (local servers).
-pub fn cost(model: &str, usage: &TokenUsage) -> Option<f64> {
+pub(crate) fn cost(model: &str, usage: &TokenUsage) -> Option<f64> {
     lumen::models::registry::cost(model, usage)
 }

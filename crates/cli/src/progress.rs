@@ -6,11 +6,11 @@ use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::pricing::cost;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lumen::perception::monitor::Recorder;
 use lumen::safety::Secrets;
 use lumen::{RecordedEvent, StreamEvent, TokenUsage};
-use lumen_cli::pricing::cost;
 
 use crate::timeline::{describe, shorten};
 

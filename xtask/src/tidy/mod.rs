@@ -24,9 +24,9 @@
 //! 5. `lumen-mock` (offline doubles) uses only `lumen-core`, and only
 //!    lumen-cli, lumen-server, lumen-eval and lumen-test-support use it
 //!    (anyone may as a dev-dependency).
-//! 6. `lumen-cli` is the command-line tool; its small library (pricing and
-//!    re-exports of lumen-trace) is for tools: only lumen-eval may depend on
-//!    it, never a library crate (anyone may as a dev-dependency).
+//! 6. `lumen-cli` is the command-line tool, a binary without a library:
+//!    nothing depends on it (anyone may as a dev-dependency, to run the
+//!    binary in tests).
 //! 7. perception, memory and safety reach the browser and the models only through
 //!    the `lumen_core` traits.
 //! 8. `lumen-browser` and `lumen-models` do not depend on each other.
@@ -81,10 +81,6 @@ const TEST_SUPPORT_MAY_USE: &[&str] = &[CORE, BROWSER, MODELS, MOCK];
 /// The only crates with normal dependencies on `lumen-mock` (the demo, the
 /// server's offline mode, evals, and the test support that re-exports it).
 const MOCK_USERS: &[&str] = &["lumen-cli", "lumen-server", EVAL, TEST_SUPPORT];
-
-/// The only crates with normal dependencies on `lumen-cli` (its library):
-/// the project's tools, never a library crate.
-const CLI_USERS: &[&str] = &[EVAL];
 
 /// The tools: binaries nothing depends on.
 const TOOLS: &[&str] = &[EVAL, XTASK];
@@ -323,10 +319,10 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
                 .to_owned(),
         );
     }
-    if to == CLI && !CLI_USERS.contains(&from) {
+    if to == CLI {
         return Some(
-            "lumen-cli is the command-line tool; only lumen-eval (a dev tool) depends on its \
-             library, never a library crate (anyone may as a dev-dependency)"
+            "lumen-cli is the command-line tool, a binary without a library: nothing depends \
+             on it (anyone may as a dev-dependency)"
                 .to_owned(),
         );
     }
@@ -496,7 +492,6 @@ mod tests {
                     MODELS,
                     MOCK,
                     "lumen-server",
-                    CLI,
                     "serde_json",
                     "tokio",
                 ],
@@ -701,15 +696,20 @@ mod tests {
     }
 
     #[test]
-    fn only_lumen_eval_uses_the_cli_library() {
-        // The clean graph already has lumen-eval -> lumen-cli.
-        assert!(check_graph(&clean()).is_empty());
-        for from in ["lumen-server", "lumen", "lumen-perception", MODELS, MOCK] {
+    fn nothing_depends_on_the_cli() {
+        for from in [
+            EVAL,
+            "lumen-server",
+            "lumen",
+            "lumen-perception",
+            MODELS,
+            MOCK,
+        ] {
             let why = if from == MOCK {
                 "lumen-mock may depend only on lumen-core (and external crates)"
             } else {
-                "lumen-cli is the command-line tool; only lumen-eval (a dev tool) depends on its \
-                 library, never a library crate (anyone may as a dev-dependency)"
+                "lumen-cli is the command-line tool, a binary without a library: nothing \
+                 depends on it (anyone may as a dev-dependency)"
             };
             assert_eq!(
                 violations_with(from, CLI),
