@@ -46,6 +46,22 @@ fn schema(v: Value) -> Arc<Map<String, Value>> {
     Arc::new(v.as_object().cloned().unwrap_or_default())
 }
 
+/// The input schema of a direct tool that performs action `tag`: the
+/// `fields` it offers, as the action vocabulary
+/// ([`lumen::action_schema::CATALOGUE`]) defines them, `required` of them
+/// required.
+fn action_tool(tag: &str, fields: &[&str], required: &[&str]) -> Arc<Map<String, Value>> {
+    let action = lumen::action_schema::ActionSchema::find(tag);
+    let properties: Map<String, Value> = fields
+        .iter()
+        .filter_map(|name| {
+            let field = action?.field(name)?;
+            Some(((*name).to_owned(), field.json_schema()))
+        })
+        .collect();
+    schema(json!({"type": "object", "required": required, "properties": properties}))
+}
+
 fn tools() -> Vec<Tool> {
     let int = json!({"type": "integer"});
     vec![
@@ -71,37 +87,22 @@ fn tools() -> Vec<Tool> {
         Tool::new(
             "click",
             "Click at a viewport point (CSS pixels).",
-            schema(
-                json!({"type": "object", "required": ["x", "y"], "properties": {
-                    "x": int, "y": int, "button": {"type": "string", "enum": ["left", "right", "middle"]}
-                }}),
-            ),
+            action_tool("click", &["x", "y", "button"], &["x", "y"]),
         ),
         Tool::new(
             "type",
             "Type text into the focused element.",
-            schema(
-                json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}),
-            ),
+            action_tool("type", &["text"], &["text"]),
         ),
         Tool::new(
             "press",
             "Press a key chord, e.g. [\"Enter\"] or [\"ctrl\", \"a\"].",
-            schema(
-                json!({"type": "object", "required": ["keys"], "properties": {
-                    "keys": {"type": "array", "items": {"type": "string"}}
-                }}),
-            ),
+            action_tool("keyPress", &["keys"], &["keys"]),
         ),
         Tool::new(
             "scroll",
             "Scroll the page (amount in wheel clicks of 100 px; at the viewport centre unless x, y are given).",
-            schema(
-                json!({"type": "object", "required": ["direction"], "properties": {
-                    "direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
-                    "amount": {"type": "number"}, "x": int, "y": int
-                }}),
-            ),
+            action_tool("scroll", &["direction", "amount", "x", "y"], &["direction"]),
         ),
         Tool::new(
             "screenshot",
@@ -319,4 +320,36 @@ where
 /// may write to stdout meanwhile (logs go to stderr).
 pub async fn mcp_stdio(options: ServeOptions) -> Result<(), ServeError> {
     mcp(options, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field a direct tool offers comes from the action vocabulary;
+    /// a field the catalogue lost would drop out of the tool silently.
+    #[test]
+    fn direct_tools_take_their_fields_from_the_action_vocabulary() {
+        let tools = tools();
+        let expected: [(&str, &[&str]); 4] = [
+            ("click", &["x", "y", "button"]),
+            ("type", &["text"]),
+            ("press", &["keys"]),
+            ("scroll", &["direction", "amount", "x", "y"]),
+        ];
+        for (name, fields) in expected {
+            let tool = tools.iter().find(|t| t.name == name).unwrap();
+            let properties = tool.input_schema["properties"].as_object().unwrap();
+            let mut got: Vec<&str> = properties.keys().map(String::as_str).collect();
+            let mut want = fields.to_vec();
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "{name}");
+        }
+        let click = tools.iter().find(|t| t.name == "click").unwrap();
+        assert_eq!(
+            click.input_schema["properties"]["button"]["enum"],
+            json!(["left", "right", "middle"])
+        );
+    }
 }
