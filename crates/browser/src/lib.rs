@@ -26,7 +26,10 @@
 //!   timers to fire and the layout to hold still over two frames, and
 //!   returns at once on a page that is already settled.
 //!
-//! May depend on: `lumen-core`, `chromiumoxide`, `tokio`, `image`. Must never be
+//! May depend on: `lumen-core`, `chromiumoxide`, `tokio`, `image`, and for
+//! its edges `async-tungstenite` (the raw WebSocket of `PageLink`),
+//! `reqwest` (Browserbase sessions) and `rustix` (signals to a process
+//! group). Must never be
 //! named by `lumen-perception`, `lumen-memory` or `lumen-safety`: they see the
 //! browser only through the `BrowserTab` trait, so another backend can replace
 //! this crate without touching them.

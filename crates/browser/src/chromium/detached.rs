@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 use lumen_core::{LumenError, Size};
 
 use super::group::end_process_group;
-use super::launch::devtools_url;
+use super::launch::{devtools_url, prepare_profile};
 use super::locate::locate;
 
 /// The flags of every detached launch.
 const DETACHED_FLAGS: &[&str] = &[
-    "--no-sandbox",
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
@@ -42,6 +41,8 @@ pub struct DetachedOptions {
     pub user_data_dir: PathBuf,
     /// The window size (`--window-size`).
     pub window: Size,
+    /// Pass `--no-sandbox` (as [`LaunchOptions::no_sandbox`](crate::LaunchOptions::no_sandbox)).
+    pub no_sandbox: bool,
     /// Extra command-line flags.
     pub args: Vec<String>,
 }
@@ -55,6 +56,7 @@ impl DetachedOptions {
             headless: true,
             user_data_dir: user_data_dir.into(),
             window: Size::new(1280, 720),
+            no_sandbox: true,
             args: Vec::new(),
         }
     }
@@ -87,19 +89,14 @@ impl DetachedChromium {
             None => locate()?,
         };
         let profile = &options.user_data_dir;
-        std::fs::create_dir_all(profile).map_err(|e| {
-            LumenError::config(
-                "user_data_dir",
-                format!("cannot create {}: {e}", profile.display()),
-            )
-        })?;
-        // A stale port file from an earlier run would point at a dead port.
-        let port_file = profile.join("DevToolsActivePort");
-        let _ = std::fs::remove_file(&port_file);
+        let port_file = prepare_profile(profile)?;
 
         let mut cmd = Command::new(&executable);
         if options.headless {
             cmd.arg("--headless");
+        }
+        if options.no_sandbox {
+            cmd.arg("--no-sandbox");
         }
         cmd.args(DETACHED_FLAGS)
             .arg(format!(

@@ -98,6 +98,21 @@ pub(super) fn devtools_url(port_file: &str) -> Option<String> {
         .then(|| format!("ws://127.0.0.1:{port}{path}"))
 }
 
+/// Creates the profile folder `dir` if missing and removes a stale
+/// `DevToolsActivePort` (an earlier run's would point at a dead port).
+/// Returns the port file's path, which Chromium writes once it listens.
+pub(super) fn prepare_profile(dir: &Path) -> Result<PathBuf, LumenError> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        LumenError::config(
+            "user_data_dir",
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    let port_file = dir.join("DevToolsActivePort");
+    let _ = std::fs::remove_file(&port_file);
+    Ok(port_file)
+}
+
 fn unique_profile_dir() -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
@@ -122,15 +137,7 @@ impl ChromiumProcess {
                 (dir.clone(), Some(dir))
             }
         };
-        std::fs::create_dir_all(&user_data_dir).map_err(|e| {
-            LumenError::config(
-                "user_data_dir",
-                format!("cannot create {}: {e}", user_data_dir.display()),
-            )
-        })?;
-        // A stale port file from an earlier run would point us at a dead port.
-        let port_file = user_data_dir.join("DevToolsActivePort");
-        let _ = std::fs::remove_file(&port_file);
+        let port_file = prepare_profile(&user_data_dir)?;
 
         let mut cmd = Command::new(&executable);
         cmd.args(BASE_FLAGS)
