@@ -917,12 +917,16 @@ fn report(
     let tokens_vs_naive = median(total_tokens(adaptive)) / median(total_tokens(naive)).max(1.0);
     let fixed_ratio = median(per_step(fixed)) / overhead.max(1e-6);
     let cacheable = median(adaptive.iter().flat_map(|r| r.cacheable.clone()).collect());
-    // List prices (Anthropic Claude Sonnet 4.x, USD per million tokens, as of
-    // 2026-11): input 3.00, cache read 0.30, output 15.00.
+    // Priced by the model registry as Claude Sonnet 4.6: the cacheable share
+    // of the input read from the cache, 20 output tokens a step.
     let tokens = median(total_tokens(adaptive));
-    let cost = tokens * (1.0 - cacheable) * 3.0 / 1e6
-        + tokens * cacheable * 0.30 / 1e6
-        + 20.0 * 20.0 * 15.0 / 1e6;
+    let usage = lumen::TokenUsage {
+        input_tokens: (tokens * (1.0 - cacheable)).round() as u64,
+        cache_read_tokens: (tokens * cacheable).round() as u64,
+        output_tokens: 20 * 20,
+        cache_write_tokens: 0,
+    };
+    let cost = lumen::models::registry::cost("anthropic/claude-sonnet-4-6", &usage).unwrap_or(0.0);
     let cold_ms = median(cold.to_vec());
     let launch_ms = median(launch_only.to_vec());
     println!();

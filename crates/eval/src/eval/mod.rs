@@ -197,13 +197,11 @@ pub(crate) fn run(options: &Options) -> anyhow::Result<()> {
 
 /// `YYYY-MM-DD-HHMMSS` in UTC, for default output folders.
 fn timestamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = lumen_trace::clock::unix_secs();
     let day = secs % 86_400;
     format!(
         "{}-{:02}{:02}{:02}",
-        dates::Date::today_utc().iso(),
+        dates::Date::from_days(i64::try_from(secs / 86_400).unwrap_or(0)).iso(),
         day / 3600,
         day / 60 % 60,
         day % 60
