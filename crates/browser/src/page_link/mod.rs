@@ -379,13 +379,14 @@ impl PageLink {
     /// otherwise as [`call`](Self::call).
     pub async fn goto(&self, url: &str) -> Result<()> {
         self.wire.lock().await.events.clear();
-        let navigated = self.call("Page.navigate", json!({ "url": url })).await?;
-        if let Some(err) = navigated["errorText"].as_str().filter(|e| !e.is_empty()) {
+        let (method, params) = pages::navigate(url);
+        let navigated = self.call(method, params).await?;
+        if let Some(err) = pages::navigate_error(&navigated) {
             return Err(LumenError::Script {
                 message: format!("could not open {url}: {err}"),
             });
         }
-        if navigated["loaderId"].is_null() {
+        if !pages::navigate_loads(&navigated) {
             // Same document (a fragment): nothing to load.
             return Ok(());
         }
@@ -399,7 +400,8 @@ impl PageLink {
     /// [`LumenError::InvalidData`] when there is no such history entry;
     /// otherwise as [`call`](Self::call).
     pub async fn history(&self, delta: i64) -> Result<()> {
-        let h = self.call("Page.getNavigationHistory", json!({})).await?;
+        let (method, params) = pages::history();
+        let h = self.call(method, params).await?;
         let Some(entry) = pages::history_entry(&h, delta) else {
             return Err(LumenError::invalid_data(
                 "history",
@@ -411,8 +413,8 @@ impl PageLink {
             ));
         };
         self.wire.lock().await.events.clear();
-        self.call("Page.navigateToHistoryEntry", json!({ "entryId": entry }))
-            .await?;
+        let (method, params) = pages::go_to_entry(entry);
+        self.call(method, params).await?;
         self.finish_navigation(true).await.map(drop)
     }
 
@@ -422,7 +424,8 @@ impl PageLink {
     /// As [`call`](Self::call).
     pub async fn reload(&self) -> Result<()> {
         self.wire.lock().await.events.clear();
-        self.call("Page.reload", json!({})).await?;
+        let (method, params) = pages::reload();
+        self.call(method, params).await?;
         self.finish_navigation(true).await.map(drop)
     }
 

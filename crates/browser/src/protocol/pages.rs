@@ -1,8 +1,43 @@
-//! Pages of the browser: the tab list `Target.getTargets` gives, and the
-//! history entries `Page.getNavigationHistory` gives.
+//! Pages of the browser: the tab list `Target.getTargets` gives, and
+//! navigation: opening a URL, the history entries `Page.getNavigationHistory`
+//! gives and going to one, reloading.
 
 use lumen_core::TabInfo;
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use super::Command;
+
+/// `Page.navigate` to `url`.
+pub(crate) fn navigate(url: &str) -> Command {
+    ("Page.navigate", json!({ "url": url }))
+}
+
+/// Why a `Page.navigate` answer says the navigation failed (`net::ERR_…`);
+/// `None` when it started.
+pub(crate) fn navigate_error(answer: &Value) -> Option<&str> {
+    answer["errorText"].as_str().filter(|e| !e.is_empty())
+}
+
+/// Whether a `Page.navigate` answer started a new document (a fragment
+/// change has no loader, so there is nothing to wait for).
+pub(crate) fn navigate_loads(answer: &Value) -> bool {
+    !answer["loaderId"].is_null()
+}
+
+/// `Page.getNavigationHistory`, read with [`history_entry`].
+pub(crate) fn history() -> Command {
+    ("Page.getNavigationHistory", json!({}))
+}
+
+/// `Page.navigateToHistoryEntry` to the entry [`history_entry`] found.
+pub(crate) fn go_to_entry(id: Value) -> Command {
+    ("Page.navigateToHistoryEntry", json!({ "entryId": id }))
+}
+
+/// `Page.reload`.
+pub(crate) fn reload() -> Command {
+    ("Page.reload", json!({}))
+}
 
 /// The page tabs in a `Target.getTargets` answer, in the browser's order;
 /// the one whose id is `followed` is marked so.
@@ -39,7 +74,6 @@ pub(crate) fn history_entry(history: &Value, delta: i64) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn tabs_are_pages_and_history_stops_at_its_ends() {
@@ -55,5 +89,19 @@ mod tests {
         assert_eq!(history_entry(&history, 1), Some(json!(9)));
         assert_eq!(history_entry(&history, -1), None);
         assert_eq!(history_entry(&history, 2), None);
+    }
+
+    #[test]
+    fn navigate_answers_say_whether_it_failed_and_whether_it_loads() {
+        assert_eq!(navigate("u").0, "Page.navigate");
+        let failed = json!({ "frameId": "F", "errorText": "net::ERR_NAME_NOT_RESOLVED" });
+        assert_eq!(navigate_error(&failed), Some("net::ERR_NAME_NOT_RESOLVED"));
+        let started = json!({ "frameId": "F", "loaderId": "L", "errorText": "" });
+        assert_eq!(navigate_error(&started), None);
+        assert!(navigate_loads(&started));
+        assert!(
+            !navigate_loads(&json!({ "frameId": "F" })),
+            "a fragment change"
+        );
     }
 }

@@ -144,25 +144,16 @@ impl CdpTab {
         let what = if delta < 0 { "back" } else { "forward" };
         let conn = self.shared.conn.clone();
         self.navigate_with(what, |ctx| async move {
-            let history = conn
-                .page_raw(
-                    &ctx.page,
-                    "Page.getNavigationHistory",
-                    serde_json::json!({}),
-                )
-                .await?;
+            let (method, params) = pages::history();
+            let history = conn.page_raw(&ctx.page, method, params).await?;
             let Some(id) = pages::history_entry(&history, delta) else {
                 return Ok(Some(format!(
                     "cannot go {what}: there is no {} page in this tab's history",
                     if delta < 0 { "previous" } else { "next" }
                 )));
             };
-            conn.page_raw(
-                &ctx.page,
-                "Page.navigateToHistoryEntry",
-                serde_json::json!({ "entryId": id }),
-            )
-            .await?;
+            let (method, params) = pages::go_to_entry(id);
+            conn.page_raw(&ctx.page, method, params).await?;
             Ok(None)
         })
         .await
@@ -176,18 +167,12 @@ impl CdpTab {
         }
         let conn = self.shared.conn.clone();
         self.navigate_with("goto", |ctx| async move {
-            let r = conn
-                .page_raw(
-                    &ctx.page,
-                    "Page.navigate",
-                    serde_json::json!({ "url": url }),
-                )
-                .await;
-            match r {
-                Ok(v) => Ok(v["errorText"]
-                    .as_str()
-                    .filter(|e| !e.is_empty())
-                    .map(|e| format!("navigation to {url} failed: {e}"))),
+            let (method, params) = pages::navigate(&url);
+            match conn.page_raw(&ctx.page, method, params).await {
+                Ok(v) => {
+                    Ok(pages::navigate_error(&v)
+                        .map(|e| format!("navigation to {url} failed: {e}")))
+                }
                 Err(CallError::Protocol { message, .. }) => {
                     Ok(Some(format!("navigation to {url} failed: {message}")))
                 }
@@ -201,8 +186,8 @@ impl CdpTab {
     pub(super) async fn reload_page(&self) -> Result<ActionOutcome> {
         let conn = self.shared.conn.clone();
         self.navigate_with("reload", |ctx| async move {
-            conn.page_raw(&ctx.page, "Page.reload", serde_json::json!({}))
-                .await?;
+            let (method, params) = pages::reload();
+            conn.page_raw(&ctx.page, method, params).await?;
             Ok(None)
         })
         .await
