@@ -201,15 +201,17 @@ pub(crate) const SETTLE_PROBE: &str = r#"new Promise((resolve) => {
 /// The visible form controls (inputs, selects, text areas; hidden and
 /// password fields left out) in document order, at most 30, as
 /// `[{label, value}]`: the label is the first `<label>`'s text, else the
-/// name, id, placeholder or type; the value at most 60 characters,
-/// `checked` for a checked box or radio, empty when nothing is held.
+/// name, id, placeholder or type (at most 200 characters); the value at
+/// most 4,096 characters (the loop redacts secrets before it shortens
+/// values for the prompt, so the value must reach it whole), `checked` for
+/// a checked box or radio, empty when nothing is held.
 pub(crate) const FORM_FIELDS: &str = r#"(() => {
   const out = [];
   for (const el of document.querySelectorAll('input, select, textarea')) {
     if (el.type === 'hidden' || el.type === 'password' || el.offsetParent === null) continue;
     const label = (el.labels && el.labels[0] && el.labels[0].innerText) || el.name || el.id || el.placeholder || el.type;
     const value = el.type === 'checkbox' || el.type === 'radio' ? (el.checked ? 'checked' : '') : el.value;
-    out.push({ label: label.trim(), value: value ? String(value).slice(0, 60) : '' });
+    out.push({ label: label.trim().slice(0, 200), value: value ? String(value).slice(0, 4096) : '' });
     if (out.length >= 30) break;
   }
   return out;

@@ -126,10 +126,13 @@ pub struct SettleReport {
 #[serde(rename_all = "camelCase")]
 pub struct FormField {
     /// How a person would name it: the text of its first `<label>`, else
-    /// its `name`, `id`, placeholder or type, trimmed.
+    /// its `name`, `id`, placeholder or type, trimmed; page text, so the
+    /// reader caps it (the CDP tab sends at most 200 characters).
     pub label: String,
-    /// What it holds, at most 60 characters; `checked` for a checked box or
-    /// radio; empty when it holds nothing.
+    /// What it holds, whole up to a bound (4,096 characters for the CDP
+    /// tab): the loop redacts secrets first and then shortens it, which it
+    /// could not do with a value already cut; `checked` for a checked box
+    /// or radio; empty when it holds nothing.
     pub value: String,
 }
 

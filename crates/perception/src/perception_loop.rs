@@ -1075,25 +1075,48 @@ impl PerceptionLoop {
     }
 
     /// Visible form values, for the next prompt after form actions.
+    ///
+    /// A field the model filled with a `<secret:NAME>` holds the real value
+    /// now: each label and value is scrubbed back to placeholders first and
+    /// only then shortened, so a cut can never leave part of a secret that
+    /// the redaction no longer recognises.
     async fn form_state(&self) -> Option<String> {
         let fields = self.tab.form_fields().await.ok().flatten()?;
+        let secrets = self.router.secrets();
+        let shown = |text: &str, max: usize| shorten_chars(&secrets.redact(text), max);
         let (filled, empty): (Vec<_>, Vec<_>) = fields.iter().partition(|f| !f.value.is_empty());
         let filled = filled
             .iter()
-            .map(|f| format!("{}={}", f.label, f.value))
+            .map(|f| {
+                format!(
+                    "{}={}",
+                    shown(&f.label, FORM_LABEL_CHARS),
+                    shown(&f.value, FORM_VALUE_CHARS)
+                )
+            })
             .collect::<Vec<_>>()
             .join(" | ");
         let empty = empty
             .iter()
-            .map(|f| f.label.as_str())
+            .map(|f| shown(&f.label, FORM_LABEL_CHARS))
             .collect::<Vec<_>>()
             .join(" | ");
-        // A field the model filled with a <secret:NAME> holds the real value
-        // now: scrub it back to its placeholder before the model reads it.
-        (!filled.is_empty() || !empty.is_empty()).then(|| {
-            let text = format!("FILLED: {filled}\nEMPTY: {empty}");
-            self.router.secrets().redact(&text).into_owned()
-        })
+        (!filled.is_empty() || !empty.is_empty())
+            .then(|| format!("FILLED: {filled}\nEMPTY: {empty}"))
+    }
+}
+
+/// Characters of a form field's value shown in the prompt.
+const FORM_VALUE_CHARS: usize = 60;
+/// Characters of a form field's label shown in the prompt.
+const FORM_LABEL_CHARS: usize = 80;
+
+/// `text` cut to at most `max` characters (on a character boundary), with
+/// `…` when something was cut.
+fn shorten_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
     }
 }
 

@@ -19,6 +19,7 @@ use lumen_safety::{ActionGuard, PolicyConfig, SessionPolicy, UrlMatchesGate};
 use super::*;
 use crate::fake::FakeTab;
 use crate::monitor::{EventBus, event_stream};
+use lumen_core::browser::FormField;
 
 /// What the adapter was sent: step, wire length, system prompt, temperature.
 type Seen = (u32, usize, String, Option<f32>);
@@ -538,4 +539,45 @@ async fn a_screenshot_identical_to_the_previous_one_is_not_sent_twice() {
         })
         .collect();
     assert_eq!(images, vec![2]);
+}
+
+/// A secret longer than the prompt's cut for a form value never reaches the
+/// model, not even as a prefix: values are redacted whole, then shortened.
+#[tokio::test]
+async fn a_long_secret_in_a_form_field_is_redacted_before_it_is_shortened() {
+    let secret = "s3cr3t-".repeat(10); // 70 characters
+    let (tab, adapter, l) = setup(
+        vec![
+            vec![Action::Type {
+                text: "<secret:API_KEY>".into(),
+            }],
+            vec![done("typed")],
+        ],
+        5,
+    );
+    *tab.form.lock().unwrap() = vec![
+        FormField {
+            label: "API key".into(),
+            value: secret.clone(),
+        },
+        FormField {
+            label: "Note ".repeat(40),
+            value: "x".repeat(100),
+        },
+    ];
+    let mut secrets = lumen_safety::Secrets::new();
+    secrets.insert("API_KEY", secret.clone()).unwrap();
+    let l = l.with_router(ActionRouter::new().with_secrets(Arc::new(secrets)));
+    let (r, _) = run(&l, "type the key").await;
+    assert_eq!(r.status, RunStatus::Success);
+    let seen = adapter.seen.lock().unwrap();
+    let form = &seen[1].2; // the prompt of the step after typing
+    assert!(form.contains("API key=<secret:API_KEY>"), "{form}");
+    assert!(
+        !form.contains(&secret[..20]),
+        "no part of the secret: {form}"
+    );
+    // Page text is capped: a value at 60 characters, a label at 80.
+    assert!(form.contains(&format!("={}…", "x".repeat(60))), "{form}");
+    assert!(!form.contains(&"Note ".repeat(17)), "{form}");
 }
