@@ -61,6 +61,10 @@ pub struct LoopConfig {
     pub checkpoint_interval: u32,
     /// Default step budget of a delegated child loop.
     pub child_max_steps: u32,
+    /// How deep delegation may nest: a child loop may delegate again until
+    /// this many loops run below the top one (0: no delegation at all).
+    /// Deeper `delegate` calls fail with a message to the model.
+    pub max_delegation_depth: u32,
     /// Extra system instructions from the caller.
     pub user_prompt: Option<String>,
     /// A plan from the planner pass, shown every step.
@@ -79,6 +83,7 @@ impl Default for LoopConfig {
             confidence_gate: None,
             checkpoint_interval: 0,
             child_max_steps: 15,
+            max_delegation_depth: 2,
             user_prompt: None,
             plan: None,
             action_verifier: true,
@@ -102,6 +107,8 @@ pub struct PerceptionLoop {
     workflows: Option<Arc<std::sync::Mutex<WorkflowMemory>>>,
     cache: Option<Arc<ActionCache>>,
     step_hook: Option<StepHook>,
+    /// How many loops run above this one (0 for the top loop).
+    depth: u32,
 }
 
 /// Called with the run's state after each completed step (right after its
@@ -217,6 +224,7 @@ impl PerceptionLoop {
             workflows: None,
             cache: None,
             step_hook: None,
+            depth: 0,
         }
     }
 
@@ -1033,6 +1041,13 @@ impl PerceptionLoop {
 
     /// Runs a child loop on the same tab; its result is the tool result.
     async fn delegate(&self, instruction: &str, max_steps: Option<u32>) -> Result<ActionExecution> {
+        if self.depth >= self.config.max_delegation_depth {
+            return Ok(ActionExecution::failed(format!(
+                "delegation is limited to {} level(s) and this loop is {} deep: do this \
+                 sub-task yourself",
+                self.config.max_delegation_depth, self.depth
+            )));
+        }
         let mut config = self.config.clone();
         config.max_steps = max_steps
             .unwrap_or(self.config.child_max_steps)
@@ -1041,6 +1056,7 @@ impl PerceptionLoop {
         let child = PerceptionLoop {
             config,
             step_hook: None,
+            depth: self.depth + 1,
             ..self.clone()
         };
         let mut child_run = RunState::new(&child.config);

@@ -372,6 +372,41 @@ async fn delegate_runs_a_child_loop_whose_result_returns_as_the_tool_result() {
     );
 }
 
+/// Delegation nests at most `max_delegation_depth` levels: the top loop
+/// delegates, its child delegates, and the grandchild's `delegate` fails
+/// with a message instead of starting a fourth loop.
+#[tokio::test]
+async fn delegation_past_the_depth_limit_is_refused() {
+    let delegate = |what: &str| Action::Delegate {
+        instruction: what.into(),
+        max_steps: Some(3),
+    };
+    let (_, adapter, l) = setup(
+        vec![
+            vec![delegate("level 1")],
+            vec![delegate("level 2")],
+            vec![delegate("level 3")],
+            vec![done("level 2 done")],
+            vec![done("level 1 done")],
+            vec![done("all done")],
+        ],
+        6,
+    );
+    assert_eq!(l.config().max_delegation_depth, 2);
+    let (r, _) = run(&l, "nest").await;
+    assert_eq!(r.result.as_deref(), Some("all done"));
+    let prompts = adapter.seen.lock().unwrap();
+    assert!(prompts[2].2.contains("TASK:\nlevel 2"), "two levels ran");
+    assert!(
+        !prompts.iter().any(|p| p.2.contains("TASK:\nlevel 3")),
+        "no third level started"
+    );
+    assert!(
+        prompts[3].2.contains("TASK:\nlevel 2"),
+        "the refusal went back to the level-2 loop"
+    );
+}
+
 #[tokio::test]
 async fn cancellation_mid_stream_ends_the_run_promptly() {
     let tab = Arc::new(FakeTab::new("http://127.0.0.1/"));
