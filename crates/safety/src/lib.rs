@@ -10,7 +10,13 @@
 //!   [`EffectReceipt`](lumen_core::EffectReceipt), after it: a click,
 //!   redirect or popup that reaches a forbidden page is a [`Violation`] with
 //!   the [`Remedy`] the loop must carry out (go back, close the tab). It is
-//!   immutable once built, so page content cannot change it.
+//!   immutable once built, so page content cannot change it. With
+//!   `blockPrivateNetwork` it also refuses private, loopback and link-local
+//!   addresses ([`address`]), judged on the resolved address by
+//!   [`SessionPolicy::check_url_resolved`].
+//! - The operator policy ([`PolicyConfig::operator_default`],
+//!   [`PolicyConfig::narrowed_by`]): what `lumen serve`, `mcp` and `ipc`
+//!   allow at most; a client's policy may only narrow it.
 //! - Completion [`Verifier`]s: [`UrlMatchesGate`], [`CustomGate`] and
 //!   [`ModelVerifier`] (any [`ModelAdapter`], robust YES/NO parsing, hard
 //!   pass after `max_attempts` rejections).
@@ -45,7 +51,9 @@
 #![deny(missing_docs)]
 
 pub mod action_verifier;
+pub mod address;
 pub mod guard;
+pub mod narrow;
 pub mod pattern;
 pub mod policy;
 pub mod secrets;
@@ -53,6 +61,7 @@ pub mod verify;
 
 pub use action_verifier::{ActionCheck, ActionVerifier};
 pub use guard::{ActionGuard, BlockedBy, GuardDecision, ProviderSafetyChecks};
+pub use narrow::{PolicyError, PolicyErrorKind};
 pub use pattern::DomainPattern;
 pub use policy::{
     Denial, PolicyConfig, PolicyDecision, PolicyRule, Remedy, SessionPolicy, Violation,

@@ -50,6 +50,12 @@ impl DomainPattern {
         &self.raw
     }
 
+    /// Whether every host `other` matches is matched by this pattern too
+    /// (`example.com` covers `docs.example.com` and `*.example.com`).
+    pub fn covers(&self, other: &DomainPattern) -> bool {
+        self.matches(&other.host)
+    }
+
     /// Whether `host` (as the URL parser returned it) falls under this
     /// pattern.
     pub fn matches(&self, host: &Host<String>) -> bool {

@@ -7,11 +7,13 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::net::IpAddr;
 
 use lumen_core::{Action, ActionExecution, EffectReceipt, LumenError, Result};
 use serde::{Deserialize, Serialize};
-use url::Url;
+use url::{Host, Url};
 
+use crate::address;
 use crate::pattern::{DomainPattern, host_of, parse_url};
 
 /// The `type` tags of every [`Action`], for validating `allowedActions`.
@@ -61,6 +63,19 @@ pub struct PolicyConfig {
     /// URL schemes allowed on top of `http` and `https` (`file`, `data`,
     /// `chrome`…). `about:blank` is always allowed; it shows nothing.
     pub allowed_schemes: Vec<String>,
+    /// Refuse URLs whose host is, or resolves to, a private, loopback or
+    /// link-local address (10/8, 172.16/12, 192.168/16, 127/8, 169.254/16,
+    /// ::1, fc00::/7, fe80::/10, IPv4 inside IPv6…) and `localhost` names.
+    /// Off by default (`lumen run` opens local pages); the operator policy
+    /// of `lumen serve`, `mcp` and `ipc` turns it on.
+    pub block_private_network: bool,
+    /// Hosts exempt from `blockPrivateNetwork` ([`DomainPattern`]s, matched
+    /// on the URL's host as written: `127.0.0.1`, `localhost`,
+    /// `*.intranet.example`).
+    pub allowed_private_hosts: Vec<String>,
+    /// Ports refused on this machine's addresses (loopback, `0.0.0.0`)
+    /// whatever else allows them: the server's own port.
+    pub blocked_local_ports: Vec<u16>,
 }
 
 /// Which rule a decision came from.
@@ -80,6 +95,10 @@ pub enum PolicyRule {
     InvalidUrl,
     /// The tab is on a page the policy forbids; only leaving it is allowed.
     OnForbiddenPage,
+    /// The host is, or resolves to, a private, loopback or link-local
+    /// address (`blockPrivateNetwork`), or it is this machine's port in
+    /// `blockedLocalPorts`.
+    PrivateNetwork,
 }
 
 /// Why the policy refused something; `reason` is written for the model.
@@ -187,6 +206,9 @@ pub struct SessionPolicy {
     blocked: Vec<DomainPattern>,
     actions: Option<BTreeSet<String>>,
     schemes: BTreeSet<String>,
+    block_private: bool,
+    private_allowed: Vec<DomainPattern>,
+    local_ports: BTreeSet<u16>,
 }
 
 impl fmt::Debug for SessionPolicy {
@@ -196,6 +218,9 @@ impl fmt::Debug for SessionPolicy {
             .field("blocked", &self.blocked)
             .field("actions", &self.actions)
             .field("schemes", &self.schemes)
+            .field("block_private", &self.block_private)
+            .field("private_allowed", &self.private_allowed)
+            .field("local_ports", &self.local_ports)
             .finish()
     }
 }
@@ -208,6 +233,9 @@ impl Default for SessionPolicy {
             blocked: Vec::new(),
             actions: None,
             schemes: DEFAULT_SCHEMES.iter().map(|s| (*s).to_owned()).collect(),
+            block_private: false,
+            private_allowed: Vec::new(),
+            local_ports: BTreeSet::new(),
         }
     }
 }
@@ -246,23 +274,20 @@ impl SessionPolicy {
         let mut schemes: BTreeSet<String> =
             DEFAULT_SCHEMES.iter().map(|s| (*s).to_owned()).collect();
         for s in &config.allowed_schemes {
-            let s = s.trim().trim_end_matches(':').to_ascii_lowercase();
-            let valid = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-            if !valid {
-                return Err(LumenError::config(
-                    "policy.allowedSchemes",
-                    format!("`{s}` is not a URL scheme (write `file`, `data`…)"),
-                ));
-            }
-            schemes.insert(s);
+            schemes.insert(
+                normalize_scheme(s).map_err(|e| LumenError::config("policy.allowedSchemes", e))?,
+            );
         }
+        let private_allowed =
+            patterns(&config.allowed_private_hosts, "policy.allowedPrivateHosts")?;
         Ok(Self {
             allowed,
             blocked,
             actions,
             schemes,
+            block_private: config.block_private_network,
+            private_allowed,
+            local_ports: config.blocked_local_ports.iter().copied().collect(),
         })
     }
 
@@ -323,7 +348,99 @@ impl SessionPolicy {
                 ),
             );
         }
-        None
+        self.address_denial(&url, &host)
+    }
+
+    /// The private-network and local-port rules on the URL's host as
+    /// written (an IP literal or a `localhost` name); no resolution.
+    fn address_denial(&self, url: &Url, host: &Host<String>) -> Option<Denial> {
+        let ip = match host {
+            Host::Ipv4(a) => Some(IpAddr::V4(*a)),
+            Host::Ipv6(a) => Some(IpAddr::V6(*a)),
+            Host::Domain(_) => None,
+        };
+        let port = url.port_or_known_default();
+        let local = match (ip, host) {
+            (Some(ip), _) => address::is_local(ip),
+            (None, Host::Domain(d)) => address::is_localhost_name(d),
+            _ => false,
+        };
+        if local
+            && let Some(port) = port
+            && self.local_ports.contains(&port)
+        {
+            return Some(local_port_denial(host, port));
+        }
+        if !self.private_checked(host) {
+            return None;
+        }
+        let range = match (ip, host) {
+            (Some(ip), _) => address::private_range(ip),
+            (None, Host::Domain(d)) if address::is_localhost_name(d) => {
+                Some("loopback (localhost)")
+            }
+            _ => None,
+        };
+        range.map(|range| private_denial(host, range))
+    }
+
+    /// Whether the private-network rule applies to `host`.
+    fn private_checked(&self, host: &Host<String>) -> bool {
+        self.block_private && !self.private_allowed.iter().any(|p| p.matches(host))
+    }
+
+    /// Judges a URL like [`check_url`](Self::check_url), then, when the
+    /// private-network or local-port rules apply to its host name, resolves
+    /// it and judges every address it resolves to: a name that resolves to
+    /// a private address is refused, and so is a name that cannot be
+    /// resolved while `blockPrivateNetwork` applies to it.
+    ///
+    /// Blocking (the system resolver): call it off the async threads.
+    pub fn check_url_resolved(&self, raw: &str) -> PolicyDecision {
+        if let Some(d) = self.url_denial(raw) {
+            return PolicyDecision::Deny(d);
+        }
+        let Some(url) = parse_url(raw) else {
+            return PolicyDecision::Allow;
+        };
+        let Some(host) = host_of(&url) else {
+            return PolicyDecision::Allow;
+        };
+        let Host::Domain(name) = &host else {
+            return PolicyDecision::Allow;
+        };
+        let check_private = self.private_checked(&host);
+        if !check_private && self.local_ports.is_empty() {
+            return PolicyDecision::Allow;
+        }
+        let port = url.port_or_known_default().unwrap_or(0);
+        let addrs = match address::resolve(name, port) {
+            Ok(addrs) => addrs,
+            Err(e) if check_private => {
+                return PolicyDecision::Deny(Denial {
+                    rule: PolicyRule::PrivateNetwork,
+                    reason: format!(
+                        "{name} could not be resolved to check that it is not a private address ({e}); private addresses are refused (blockPrivateNetwork)"
+                    ),
+                });
+            }
+            Err(_) => return PolicyDecision::Allow,
+        };
+        for addr in addrs {
+            let ip = addr.ip();
+            if address::is_local(ip) && self.local_ports.contains(&port) {
+                return PolicyDecision::Deny(local_port_denial(&host, port));
+            }
+            if check_private && let Some(range) = address::private_range(ip) {
+                return PolicyDecision::Deny(Denial {
+                    rule: PolicyRule::PrivateNetwork,
+                    reason: format!(
+                        "{name} resolves to {ip}, a {range} address; private, loopback and link-local addresses are refused (blockPrivateNetwork)"
+                    ),
+                });
+            }
+        }
+        PolicyDecision::Allow
     }
 
     /// Judges an action before it runs, on the page at `current_url`.
@@ -415,6 +532,38 @@ fn with_default_scheme(url: &str) -> String {
         return u.to_string();
     }
     trimmed.to_owned()
+}
+
+fn private_denial(host: &Host<String>, range: &str) -> Denial {
+    Denial {
+        rule: PolicyRule::PrivateNetwork,
+        reason: format!(
+            "{host} is a {range} address; private, loopback and link-local addresses are refused (blockPrivateNetwork)"
+        ),
+    }
+}
+
+fn local_port_denial(host: &Host<String>, port: u16) -> Denial {
+    Denial {
+        rule: PolicyRule::PrivateNetwork,
+        reason: format!(
+            "port {port} on this machine ({host}) is refused (blockedLocalPorts: the server's own port)"
+        ),
+    }
+}
+
+/// A scheme as the policy stores it (`File:` → `file`), or why it is not
+/// one.
+pub(crate) fn normalize_scheme(raw: &str) -> std::result::Result<String, String> {
+    let s = raw.trim().trim_end_matches(':').to_ascii_lowercase();
+    let valid = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    if valid {
+        Ok(s)
+    } else {
+        Err(format!("`{s}` is not a URL scheme (write `file`, `data`…)"))
+    }
 }
 
 fn is_blank(url: &Url) -> bool {
