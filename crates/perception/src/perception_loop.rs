@@ -437,11 +437,15 @@ impl PerceptionLoop {
             run.repeat.reset();
             run.form_state = Some(format!(
                 "You were stuck, so the browser was taken back to {} (checkpoint of step {}). Try a different approach from here.",
-                cp.url,
+                self.router.secrets().redact(&cp.url),
                 cp.step + 1
             ));
             url = self.guarded(self.tab.url()).await?;
         }
+        // A secret can sit in a URL (a token in a query string, typed into a
+        // search): the events, the history, the prompt and the model see the
+        // URL with placeholders.
+        let url = self.router.secrets().redact(&url).into_owned();
         self.bus
             .emit(StreamEvent::StepStarted {
                 step,

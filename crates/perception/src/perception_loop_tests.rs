@@ -616,3 +616,29 @@ async fn a_long_secret_in_a_form_field_is_redacted_before_it_is_shortened() {
     assert!(form.contains(&format!("={}…", "x".repeat(60))), "{form}");
     assert!(!form.contains(&"Note ".repeat(17)), "{form}");
 }
+
+/// A secret in the page's URL reaches neither the events nor the prompt.
+#[tokio::test]
+async fn a_secret_in_the_url_is_redacted_in_events_and_prompts() {
+    let secret = "tok-0123456789abcdef";
+    let (tab, adapter, l) = setup(vec![vec![done("ok")]], 3);
+    *tab.url.lock().unwrap() = format!("http://127.0.0.1/account?key={secret}");
+    let mut secrets = lumen_safety::Secrets::new();
+    secrets.insert("KEY", secret).unwrap();
+    let (tx, mut rx) = event_stream(64);
+    let l = l
+        .with_router(ActionRouter::new().with_secrets(Arc::new(secrets)))
+        .with_bus(EventBus::new().with_stream(tx));
+    let (r, _) = run(&l, "look").await;
+    assert_eq!(r.status, RunStatus::Success);
+    drop(l);
+    let mut events = Vec::new();
+    while let Some(e) = futures::StreamExt::next(&mut rx).await {
+        events.push(serde_json::to_string(&e.event).unwrap());
+    }
+    let all = events.join("\n");
+    assert!(all.contains("key=<secret:KEY>"), "{all}");
+    assert!(!all.contains(secret), "{all}");
+    let prompts = adapter.seen.lock().unwrap();
+    assert!(!prompts[0].2.contains(secret), "{}", prompts[0].2);
+}
