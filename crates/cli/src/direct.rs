@@ -141,6 +141,10 @@ enum BrowserCommand {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct State {
     pid: u32,
+    /// The browser's start time (clock ticks after boot), so a pid reused
+    /// by another program is never signalled; absent in older state files.
+    #[serde(default)]
+    started: Option<u64>,
     ws_url: String,
     profile: PathBuf,
     /// The page target being driven.
@@ -220,7 +224,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
     if let BrowserCommand::Close = args.command {
         let state = load(&session)?;
         if let Some(s) = &state {
-            end(s.pid);
+            end(s);
         }
         forget(&session, state.as_ref());
         return print(
@@ -812,7 +816,7 @@ fn unreachable_session(session: &str, state: &State, e: LumenError) -> CliError 
             "the page of session {session:?} was closed; run `lumen browser open <url>` again"
         )),
         _ => {
-            end(state.pid);
+            end(state);
             forget(session, Some(state));
             CliError::config(format!(
                 "the browser of session {session:?} is gone (stale state removed); run \
@@ -834,7 +838,7 @@ async fn attach(session: &str) -> Result<(PageLink, State), CliError> {
 /// Starts a detached Chromium for the session and links to its first page.
 async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliError> {
     if let Some(old) = load(session)? {
-        end(old.pid);
+        end(&old);
         forget(session, Some(&old));
     }
     let exe = chromium::locate().map_err(|e| CliError::config(e.to_string()))?;
@@ -883,8 +887,10 @@ async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliErro
             return Err(CliError::failure(why));
         }
     };
+    let pid = browser.detach();
     let state = State {
-        pid: browser.detach(),
+        pid,
+        started: chromium::process_identity(pid).map(|id| id.start_time),
         ws_url,
         profile,
         target,
@@ -899,9 +905,34 @@ async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliErro
 const END_GRACE: Duration = Duration::from_secs(5);
 
 /// Ends the session's Chromium (its whole process group): `SIGTERM`, then
-/// `SIGKILL` if it is still there after [`END_GRACE`].
-fn end(pid: u32) {
-    if let Err(e) = chromium::end_process_group(pid, END_GRACE) {
-        tracing::debug!("ending the browser's process group {pid}: {e}");
+/// `SIGKILL` if it is still there after [`END_GRACE`]. Only when the saved
+/// pid is still that browser ([`is_our_browser`]): a pid the system gave to
+/// another program since is left alone.
+fn end(state: &State) {
+    let identity = chromium::process_identity(state.pid);
+    if !is_our_browser(state, identity.as_ref()) {
+        tracing::debug!(
+            "process {} is no longer the session's browser; not signalling it",
+            state.pid
+        );
+        return;
     }
+    if let Err(e) = chromium::end_process_group(state.pid, END_GRACE) {
+        tracing::debug!("ending the browser's process group {}: {e}", state.pid);
+    }
+}
+
+/// Whether the process now behind `state.pid` (its `identity`, `None` when
+/// there is none) is the session's Chromium: it was started with the
+/// session's profile and, when the start time was saved, at that time.
+/// Where identities cannot be read (no `/proc`), the saved pid is trusted.
+fn is_our_browser(state: &State, identity: Option<&chromium::ProcessIdentity>) -> bool {
+    if cfg!(not(target_os = "linux")) {
+        return true;
+    }
+    let Some(id) = identity else {
+        return false;
+    };
+    let profile = format!("--user-data-dir={}", state.profile.display());
+    id.cmdline.contains(&profile) && state.started.is_none_or(|t| t == id.start_time)
 }

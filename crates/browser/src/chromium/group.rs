@@ -121,6 +121,54 @@ fn live_member_in_proc(_pgid: u32) -> Option<bool> {
     None
 }
 
+/// What tells a process apart from a later one that reused its pid: its
+/// start time (clock ticks after boot, `/proc/<pid>/stat` field 22) and its
+/// command line (arguments joined by spaces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessIdentity {
+    /// When it started, in clock ticks after boot.
+    pub start_time: u64,
+    /// Its arguments, joined by spaces.
+    pub cmdline: String,
+}
+
+/// The identity of process `pid`; `None` when it does not exist (or a
+/// zombie), or where `/proc` cannot be read.
+#[cfg(target_os = "linux")]
+pub fn process_identity(pid: u32) -> Option<ProcessIdentity> {
+    let dir = std::path::Path::new("/proc").join(pid.to_string());
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let (state, _) = parse_stat(&stat)?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    let start_time = start_time_of(&stat)?;
+    let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+    let cmdline = String::from_utf8_lossy(&cmdline)
+        .split('\0')
+        .filter(|a| !a.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some(ProcessIdentity {
+        start_time,
+        cmdline,
+    })
+}
+
+/// Where `/proc` does not exist, nothing can be told: `None`.
+#[cfg(not(target_os = "linux"))]
+pub fn process_identity(_pid: u32) -> Option<ProcessIdentity> {
+    None
+}
+
+/// The start time of a `/proc/<pid>/stat` line (field 22, the 20th after
+/// `comm`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn start_time_of(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// The state and process group of a `/proc/<pid>/stat` line
 /// (`pid (comm) state ppid pgrp …`; `comm` may hold spaces and parentheses,
 /// so the fields are counted from the last `)`).
@@ -136,6 +184,24 @@ fn parse_stat(stat: &str) -> Option<(&str, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_lines_give_the_start_time() {
+        let stat = "4242 (chro me) (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 2 0 0 20 0 \
+                    9 0 987654 123456 789 18446744073709551615";
+        assert_eq!(start_time_of(stat), Some(987_654));
+        assert_eq!(start_time_of("4242 (x) S 1"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_process_has_an_identity_and_a_missing_one_has_none() {
+        let me = process_identity(std::process::id()).expect("our own identity");
+        assert!(me.start_time > 0);
+        assert!(!me.cmdline.is_empty());
+        assert_eq!(process_identity(std::process::id()), Some(me));
+        assert_eq!(process_identity(u32::MAX - 1), None);
+    }
 
     #[test]
     fn stat_lines_give_state_and_group() {

@@ -44,7 +44,9 @@ mod launch;
 mod locate;
 
 pub use detached::{DetachedChromium, DetachedOptions};
-pub use group::{end_process_group, kill_process_group, process_group_alive};
+pub use group::{
+    ProcessIdentity, end_process_group, kill_process_group, process_group_alive, process_identity,
+};
 pub(crate) use launch::ChromiumProcess;
 pub use locate::{
     ChromiumNotFound, is_headless_shell, locate, locate_headless_shell,

@@ -461,3 +461,40 @@ async fn dialogs_are_answered_and_reported_and_a_blocked_page_is_named() {
     assert_eq!(s.ok(&["eval", "1 + 1"]).await, "2");
     s.ok(&["close"]).await;
 }
+
+/// A session whose browser died and whose pid the system gave to another
+/// program: `close` must not signal that program's process group.
+#[tokio::test]
+async fn close_never_signals_a_process_that_reused_the_browsers_pid() {
+    let state = tempfile::tempdir().unwrap();
+    // Another program, leading its own process group, as Chromium did.
+    let mut other = std::process::Command::new("sleep");
+    other.arg("30");
+    std::os::unix::process::CommandExt::process_group(&mut other, 0);
+    let mut other = other.spawn().unwrap();
+    let saved = serde_json::json!({
+        "pid": other.id(),
+        "started": 1,
+        "ws_url": "ws://127.0.0.1:9/devtools/browser/x",
+        "profile": state.path().join("reused-profile"),
+        "target": "T",
+    });
+    std::fs::write(
+        state.path().join("reused.json"),
+        serde_json::to_string(&saved).unwrap(),
+    )
+    .unwrap();
+    let out = lumen(Path::new(state.path()))
+        .env("LUMEN_STATE_DIR", state.path())
+        .args(["browser", "--session", "reused", "close"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(
+        other.try_wait().unwrap().is_none(),
+        "the other program is still running"
+    );
+    other.kill().unwrap();
+    let _ = other.wait();
+}
