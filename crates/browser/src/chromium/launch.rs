@@ -52,7 +52,9 @@ const BASE_FLAGS: &[&str] = &[
     "--disable-prompt-on-repost",
     "--disable-smooth-scrolling",
     "--remote-debugging-port=0",
-    "--remote-allow-origins=*",
+    // No --remote-allow-origins: our clients send no Origin header, and
+    // without the flag Chromium refuses a DevTools WebSocket opened by a
+    // web page (which always sends one), so no page can drive the browser.
 ];
 
 /// A Chromium process we spawned and own.

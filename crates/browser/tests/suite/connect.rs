@@ -380,3 +380,24 @@ async fn a_sigkilled_owner_leaves_no_chromium() {
     }
     assert!(!profile.exists(), "{} was left behind", profile.display());
 }
+
+/// A web page cannot drive the browser through its DevTools port: the
+/// page's WebSocket to the browser endpoint carries an Origin, which
+/// Chromium refuses without `--remote-allow-origins`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_cannot_open_the_devtools_websocket() {
+    let e = env().await;
+    e.open("index.html").await;
+    let ws = e.tab.websocket_url().to_owned();
+    let script = format!(
+        "new Promise(done => {{
+            const s = new WebSocket({ws:?});
+            s.onopen = () => {{ s.close(); done('open'); }};
+            s.onerror = () => done('refused');
+            setTimeout(() => done('timeout'), 5000);
+        }})"
+    );
+    let answer = e.tab.evaluate(&script).await.unwrap();
+    assert_eq!(answer, serde_json::json!("refused"), "{ws}");
+    e.close().await;
+}
