@@ -71,6 +71,48 @@ pub(crate) struct OutputArgs {
     /// Print the event stream as JSON lines on stdout instead of progress.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Only these sites may be visited by any run (repeatable;
+    /// `*.example.com`). A request may only narrow it.
+    #[arg(long = "allow-domain", value_name = "PATTERN")]
+    pub(crate) allow_domains: Vec<String>,
+    /// These sites are never visited by any run (repeatable).
+    #[arg(long = "block-domain", value_name = "PATTERN")]
+    pub(crate) block_domains: Vec<String>,
+    /// The operator policy (requests can only narrow it).
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
+}
+
+/// The policy options of `serve`, `ipc`, `mcp`, `run` and `replay`. The
+/// servers start from a closed default (http and https only, no private
+/// network); `run` and `replay` from an open one (local pages work).
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct PolicyArgs {
+    /// A policy file, TOML or JSON (`.json`), with the keys of a run's
+    /// `policy`: allowedDomains, blockedDomains, allowedSchemes,
+    /// allowedActions, blockPrivateNetwork, allowedPrivateHosts,
+    /// blockedLocalPorts. Keys it leaves out keep the default; flags add
+    /// to it.
+    #[arg(long = "policy", value_name = "FILE")]
+    pub(crate) policy_file: Option<PathBuf>,
+    /// Allow URLs of this scheme besides http and https (repeatable:
+    /// `file`, `data`, `chrome`…).
+    #[arg(long = "allow-scheme", value_name = "SCHEME")]
+    pub(crate) allow_schemes: Vec<String>,
+    /// Allow private, loopback and link-local addresses (refused by
+    /// default by `serve`, `ipc` and `mcp`).
+    #[arg(long, conflicts_with = "block_private_network")]
+    pub(crate) allow_private_network: bool,
+    /// Refuse private, loopback and link-local addresses, judged on the
+    /// address a host resolves to (the default of `serve`, `ipc` and
+    /// `mcp`).
+    #[arg(long)]
+    pub(crate) block_private_network: bool,
+    /// A host that may be reached on a private address although the
+    /// private network is refused (repeatable: `127.0.0.1`, `localhost`,
+    /// `*.intranet.example`).
+    #[arg(long = "allow-private-host", value_name = "HOST")]
+    pub(crate) allow_private_hosts: Vec<String>,
     /// Where to write the trace folder (default:
     /// `./lumen-traces/<timestamp>-<task>/`).
     #[arg(long, value_name = "DIR")]
@@ -152,6 +194,9 @@ pub(crate) struct RunArgs {
 /// `lumen demo`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
+    /// Policy options.
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
     /// Show the browser window.
     #[arg(long)]
     pub(crate) headed: bool,
@@ -195,6 +240,9 @@ pub(crate) struct ReplayArgs {
 pub(crate) enum Mode {
     /// Plan only and print the plan.
     Plan,
+    /// Policy options: the recorded URLs are judged by them.
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
     /// The perception loop.
     Agent,
     /// The loop with an explicit retry budget (`--attempts`).

@@ -16,7 +16,7 @@ use lumen::models::{Effort, Tools};
 use lumen::safety::{PolicyConfig, Secrets};
 use serde::Deserialize;
 
-use crate::args::{Mode, RunArgs};
+use crate::args::{Mode, PolicyArgs, RunArgs};
 use crate::exit::CliError;
 
 /// The model used when neither a flag nor the config file names one.
@@ -148,11 +148,17 @@ impl RunConfig {
                 "--attempts only applies with --mode exec; add --mode exec or drop --attempts",
             ));
         }
-        let policy = PolicyConfig {
-            allowed_domains: pick(&args.allow_domains, file.allow_domains),
-            blocked_domains: pick(&args.block_domains, file.block_domains),
-            ..PolicyConfig::default()
-        };
+        // `lumen run` starts open (local pages work); the policy options
+        // close it.
+        let mut policy = policy_from(&args.policy, PolicyConfig::default())?;
+        policy
+            .allowed_domains
+            .extend(pick(&args.allow_domains, file.allow_domains));
+        policy
+            .blocked_domains
+            .extend(pick(&args.block_domains, file.block_domains));
+        lumen::safety::SessionPolicy::new(&policy)
+            .map_err(|e| CliError::config(format!("the policy: {e}")))?;
         let mut secrets = Secrets::new();
         let mut pairs: Vec<(String, String)> = file.secrets.into_iter().collect();
         for spec in &args.secrets {
@@ -193,6 +199,63 @@ impl RunConfig {
             trace_dir: args.output.trace_dir.clone().or(file.trace_dir),
         })
     }
+}
+
+/// The policy of the policy options: `base` (the command's default), the
+/// `--policy` file's keys over it, then the flags. Checked: a bad pattern,
+/// scheme or key is a configuration error naming it.
+pub(crate) fn policy_from(args: &PolicyArgs, base: PolicyConfig) -> Result<PolicyConfig, CliError> {
+    let mut policy = match &args.policy_file {
+        None => base,
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CliError::config(format!(
+                    "cannot read the policy file {}: {e}; check the path given to --policy",
+                    path.display()
+                ))
+            })?;
+            let bad = |e: String| {
+                CliError::config(format!(
+                    "the policy file {} is not valid: {e}; see docs/security.md for its keys",
+                    path.display()
+                ))
+            };
+            let keys: serde_json::Value = if path.extension().is_some_and(|x| x == "json") {
+                serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?
+            } else {
+                let t: toml::Value =
+                    toml::from_str(&text).map_err(|e| bad(e.message().to_owned()))?;
+                serde_json::to_value(t).map_err(|e| bad(e.to_string()))?
+            };
+            let serde_json::Value::Object(keys) = keys else {
+                return Err(bad("it must be a table of policy keys".to_owned()));
+            };
+            // Keys left out keep the command's default (a server's file
+            // that does not mention blockPrivateNetwork keeps it on).
+            let mut merged = match serde_json::to_value(&base) {
+                Ok(serde_json::Value::Object(m)) => m,
+                _ => serde_json::Map::new(),
+            };
+            merged.extend(keys);
+            serde_json::from_value(serde_json::Value::Object(merged))
+                .map_err(|e| bad(e.to_string()))?
+        }
+    };
+    policy
+        .allowed_schemes
+        .extend(args.allow_schemes.iter().cloned());
+    policy
+        .allowed_private_hosts
+        .extend(args.allow_private_hosts.iter().cloned());
+    if args.allow_private_network {
+        policy.block_private_network = false;
+    }
+    if args.block_private_network {
+        policy.block_private_network = true;
+    }
+    lumen::safety::SessionPolicy::new(&policy)
+        .map_err(|e| CliError::config(format!("the policy: {e}")))?;
+    Ok(policy)
 }
 
 /// Flags replace the file's list when given at all.
@@ -301,6 +364,62 @@ mod tests {
             crate::args::Command::Run(args) => *args,
             other => panic!("not a run: {other:?}"),
         }
+    }
+
+    #[test]
+    fn policy_options_build_the_policy_and_a_file_keeps_the_default_for_missing_keys() {
+        use clap::Parser as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("policy.toml");
+        std::fs::write(
+            &file,
+            "allowedSchemes = [\"data\"]\nblockedDomains = [\"ads.test\"]\n",
+        )
+        .unwrap();
+        let cli = crate::args::Cli::try_parse_from([
+            "lumen",
+            "serve",
+            "--policy",
+            file.to_str().unwrap(),
+            "--allow-scheme",
+            "file",
+            "--allow-private-host",
+            "127.0.0.1",
+        ])
+        .unwrap();
+        let crate::args::Command::Serve(args) = cli.command else {
+            panic!("not serve")
+        };
+        let p = policy_from(&args.policy, PolicyConfig::operator_default()).unwrap();
+        assert!(
+            p.block_private_network,
+            "a key the file leaves out keeps the default"
+        );
+        assert_eq!(p.allowed_schemes, ["data", "file"]);
+        assert_eq!(p.blocked_domains, ["ads.test"]);
+        assert_eq!(p.allowed_private_hosts, ["127.0.0.1"]);
+
+        let open = crate::args::PolicyArgs {
+            allow_private_network: true,
+            ..Default::default()
+        };
+        assert!(
+            !policy_from(&open, PolicyConfig::operator_default())
+                .unwrap()
+                .block_private_network
+        );
+        std::fs::write(&file, "allowedScheme = [\"file\"]").unwrap();
+        let bad = crate::args::PolicyArgs {
+            policy_file: Some(file),
+            ..Default::default()
+        };
+        let err = policy_from(&bad, PolicyConfig::operator_default()).unwrap_err();
+        assert!(err.message.contains("allowedScheme"), "{}", err.message);
+        let bad = crate::args::PolicyArgs {
+            allow_schemes: vec!["no scheme".into()],
+            ..Default::default()
+        };
+        assert!(policy_from(&bad, PolicyConfig::default()).is_err());
     }
 
     #[test]

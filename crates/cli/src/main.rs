@@ -86,9 +86,9 @@ fn main() -> ExitCode {
                 demo::epilogue(&f.report);
                 f.code
             }),
-            Command::Serve(args) => served(lumen_server::serve(serve_options(&args)).await),
-            Command::Ipc(args) => served(lumen_server::ipc_stdio(serve_options(&args)).await),
-            Command::Mcp(args) => served(lumen_server::mcp_stdio(serve_options(&args)).await),
+            Command::Serve(args) => served(lumen_server::serve(serve_options(&args)?).await),
+            Command::Ipc(args) => served(lumen_server::ipc_stdio(serve_options(&args)?).await),
+            Command::Mcp(args) => served(lumen_server::mcp_stdio(serve_options(&args)?).await),
             Command::Models => {
                 #[allow(clippy::print_stdout)]
                 {
@@ -118,7 +118,7 @@ impl From<TraceError> for CliError {
 }
 
 /// The server's options from `lumen serve|ipc|mcp` flags.
-fn serve_options(args: &ServeArgs) -> lumen_server::ServeOptions {
+fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliError> {
     let mut o = lumen_server::ServeOptions::new(&args.data_dir);
     o.host = args.host;
     o.port = args.port;
@@ -128,7 +128,20 @@ fn serve_options(args: &ServeArgs) -> lumen_server::ServeOptions {
         o.default_model = model.clone();
     }
     o.adapter.base_url = args.base_url.clone();
-    o
+    // The operator policy starts closed; the policy options open it.
+    o.policy = config::policy_from(
+        &args.policy,
+        lumen::safety::PolicyConfig::operator_default(),
+    )?;
+    o.policy
+        .allowed_domains
+        .extend(args.allow_domains.iter().cloned());
+    o.policy
+        .blocked_domains
+        .extend(args.block_domains.iter().cloned());
+    lumen::safety::SessionPolicy::new(&o.policy)
+        .map_err(|e| CliError::config(format!("the policy: {e}")))?;
+    Ok(o)
 }
 
 /// Exit code of a server that stopped: refusing to start for want of a

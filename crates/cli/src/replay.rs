@@ -12,6 +12,8 @@ use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::memory::cache::{dhash, similarity};
 use lumen::models::AdapterOptions;
 use lumen::perception::router::ActionRouter;
+use lumen::safety::policy::with_default_scheme;
+use lumen::safety::{PolicyConfig, PolicyDecision, Remedy, SessionPolicy};
 use lumen::{
     Action, ActionCall, BrowserTab, Image, ModelAdapter, RecordedEvent, RunStatus,
     ScreenshotOptions, Session, SessionOptions, Size, StreamEvent,
@@ -67,6 +69,10 @@ pub(crate) async fn run(args: ReplayArgs) -> Result<u8, CliError> {
         }
         _ => None,
     };
+    // Like `lumen run`, replay starts open (local pages work); the policy
+    // options close it, and every recorded URL is judged by them.
+    let policy = crate::config::policy_from(&args.policy, PolicyConfig::default())?;
+    let judge = SessionPolicy::new(&policy).map_err(|e| CliError::config(e.to_string()))?;
     let (instruction, steps, viewport) = load(&dir, &events_path)?;
     let Some(first) = steps.first() else {
         return Err(CliError::config(format!(
@@ -74,6 +80,13 @@ pub(crate) async fn run(args: ReplayArgs) -> Result<u8, CliError> {
             events_path.display()
         )));
     };
+    let start = substitute(&first.url, &vars);
+    if let PolicyDecision::Deny(d) = judged(&judge, &start).await {
+        return Err(CliError::config(format!(
+            "the recorded start URL {start} is refused by the policy: {}",
+            d.reason
+        )));
+    }
     let tab = CdpTab::launch(LaunchOptions {
         headless: !args.headed,
         window: viewport,
@@ -82,7 +95,6 @@ pub(crate) async fn run(args: ReplayArgs) -> Result<u8, CliError> {
     .await
     .map_err(|e| CliError::from_setup(&e, None))?;
     let tab = Arc::new(tab);
-    let start = substitute(&first.url, &vars);
     let code = match tab.goto(&start).await {
         Ok(o) if o.ok => {
             let job = Replay {
@@ -90,6 +102,8 @@ pub(crate) async fn run(args: ReplayArgs) -> Result<u8, CliError> {
                 healer: healer.as_ref(),
                 instruction: &instruction,
                 vars: &vars,
+                policy: &policy,
+                judge: &judge,
                 dir: &dir,
                 args: &args,
             };
@@ -111,6 +125,8 @@ struct Replay<'a> {
     healer: Option<&'a Arc<dyn ModelAdapter>>,
     instruction: &'a str,
     vars: &'a [(String, String)],
+    policy: &'a PolicyConfig,
+    judge: &'a SessionPolicy,
     dir: &'a Path,
     args: &'a ReplayArgs,
 }
@@ -125,6 +141,7 @@ impl Replay<'_> {
             adapter.clone(),
             SessionOptions {
                 max_steps: 1,
+                policy: self.policy.clone(),
                 ..SessionOptions::default()
             },
         )
@@ -148,6 +165,45 @@ impl Replay<'_> {
             && result.status != RunStatus::Failure
             && result.status != RunStatus::Cancelled
             && acted)
+    }
+
+    /// Why the policy refuses `action` on the page as it is now (a goto on
+    /// the address its host resolves to), if it does.
+    async fn refusal(&self, action: &Action) -> Option<String> {
+        let decision = match action {
+            Action::Goto { url } => judged(self.judge, &with_default_scheme(url)).await,
+            other => {
+                let current = self.tab.url().await.unwrap_or_default();
+                self.judge.check_action(other, &current)
+            }
+        };
+        decision
+            .denial()
+            .map(|d| format!("refused by the policy: {}", d.reason))
+    }
+
+    /// The failure of an executed action, if any: its own, or a forbidden
+    /// place it led to (undone first: the tab goes to about:blank, a new
+    /// tab is closed).
+    async fn after(&self, exec: lumen::ActionExecution) -> Option<String> {
+        let violations = exec
+            .effect
+            .as_ref()
+            .map(|e| self.judge.check_effect(e))
+            .unwrap_or_default();
+        for v in &violations {
+            let _ = match &v.remedy {
+                Remedy::CloseTab { tab_id } => self.tab.close_tab(tab_id).await,
+                Remedy::NavigateBack => self.tab.goto("about:blank").await,
+            };
+        }
+        if let Some(v) = violations.first() {
+            return Some(v.feedback());
+        }
+        match exec.ok {
+            true => None,
+            false => Some(exec.error.unwrap_or_else(|| "no reason given".to_owned())),
+        }
     }
 
     async fn run(&self, steps: &[Step]) -> Result<u8, CliError> {
@@ -232,11 +288,12 @@ impl Replay<'_> {
                     action: substitute_action(&call.action, vars),
                     ..call.clone()
                 };
-                let result = router.execute(&call, tab.as_ref(), viewport).await;
-                let failure = match result {
-                    Ok(e) if e.ok => None,
-                    Ok(e) => Some(e.error.unwrap_or_else(|| "no reason given".to_owned())),
-                    Err(e) => Some(e.to_string()),
+                let failure = match self.refusal(&call.action).await {
+                    Some(why) => Some(why),
+                    None => match router.execute(&call, tab.as_ref(), viewport).await {
+                        Ok(e) => self.after(e).await,
+                        Err(e) => Some(e.to_string()),
+                    },
                 };
                 if let Some(why) = failure {
                     say(
@@ -344,6 +401,20 @@ fn load(dir: &Path, events: &Path) -> Result<(String, Vec<Step>, Size), CliError
         }
     }
     Ok((instruction, steps, viewport.unwrap_or(Size::new(1280, 720))))
+}
+
+/// `url` judged by `policy` on the address its host resolves to (off the
+/// async threads).
+async fn judged(policy: &SessionPolicy, url: &str) -> PolicyDecision {
+    let (policy, target) = (policy.clone(), url.to_owned());
+    tokio::task::spawn_blocking(move || policy.check_url_resolved(&target))
+        .await
+        .unwrap_or_else(|e| {
+            PolicyDecision::Deny(lumen::safety::Denial {
+                rule: lumen::safety::PolicyRule::InvalidUrl,
+                reason: format!("the URL could not be judged: {e}"),
+            })
+        })
 }
 
 fn parse_vars(specs: &[String]) -> Result<Vec<(String, String)>, CliError> {

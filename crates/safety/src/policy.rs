@@ -521,8 +521,9 @@ impl SessionPolicy {
 
 /// A goto target written without a scheme (`www.example.com/a`) is judged
 /// as the https URL a browser would open; anything else is judged as
-/// written.
-fn with_default_scheme(url: &str) -> String {
+/// written. Judge a goto's target with [`SessionPolicy::check_url_resolved`]
+/// on this.
+pub fn with_default_scheme(url: &str) -> String {
     let trimmed = url.trim();
     if parse_url(trimmed).is_none()
         && !trimmed.starts_with('/')

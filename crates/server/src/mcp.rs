@@ -10,7 +10,11 @@
 //!   `scroll {direction, amount?, x?, y?}`: one action each on a browser kept
 //!   for the session (launched on first use), executed by the same
 //!   `ActionRouter` as the loop (settling, effect receipts); the answer is
-//!   the action's outcome as JSON.
+//!   the action's outcome as JSON. The operator policy
+//!   ([`ServeOptions::policy`]) judges each one: `open` on the address its
+//!   host resolves to (`open file:///etc/passwd` is refused), any action on
+//!   a forbidden page, and where an action led (a forbidden page is left
+//!   for about:blank, a forbidden new tab closed).
 //! - `screenshot {}`: the page as a JPEG image; `snapshot {}`: the
 //!   accessibility tree as text with element refs.
 
@@ -20,6 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use base64::Engine as _;
 use lumen::browser::CdpTab;
 use lumen::perception::router::ActionRouter;
+use lumen::safety::policy::with_default_scheme;
+use lumen::safety::{PolicyDecision, Remedy, SessionPolicy, Violation};
 use lumen::{Action, ActionCall, BrowserTab, ScreenshotOptions};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -198,11 +204,49 @@ impl LumenMcp {
             Ok(a) => a,
             Err(e) => return failed(format!("invalid arguments for {name}: {e}")),
         };
+        // The operator policy judges every direct action as it judges a
+        // run's: where a goto leads (on the resolved address), what page
+        // the tab is on, and where the action ended up.
+        let policy = match SessionPolicy::new(&self.runs.operator_policy()) {
+            Ok(p) => p,
+            Err(e) => return failed(format!("the operator policy is invalid: {e}")),
+        };
+        let current = tab.url().await.unwrap_or_default();
+        let mut verdict = policy.check_action(&action, &current);
+        if let (PolicyDecision::Allow, Action::Goto { url }) = (&verdict, &action) {
+            let (judge, target) = (policy.clone(), with_default_scheme(url));
+            verdict = tokio::task::spawn_blocking(move || judge.check_url_resolved(&target))
+                .await
+                .unwrap_or_else(|e| {
+                    PolicyDecision::Deny(lumen::safety::Denial {
+                        rule: lumen::safety::PolicyRule::InvalidUrl,
+                        reason: format!("the URL could not be judged: {e}"),
+                    })
+                });
+        }
+        if let PolicyDecision::Deny(d) = verdict {
+            let body = json!({"ok": false, "error": format!("refused by the operator policy: {}", d.reason), "rule": d.rule, "url": current});
+            return CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
+        }
         let id = format!("mcp_{}", self.calls.fetch_add(1, Ordering::Relaxed));
         let call = ActionCall::new(id, action);
         let tab_dyn: &dyn BrowserTab = tab.as_ref();
         match ActionRouter::new().execute(&call, tab_dyn, viewport).await {
-            Ok(exec) => {
+            Ok(mut exec) => {
+                let violations = exec
+                    .effect
+                    .as_ref()
+                    .map(|e| policy.check_effect(e))
+                    .unwrap_or_default();
+                for v in &violations {
+                    // Undo: close a forbidden new tab; take the tab itself
+                    // to about:blank (always allowed, shows nothing).
+                    let _ = match &v.remedy {
+                        Remedy::CloseTab { tab_id } => tab.close_tab(tab_id).await,
+                        Remedy::NavigateBack => tab.goto("about:blank").await,
+                    };
+                }
+                Violation::apply_all(&violations, &mut exec);
                 let url = tab.url().await.unwrap_or_default();
                 let body = json!({"ok": exec.ok, "error": exec.error, "hints": exec.hints, "effect": exec.effect, "url": url});
                 let content = vec![ContentBlock::text(body.to_string())];

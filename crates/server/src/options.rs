@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use lumen::browser::LaunchOptions;
 use lumen::models::AdapterOptions;
+use lumen::safety::PolicyConfig;
 
 /// The environment variable the CLI reads the bearer token from when
 /// `--token` is not given.
@@ -35,6 +36,13 @@ pub struct ServeOptions {
     /// The largest step budget a request may ask for.
     pub max_steps_limit: u32,
     /// Keys and base URLs for the model adapters (the environment fills in
+    /// The operator policy: what every run, MCP's direct tools and resumed
+    /// runs may reach at most; a request's `policy` may only narrow it
+    /// ([`PolicyConfig::narrowed_by`]). By default
+    /// ([`PolicyConfig::operator_default`]) only `http`/`https` and no
+    /// private, loopback or link-local address; the server's own port is
+    /// always refused on this machine's addresses.
+    pub policy: PolicyConfig,
     /// what is missing).
     pub adapter: AdapterOptions,
     /// How browsers are launched (one per concurrent run, reused between
@@ -72,6 +80,7 @@ impl ServeOptions {
         }
     }
 
+            policy: PolicyConfig::operator_default(),
     /// The token to require, if any; an empty token counts as none.
     pub(crate) fn effective_token(&self) -> Option<&str> {
         self.token.as_deref().filter(|t| !t.trim().is_empty())

@@ -12,14 +12,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use lumen::browser::CdpTab;
 use lumen::memory::SerializedHistory;
 use lumen::perception::control::RunControl;
 use lumen::perception::monitor::{Recorder, now_ms};
-use lumen::safety::{PolicyConfig, SessionPolicy};
+use lumen::safety::{PolicyConfig, PolicyDecision, PolicyErrorKind, PolicyRule, SessionPolicy};
 use lumen::{
     BrowserTab, ErrorInfo, LumenError, RecordedEvent, RunMode, RunResult, RunStatus, Session,
     SessionOptions, StreamEvent,
@@ -195,6 +195,8 @@ pub struct RunManager {
     started: Instant,
     accepting: AtomicBool,
     counter: AtomicU64,
+    /// The port the HTTP server really listens on (when `port` was 0).
+    listen_port: OnceLock<u16>,
 }
 
 /// A validated `POST /v1/runs` body.
@@ -304,12 +306,52 @@ impl RunManager {
             started: Instant::now(),
             accepting: AtomicBool::new(true),
             counter: AtomicU64::new(0),
+            listen_port: OnceLock::new(),
         }))
     }
 
     /// The options.
     pub fn options(&self) -> &ServeOptions {
         &self.options
+    }
+
+    /// Tells the manager the port the HTTP server really listens on (when
+    /// it was started on port 0), so runs cannot reach the server itself.
+    pub fn set_listen_port(&self, port: u16) {
+        let _ = self.listen_port.set(port);
+    }
+
+    /// The operator policy ([`ServeOptions::policy`]) with the server's own
+    /// port refused on this machine's addresses.
+    pub fn operator_policy(&self) -> PolicyConfig {
+        let mut policy = self.options.policy.clone();
+        let ports = [Some(self.options.port), self.listen_port.get().copied()];
+        for port in ports.into_iter().flatten().filter(|p| *p != 0) {
+            if !policy.blocked_local_ports.contains(&port) {
+                policy.blocked_local_ports.push(port);
+            }
+        }
+        policy
+    }
+
+    /// Judges a URL a client asks the browser to open (a start URL) under
+    /// `policy`, resolving its host off the async threads: 400
+    /// `invalid_field` when it is not a URL or its scheme is not allowed
+    /// (`file:`, `javascript:`…), 403 `policy_denied` naming `field` when
+    /// the policy refuses its host (a blocked site, a private address).
+    pub fn judge_url(policy: &SessionPolicy, field: &str, url: &str) -> Result<(), ApiError> {
+        match blocking(|| policy.check_url_resolved(url)) {
+            PolicyDecision::Allow => Ok(()),
+            PolicyDecision::Deny(d)
+                if matches!(
+                    d.rule,
+                    PolicyRule::InvalidUrl | PolicyRule::SchemeNotAllowed
+                ) =>
+            {
+                Err(ApiError::invalid_field(field, d.reason))
+            }
+            PolicyDecision::Deny(d) => Err(policy_denied(field, d.reason)),
+        }
     }
 
     /// Live events of every run.
@@ -362,16 +404,6 @@ impl RunManager {
             ));
         }
         let start_url = opt_string(obj, "startUrl")?;
-        if let Some(u) = &start_url {
-            let ok = (u.starts_with("http://") || u.starts_with("https://")) && u.len() > 8
-                || u == "about:blank";
-            if !ok {
-                return Err(ApiError::invalid_field(
-                    "startUrl",
-                    "`startUrl` must be an http(s) URL or about:blank",
-                ));
-            }
-        }
         let model = opt_string(obj, "model")?.unwrap_or_else(|| self.options.default_model.clone());
         if let Err(e) = lumen::models::create_adapter(&model, self.options.adapter.clone()) {
             return Err(ApiError::invalid_field("model", e.to_string()));
@@ -390,13 +422,23 @@ impl RunManager {
             }
         };
         let attempts = opt_u32(obj, "attempts", 1, 10)?.unwrap_or(1);
-        let policy = match obj.get("policy") {
+        let requested = match obj.get("policy") {
             None | Some(Value::Null) => PolicyConfig::default(),
             Some(v) => serde_json::from_value::<PolicyConfig>(v.clone())
                 .map_err(|e| ApiError::invalid_field("policy", format!("invalid policy: {e}")))?,
         };
-        if let Err(e) = SessionPolicy::new(&policy) {
-            return Err(ApiError::invalid_field("policy", e.to_string()));
+        // The run gets the operator policy, narrowed by the request's.
+        let policy = self
+            .operator_policy()
+            .narrowed_by(&requested)
+            .map_err(|e| match e.kind {
+                PolicyErrorKind::Widens => policy_denied(&e.setting, e.message),
+                _ => ApiError::invalid_field(&e.setting, e.message),
+            })?;
+        let session_policy = SessionPolicy::new(&policy)
+            .map_err(|e| ApiError::invalid_field("policy", e.to_string()))?;
+        if let Some(u) = &start_url {
+            Self::judge_url(&session_policy, "startUrl", u)?;
         }
         Ok(NewRun {
             instruction,
@@ -755,16 +797,53 @@ impl RunManager {
     ) -> lumen::Result<RunResult> {
         let info = lock(&entry.info).clone();
         let adapter = lumen::models::create_adapter(&info.model, self.options.adapter.clone())?;
-        // A resumed run goes back to where it was; a fresh browser from the
-        // pool already shows about:blank.
-        let url = match &snapshot {
-            Some(_) => info.last_url.clone().or(info.start_url.clone()),
-            None => info.start_url.clone(),
+        // The run's policy, narrowed again under today's operator policy
+        // (the operator may have tightened it since the run was created).
+        let policy = self
+            .operator_policy()
+            .narrowed_by(&info.policy)
+            .map_err(|e| LumenError::config(e.setting, e.message))?;
+        let judge = SessionPolicy::new(&policy)?;
+        // A resumed run goes back to where it was, if the policy allows it
+        // (a blocked action's `url_after` may be the last URL seen), else to
+        // its start URL, else about:blank; a fresh browser from the pool
+        // already shows about:blank.
+        let candidates = match &snapshot {
+            Some(_) => vec![info.last_url.clone(), info.start_url.clone()],
+            None => vec![info.start_url.clone()],
+        };
+        let mut url = None;
+        for candidate in candidates.into_iter().flatten() {
+            if candidate == "about:blank" {
+                break;
+            }
+            let verdict = {
+                let (judge, candidate) = (judge.clone(), candidate.clone());
+                tokio::task::spawn_blocking(move || judge.check_url_resolved(&candidate))
+                    .await
+                    .unwrap_or_else(|e| {
+                        PolicyDecision::Deny(lumen::safety::Denial {
+                            rule: PolicyRule::InvalidUrl,
+                            reason: format!("the URL could not be judged: {e}"),
+                        })
+                    })
+            };
+            match verdict {
+                PolicyDecision::Allow => {
+                    url = Some(candidate);
+                    break;
+                }
+                PolicyDecision::Deny(d) if snapshot.is_some() => {
+                    tracing::warn!(run = %entry.id, "not reopening {candidate}: {}", d.reason);
+                }
+                PolicyDecision::Deny(d) => {
+                    return Err(LumenError::config("startUrl", d.reason));
+                }
+            }
         }
-        .filter(|u| u != "about:blank");
         let options = SessionOptions {
             max_steps: info.max_steps,
-            policy: info.policy.clone(),
+            policy,
             system_prompt: info.system_prompt.clone(),
             recorders: vec![recorder],
             ..SessionOptions::default()
@@ -814,6 +893,28 @@ impl RunManager {
                 event: Arc::new(e),
             });
         }))
+    }
+}
+
+/// 403 `policy_denied`: the operator policy refuses what `field` asks.
+pub(crate) fn policy_denied(field: &str, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status: axum::http::StatusCode::FORBIDDEN,
+        code: "policy_denied",
+        message: message.into(),
+        field: Some(field.to_string()),
+    }
+}
+
+/// Runs blocking work (a DNS lookup) from synchronous code that may be on
+/// an async worker: moved off it on a multi-threaded runtime, run in place
+/// otherwise (a current-thread runtime has no other thread to lend).
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }
 

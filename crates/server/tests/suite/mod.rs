@@ -16,6 +16,7 @@ mod ipc;
 mod mcp;
 mod modes;
 mod streams;
+mod policy;
 
 pub(crate) const MODEL: &str = "compatible/qwen2.5-vl";
 
@@ -38,6 +39,8 @@ impl Env {
         let mut o = ServeOptions::new(self.data.path());
         o.port = 0;
         o.default_model = MODEL.into();
+        // The fixture site is on loopback: the operator opts in to it.
+        o.policy.allowed_private_hosts = vec!["127.0.0.1".into()];
         o.max_concurrent = 1;
         o.queue_limit = 4;
         o.adapter = AdapterOptions {

@@ -1,0 +1,296 @@
+//! The operator policy: what a client may ask is refused before anything
+//! starts when the operator does not allow it (HTTP runs, MCP's `run_task`
+//! and direct tools, resumed runs).
+
+use std::time::Duration;
+
+use lumen::safety::PolicyConfig;
+use lumen_server::Server;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+
+use super::{Client, Env};
+
+/// Posts a run and expects a refusal with `status`, `code` and `field`.
+async fn refused(c: &Client, body: Value, status: u16, code: &str, field: &str) -> Value {
+    let (got, answer) = c.post("/v1/runs", body.clone()).await;
+    assert_eq!(got, status, "{body} → {answer}");
+    assert_eq!(answer["error"]["code"], code, "{answer}");
+    assert_eq!(answer["error"]["field"], field, "{answer}");
+    assert!(
+        !answer["error"]["message"].as_str().unwrap_or("").is_empty(),
+        "{answer}"
+    );
+    answer
+}
+
+#[tokio::test]
+async fn a_client_policy_that_widens_the_operator_policy_is_refused() {
+    let env = Env::new().await;
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let answer = refused(
+        &c,
+        json!({"instruction": "Read a file", "policy": {"allowedSchemes": ["file"]}}),
+        403,
+        "policy_denied",
+        "policy.allowedSchemes",
+    )
+    .await;
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("file"),
+        "{answer}"
+    );
+    refused(
+        &c,
+        json!({"instruction": "x", "policy": {"allowedPrivateHosts": ["169.254.169.254"]}}),
+        403,
+        "policy_denied",
+        "policy.allowedPrivateHosts",
+    )
+    .await;
+    // A malformed policy is a 400 naming the setting.
+    refused(
+        &c,
+        json!({"instruction": "x", "policy": {"allowedSchemes": ["not a scheme"]}}),
+        400,
+        "invalid_field",
+        "policy.allowedSchemes",
+    )
+    .await;
+    // Narrowing is fine, and `blockPrivateNetwork: false` cannot turn the
+    // operator's rule off: the run keeps it.
+    let id = c
+        .create(json!({"instruction": "x", "maxSteps": 1, "policy": {
+            "blockedDomains": ["ads.example"], "blockPrivateNetwork": false}}))
+        .await;
+    let run = c.run(&id).await;
+    assert_eq!(run["policy"]["blockPrivateNetwork"], true, "{run}");
+    assert_eq!(run["policy"]["blockedDomains"], json!(["ads.example"]));
+    assert_eq!(run["policy"]["allowedPrivateHosts"], json!(["127.0.0.1"]));
+    c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn start_urls_the_operator_policy_denies_are_refused_before_anything_starts() {
+    let env = Env::new().await;
+    // The server's own port is refused even though the operator allows
+    // 127.0.0.1: pick a port first so the policy knows it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut options = env.options();
+    options.port = port;
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let site_port = reqwest::Url::parse(&env.counter()).unwrap().port().unwrap();
+    // A scheme the operator does not allow makes the URL invalid here.
+    for url in [
+        "file:///etc/passwd",
+        "view-source:http://example.com/",
+        "javascript:alert(1)",
+        "chrome://settings",
+        "devtools://devtools/bundled/inspector.html",
+        "not a url",
+    ] {
+        refused(
+            &c,
+            json!({"instruction": "Look", "startUrl": url}),
+            400,
+            "invalid_field",
+            "startUrl",
+        )
+        .await;
+    }
+    // A host the operator policy refuses is forbidden.
+    for url in [
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "http://[::ffff:169.254.169.254]/".to_string(),
+        "http://10.0.0.1/".to_string(),
+        // A name that resolves to loopback, while only 127.0.0.1 is allowed.
+        format!("http://localhost:{site_port}/counter.html"),
+        format!("http://127.0.0.1:{port}/health"),
+    ] {
+        refused(
+            &c,
+            json!({"instruction": "Look", "startUrl": url}),
+            403,
+            "policy_denied",
+            "startUrl",
+        )
+        .await;
+    }
+    // Nothing started: no run, no model call.
+    let (_, list) = c.get("/v1/runs").await;
+    assert_eq!(list["runs"], json!([]), "{list}");
+    assert_eq!(env.requests(), 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn loopback_is_refused_by_default_and_works_once_the_operator_allows_it() {
+    let env = Env::new().await;
+    let site_port = reqwest::Url::parse(&env.counter()).unwrap().port().unwrap();
+    let localhost = format!("http://localhost:{site_port}/counter.html");
+
+    let mut options = env.options();
+    options.policy = PolicyConfig::operator_default();
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    for url in [env.counter(), localhost.clone()] {
+        refused(
+            &c,
+            json!({"instruction": "Click", "startUrl": url}),
+            403,
+            "policy_denied",
+            "startUrl",
+        )
+        .await;
+    }
+    server.shutdown().await;
+
+    let mut options = env.options();
+    options.policy.allowed_private_hosts = vec!["localhost".into()];
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.done("seen");
+    let id = c
+        .create(json!({"instruction": "Look", "startUrl": localhost, "maxSteps": 2}))
+        .await;
+    let run = c.wait_status(&id, "completed").await;
+    assert_eq!(run["result"], "seen", "{run}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_resumed_run_does_not_reopen_a_url_the_policy_denies() {
+    let env = Env::new().await;
+    env.click();
+    env.stall();
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let id = c
+        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 5}))
+        .await;
+    c.wait(&id, "step 2 in flight", |r| {
+        r["stepsCompleted"] == 1 && env.requests() == 2
+    })
+    .await;
+    server.shutdown().await;
+
+    // The last URL seen was somewhere the policy forbids (as a blocked
+    // action's `url_after` is).
+    let record = env.data.path().join("runs").join(&id).join("run.json");
+    let mut info: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    info["lastUrl"] = json!("http://169.254.169.254/latest/meta-data/");
+    std::fs::write(&record, info.to_string()).unwrap();
+
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.done("twice");
+    let (status, answer) = c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200, "{answer}");
+    let run = c.wait_status(&id, "completed").await;
+    assert_eq!(run["lastUrl"], env.counter(), "{run}");
+    let events =
+        std::fs::read_to_string(env.data.path().join("runs").join(&id).join("events.jsonl"))
+            .unwrap();
+    assert!(
+        !events.contains("169.254.169.254"),
+        "the denied URL was opened: {events}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn mcp_refuses_to_open_what_the_operator_policy_denies() {
+    let env = Env::new().await;
+    let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_out) = tokio::io::duplex(1 << 20);
+    let service = tokio::spawn(lumen_server::mcp(env.options(), server_in, server_out));
+    let mut lines = BufReader::new(client_out).lines();
+    let mut id = 0;
+    let mut call = async |method: &str, params: Value| -> Value {
+        id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        client_in
+            .write_all(format!("{req}\n").as_bytes())
+            .await
+            .unwrap();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(90), lines.next_line())
+                .await
+                .expect("mcp went quiet")
+                .unwrap()
+                .expect("mcp closed");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                if method == "initialize" {
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+                    client_in
+                        .write_all(format!("{note}\n").as_bytes())
+                        .await
+                        .unwrap();
+                }
+                return v;
+            }
+        }
+    };
+    call(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+    )
+    .await;
+    let text = |v: &Value| -> String {
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    for url in [
+        "file:///etc/passwd",
+        "http://169.254.169.254/latest/meta-data/",
+        "localhost:9/",
+        "chrome://settings",
+    ] {
+        let opened = call(
+            "tools/call",
+            json!({"name": "open", "arguments": {"url": url}}),
+        )
+        .await;
+        assert_eq!(opened["result"]["isError"], true, "{url}: {opened}");
+        assert!(text(&opened).contains("operator policy"), "{url}: {opened}");
+    }
+    // The browser never left about:blank.
+    let snap = call("tools/call", json!({"name": "snapshot", "arguments": {}})).await;
+    let snap = text(&snap);
+    assert!(snap.starts_with("about:blank"), "{snap}");
+    assert!(!snap.contains("root:"), "{snap}");
+    // A run's start URL is judged the same way.
+    let run = call(
+        "tools/call",
+        json!({"name": "run_task", "arguments": {"instruction": "Read it", "startUrl": "file:///etc/passwd"}}),
+    )
+    .await;
+    assert_eq!(run["result"]["isError"], true, "{run}");
+    assert!(text(&run).contains("file: URLs are not allowed"), "{run}");
+    // The operator's opt-in (127.0.0.1) still works.
+    let opened = call(
+        "tools/call",
+        json!({"name": "open", "arguments": {"url": env.counter()}}),
+    )
+    .await;
+    assert_ne!(opened["result"]["isError"], true, "{opened}");
+    drop(client_in);
+    tokio::time::timeout(Duration::from_secs(30), service)
+        .await
+        .expect("mcp did not stop")
+        .unwrap()
+        .unwrap();
+}
