@@ -131,7 +131,11 @@ pub struct LaunchOptions {
     /// it starts 2–3× faster, uses about half the memory and gives the exact
     /// window size.
     pub prefer_headless_shell: bool,
-    /// Pass `--no-sandbox` (needed as root and in most containers).
+    /// Pass `--no-sandbox`. The default keeps Chromium's sandbox on and
+    /// turns it off only where it cannot start
+    /// ([`chromium::sandbox_unavailable`](crate::chromium::sandbox_unavailable):
+    /// running as root, or no unprivileged user namespaces); a launch
+    /// without the sandbox says why in the log.
     pub no_sandbox: bool,
     /// Extra command-line flags.
     pub args: Vec<String>,
@@ -151,7 +155,7 @@ impl Default for LaunchOptions {
             executable: None,
             headless: true,
             prefer_headless_shell: true,
-            no_sandbox: true,
+            no_sandbox: crate::chromium::sandbox_unavailable().is_some(),
             args: Vec::new(),
             user_data_dir: None,
             window: Size::new(1280, 720),

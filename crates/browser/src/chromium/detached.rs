@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lumen_core::{LumenError, Size};
 
 use super::group::end_process_group;
-use super::launch::{devtools_url, prepare_profile};
+use super::launch::{devtools_url, log_no_sandbox, prepare_profile};
 use super::locate::locate;
 
 /// The flags of every detached launch.
@@ -56,7 +56,7 @@ impl DetachedOptions {
             headless: true,
             user_data_dir: user_data_dir.into(),
             window: Size::new(1280, 720),
-            no_sandbox: true,
+            no_sandbox: super::sandbox_unavailable().is_some(),
             args: Vec::new(),
         }
     }
@@ -96,6 +96,7 @@ impl DetachedChromium {
             cmd.arg("--headless");
         }
         if options.no_sandbox {
+            log_no_sandbox();
             cmd.arg("--no-sandbox");
         }
         cmd.args(DETACHED_FLAGS)

@@ -100,6 +100,18 @@ pub(super) fn devtools_url(port_file: &str) -> Option<String> {
         .then(|| format!("ws://127.0.0.1:{port}{path}"))
 }
 
+/// Says in the log that a launch runs without Chromium's sandbox, and why
+/// when the machine is the reason.
+pub(super) fn log_no_sandbox() {
+    match super::sandbox_unavailable() {
+        Some(why) => tracing::info!("starting Chromium without its sandbox: {why}"),
+        None => tracing::warn!(
+            "starting Chromium without its sandbox because the options ask for it, although \
+             it could run here"
+        ),
+    }
+}
+
 /// Creates the profile folder `dir` if missing and removes a stale
 /// `DevToolsActivePort` (an earlier run's would point at a dead port).
 /// Returns the port file's path, which Chromium writes once it listens.
@@ -152,6 +164,7 @@ impl ChromiumProcess {
             cmd.arg("--headless");
         }
         if options.no_sandbox {
+            log_no_sandbox();
             cmd.arg("--no-sandbox");
         }
         cmd.args(&options.args)

@@ -42,6 +42,7 @@ mod detached;
 mod group;
 mod launch;
 mod locate;
+mod sandbox;
 
 pub use detached::{DetachedChromium, DetachedOptions};
 pub use group::{
@@ -52,3 +53,4 @@ pub use locate::{
     ChromiumNotFound, is_headless_shell, locate, locate_headless_shell,
     locate_preferring_headless_shell,
 };
+pub use sandbox::sandbox_unavailable;
