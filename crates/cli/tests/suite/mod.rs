@@ -3,6 +3,7 @@
 mod direct;
 mod errors;
 mod harness;
+mod policy;
 mod replay;
 mod report;
 mod run;
