@@ -51,9 +51,17 @@ pub(crate) struct ServeArgs {
     /// Where runs are persisted.
     #[arg(long, value_name = "DIR", default_value = "lumen-data")]
     pub(crate) data_dir: PathBuf,
-    /// Bearer token required on every request but `/health`.
+    /// Bearer token required on every request but `/health` (`serve`).
+    /// Prefer the environment variable: a flag is visible to every user in
+    /// `ps`. Without one, `serve` generates a token at start, prints it once
+    /// on stderr and writes it to `<data-dir>/token` (mode 0600).
     #[arg(long, env = lumen_server::TOKEN_ENV, hide_env_values = true)]
     pub(crate) token: Option<String>,
+    /// Another name clients may use for the server in `Host` and `Origin`
+    /// (`name` or `name:port`; repeatable), such as a reverse proxy's. Only
+    /// the bound address (loopback names on loopback) is accepted otherwise.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub(crate) allow_hosts: Vec<String>,
     /// Runs executing at once (one browser each).
     #[arg(long, default_value_t = 2)]
     pub(crate) max_concurrent: usize,

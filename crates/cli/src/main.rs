@@ -123,6 +123,7 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.host = args.host;
     o.port = args.port;
     o.token = args.token.clone();
+    o.allowed_hosts = args.allow_hosts.clone();
     o.max_concurrent = args.max_concurrent.max(1);
     if let Some(model) = &args.model {
         o.default_model = model.clone();

@@ -79,6 +79,51 @@ impl ApiError {
         )
     }
 
+    /// 403 `forbidden_origin`: a web page on another origin sent this
+    /// request (cross-site request forgery, cross-site WebSocket).
+    pub fn forbidden_origin(origin: &str) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "forbidden_origin",
+            format!(
+                "requests from the web origin `{origin}` are refused: only clients that send no \
+                 `Origin` header, or pages served by this server itself, may call it"
+            ),
+        )
+    }
+
+    /// 421 `misdirected_host`: the `Host` header does not name this server
+    /// (DNS rebinding). `allowed` lists what it accepts.
+    pub fn misdirected_host(host: &str, allowed: &str) -> Self {
+        Self::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "misdirected_host",
+            format!(
+                "the Host header `{host}` does not name this server; use {allowed} \
+                 (the operator can allow another name with --allow-host)"
+            ),
+        )
+    }
+
+    /// 413 `body_too_large`.
+    pub fn body_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body is larger than {limit} bytes"),
+        )
+    }
+
+    /// 415 `unsupported_media_type`: a body that is not declared JSON.
+    pub fn unsupported_media_type(given: Option<&str>) -> Self {
+        let given = given.map_or_else(|| "none".to_string(), |g| format!("`{g}`"));
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!("send `Content-Type: application/json` (got {given}); an empty body is fine"),
+        )
+    }
+
     /// 404 `not_found`.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", message)

@@ -1,5 +1,6 @@
-//! The HTTP API on axum: routes, bearer-token check, SSE and WebSocket
-//! streams. Every route is listed in the OpenAPI document
+//! The HTTP API on axum: routes, the front door (Host, Origin, bearer
+//! token, JSON bodies and their size; see [`crate::front_door`]), SSE and
+//! WebSocket streams. Every route is listed in the OpenAPI document
 //! ([`crate::openapi`]); a test fails when one is missing there.
 
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +12,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Json, Response};
@@ -23,6 +24,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::error::ApiError;
+use crate::front_door::FrontDoor;
 use crate::runs::{Live, RunEntry, RunManager};
 use crate::store;
 
@@ -30,7 +32,7 @@ use crate::store;
 #[derive(Debug, Clone)]
 pub(crate) struct AppState {
     pub(crate) runs: Arc<RunManager>,
-    pub(crate) token: Option<Arc<str>>,
+    pub(crate) door: Arc<FrontDoor>,
 }
 
 /// The API router (every route; authentication included).
@@ -50,52 +52,88 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v1/runs/{id}/steps/{n}/screenshot", get(step_screenshot))
         .route("/v1/stream", get(stream_ws))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), front_door))
         .with_state(state)
 }
 
-/// Compares two byte strings in time that depends only on their lengths.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u8 | u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= x ^ y;
+/// Every request, whatever its route (the WebSocket upgrade and SSE
+/// included), in this order: a `Host` naming this server (421), no foreign
+/// `Origin` (403), the bearer token except on `/health` (401), and for
+/// POST, PUT and PATCH a JSON body (415) of at most the size limit (413),
+/// read here so the handlers get it whole.
+async fn front_door(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let door = &state.door;
+    if let Err(e) = door
+        .check_host(req.headers())
+        .and_then(|()| door.check_origin(req.headers()))
+    {
+        return e.into_response();
     }
-    diff == 0
-}
-
-/// Requires `Authorization: Bearer <token>` on every route but `/health`
-/// when a token is configured.
-async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(token) = &state.token else {
-        return next.run(req).await;
-    };
-    if req.uri().path() == "/health" {
-        return next.run(req).await;
-    }
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
-        next.run(req).await
-    } else {
+    if req.uri().path() != "/health" && !door.authorized(req.headers()) {
         let mut r = ApiError::unauthorized().into_response();
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        r
+        return r;
     }
+    if matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
+        match json_body(req, door.max_body).await {
+            Ok(req) => next.run(req).await,
+            Err(e) => e.into_response(),
+        }
+    } else {
+        next.run(req).await
+    }
+}
+
+/// Checks that the body is declared `application/json` and reads it, up to
+/// `limit` bytes.
+async fn json_body(req: Request, limit: usize) -> Result<Request, ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap_or("?"));
+    let is_json = content_type.is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+    });
+    if !is_json {
+        return Err(ApiError::unsupported_media_type(content_type));
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::body_too_large(limit));
+    }
+    let (parts, body) = req.into_parts();
+    let mut stream = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk
+            .map_err(|e| ApiError::invalid_json(format!("the body could not be read: {e}")))?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(ApiError::body_too_large(limit));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 async fn not_found() -> ApiError {
     ApiError::not_found("no such route")
 }
 
-async fn health(State(s): State<AppState>) -> Json<Value> {
-    Json(s.runs.health())
+/// `{"status": "ok"}` to anyone who gets through the Host and Origin
+/// checks; the version, uptime and run counts only with the token.
+async fn health(State(s): State<AppState>, headers: HeaderMap) -> Json<Value> {
+    if s.door.authorized(&headers) {
+        Json(s.runs.health())
+    } else {
+        Json(json!({"status": "ok"}))
+    }
 }
 
 async fn openapi() -> Json<Value> {
@@ -439,19 +477,5 @@ async fn websocket(runs: Arc<RunManager>, socket: WebSocket) {
     }
     for (_, t) in subs {
         t.abort();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn token_comparison_is_exact() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
-        assert!(constant_time_eq(b"", b""));
     }
 }

@@ -34,8 +34,10 @@
 #![deny(missing_docs)]
 
 mod error;
+mod front_door;
 mod http;
 pub mod ipc;
+mod listen;
 pub mod mcp;
 mod openapi;
 mod options;
@@ -92,6 +94,8 @@ pub fn tools_document() -> serde_json::Value {
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    token: Arc<str>,
+    token_file: Option<std::path::PathBuf>,
     runs: Arc<RunManager>,
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -100,38 +104,72 @@ pub struct Server {
 impl Server {
     /// Checks the options, prepares the data directory (marking unfinished
     /// runs `interrupted`), binds and starts serving in the background.
+    ///
+    /// Every route but `/health` needs the bearer token. Without
+    /// [`ServeOptions::token`] (loopback only) one is generated and written
+    /// to `<data_dir>/token`, readable by the owner only: see
+    /// [`token`](Self::token) and [`token_file`](Self::token_file).
     pub async fn start(options: ServeOptions) -> Result<Server, ServeError> {
         if !options.host.is_loopback() && options.effective_token().is_none() {
             return Err(ServeError::TokenRequired(options.host));
         }
-        let token = options.effective_token().map(Arc::from);
+        let given = options.effective_token().map(str::to_string);
         let addr = SocketAddr::new(options.host, options.port);
         let data_dir = options.data_dir.clone();
-        let runs = RunManager::new(options).map_err(|source| ServeError::DataDir {
-            path: data_dir,
+        let allowed_hosts = options.allowed_hosts.clone();
+        let max_body = options.max_body_bytes;
+        let limits = listen::Limits {
+            max_connections: options.max_connections,
+            header_read_timeout: options.header_read_timeout,
+            idle_timeout: options.idle_timeout,
+        };
+        let data_dir_error = |source| ServeError::DataDir {
+            path: data_dir.clone(),
             source,
-        })?;
+        };
+        let runs = RunManager::new(options).map_err(data_dir_error)?;
+        let (token, token_file) = match given {
+            Some(t) => {
+                front_door::remove_token_file(&data_dir);
+                (t, None)
+            }
+            None => {
+                let t = front_door::generate_token()?;
+                let file = front_door::write_token_file(&data_dir, &t).map_err(data_dir_error)?;
+                (t, Some(file))
+            }
+        };
+        let token: Arc<str> = Arc::from(token);
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        let door = front_door::FrontDoor::new(addr, &allowed_hosts, token.clone(), max_body);
         let app = http::router(http::AppState {
             runs: runs.clone(),
-            token,
+            door: Arc::new(door),
         });
-        let (stop, mut stopped) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stopped.wait_for(|s| *s).await;
-                })
-                .await
-        });
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(listen::serve(listener, app, limits, stopped));
         tracing::info!("lumen server listening on http://{addr}");
         Ok(Server {
             addr,
+            token,
+            token_file,
             runs,
             stop,
             task,
         })
+    }
+
+    /// The bearer token every route but `/health` requires (the one given,
+    /// or the one generated at start).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Where the generated token was written (`<data_dir>/token`, mode
+    /// 0600); `None` when the token was given.
+    pub fn token_file(&self) -> Option<&std::path::Path> {
+        self.token_file.as_deref()
     }
 
     /// The address it listens on (with the real port when 0 was asked).
@@ -181,6 +219,15 @@ fn termination() -> impl std::future::Future<Output = ()> {
 pub async fn serve(options: ServeOptions) -> Result<(), ServeError> {
     let signalled = termination();
     let server = Server::start(options).await?;
+    if let Some(file) = server.token_file() {
+        // Printed once, on stderr (not a log line: logs are often kept).
+        eprintln!(
+            "lumen serve: API token (generated; also in {}, readable by you only):\n  {}\n\
+             Send it as `Authorization: Bearer <token>`; set {TOKEN_ENV} to choose your own.",
+            file.display(),
+            server.token()
+        );
+    }
     signalled.await;
     tracing::info!("shutting down: cancelling active runs");
     server.shutdown().await;

@@ -23,7 +23,8 @@ pub struct ServeOptions {
     /// Where runs are persisted (`./lumen-data` by default).
     pub data_dir: PathBuf,
     /// Bearer token required on every request except `/health`. Mandatory
-    /// off loopback; optional (but enforced when set) on loopback.
+    /// off loopback; on loopback, when none is given, the server generates
+    /// one at start and writes it to `<data_dir>/token` (mode 0600).
     pub token: Option<String>,
     /// Runs executing at once (each holds one browser).
     pub max_concurrent: usize,
@@ -50,6 +51,21 @@ pub struct ServeOptions {
     pub launch: LaunchOptions,
     /// How long a graceful shutdown waits for cancelled runs to persist.
     pub shutdown_grace: Duration,
+    /// Extra names the `Host` and `Origin` headers may give for this server
+    /// (a DNS name, a reverse proxy's `name` or `name:port`); the bound
+    /// address is always accepted (for loopback: `127.0.0.1`, `localhost`
+    /// and `[::1]`). Anything else is refused, against DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// The largest request body accepted (1 MiB by default); more is 413.
+    pub max_body_bytes: usize,
+    /// Connections served at once (256 by default); more wait to be
+    /// accepted.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers (10 s).
+    pub header_read_timeout: Duration,
+    /// A connection on which nothing was read or written for this long is
+    /// closed (120 s; event streams send keep-alives well within it).
+    pub idle_timeout: Duration,
 }
 
 impl Default for ServeOptions {
@@ -67,6 +83,11 @@ impl Default for ServeOptions {
             adapter: AdapterOptions::default(),
             launch: LaunchOptions::default(),
             shutdown_grace: Duration::from_secs(20),
+            allowed_hosts: Vec::new(),
+            max_body_bytes: 1024 * 1024,
+            max_connections: 256,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
         }
     }
 }

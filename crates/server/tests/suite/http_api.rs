@@ -46,6 +46,7 @@ async fn a_run_completes_and_its_trace_screenshots_and_events_are_served() {
     let shot = c
         .http
         .get(format!("{}/v1/runs/{id}/steps/1/screenshot", c.base))
+        .bearer_auth(super::TOKEN)
         .send()
         .await
         .unwrap();

@@ -11,14 +11,19 @@ use lumen_test_support::mock_provider::{MockProvider, Reply, Route};
 use serde_json::{Value, json};
 
 mod durability;
+mod front_door;
 mod http_api;
 mod ipc;
 mod mcp;
 mod modes;
-mod streams;
 mod policy;
+mod streams;
 
 pub(crate) const MODEL: &str = "compatible/qwen2.5-vl";
+
+/// The bearer token of servers started with [`Env::options`], which
+/// [`Client::new`] sends.
+pub(crate) const TOKEN: &str = "test-token-0123456789";
 
 pub(crate) struct Env {
     pub(crate) site: FixtureServer,
@@ -39,6 +44,7 @@ impl Env {
         let mut o = ServeOptions::new(self.data.path());
         o.port = 0;
         o.default_model = MODEL.into();
+        o.token = Some(TOKEN.into());
         // The fixture site is on loopback: the operator opts in to it.
         o.policy.allowed_private_hosts = vec!["127.0.0.1".into()];
         o.max_concurrent = 1;
@@ -103,7 +109,7 @@ impl Client {
         Client {
             base: format!("http://127.0.0.1:{}", addr.port()),
             http: http_client(),
-            token: None,
+            token: Some(TOKEN.into()),
         }
     }
 
@@ -195,6 +201,22 @@ impl Client {
             .unwrap();
         parse_sse(&text)
     }
+}
+
+/// A WebSocket handshake for `/v1/stream` on `addr` with extra headers
+/// (`authorization`, `origin`, `host`…).
+pub(crate) fn ws_request(
+    addr: std::net::SocketAddr,
+    headers: &[(&'static str, String)],
+) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+    let mut req = format!("ws://{addr}/v1/stream")
+        .into_client_request()
+        .unwrap();
+    for (name, value) in headers {
+        req.headers_mut().insert(*name, value.parse().unwrap());
+    }
+    req
 }
 
 /// A plain HTTP client. reqwest is built with `rustls-no-provider` in this

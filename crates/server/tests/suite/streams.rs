@@ -43,10 +43,12 @@ async fn websocket_subscribers_get_backlog_then_live_events_and_pongs() {
         .await;
     c.post(&format!("/v1/runs/{id}/pause"), json!({})).await;
 
-    let (mut ws, _) =
-        tokio_tungstenite::connect_async(format!("ws://{}/v1/stream", server.local_addr()))
-            .await
-            .unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(super::ws_request(
+        server.local_addr(),
+        &[("authorization", format!("Bearer {}", super::TOKEN))],
+    ))
+    .await
+    .unwrap();
     send(&mut ws, json!({"type": "ping", "nonce": 7})).await;
     assert_eq!(next(&mut ws).await, json!({"type": "pong", "nonce": 7}));
     send(
