@@ -71,14 +71,6 @@ pub(crate) struct ServeArgs {
     /// Base URL of the model API (an OpenAI-compatible server, a proxy).
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
-}
-
-/// How the run is shown while it goes.
-#[derive(Debug, Args, Clone, Default)]
-pub(crate) struct OutputArgs {
-    /// Print the event stream as JSON lines on stdout instead of progress.
-    #[arg(long)]
-    pub(crate) json: bool,
     /// Only these sites may be visited by any run (repeatable;
     /// `*.example.com`). A request may only narrow it.
     #[arg(long = "allow-domain", value_name = "PATTERN")]
@@ -121,6 +113,14 @@ pub(crate) struct PolicyArgs {
     /// `*.intranet.example`).
     #[arg(long = "allow-private-host", value_name = "HOST")]
     pub(crate) allow_private_hosts: Vec<String>,
+}
+
+/// How the run is shown while it goes.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct OutputArgs {
+    /// Print the event stream as JSON lines on stdout instead of progress.
+    #[arg(long)]
+    pub(crate) json: bool,
     /// Where to write the trace folder (default:
     /// `./lumen-traces/<timestamp>-<task>/`).
     #[arg(long, value_name = "DIR")]
@@ -194,6 +194,9 @@ pub(crate) struct RunArgs {
     /// A TOML config file; flags override it.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Policy options.
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
     /// Output options.
     #[command(flatten)]
     pub(crate) output: OutputArgs,
@@ -202,9 +205,6 @@ pub(crate) struct RunArgs {
 /// `lumen demo`.
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Policy options.
-    #[command(flatten)]
-    pub(crate) policy: PolicyArgs,
     /// Show the browser window.
     #[arg(long)]
     pub(crate) headed: bool,
@@ -240,6 +240,9 @@ pub(crate) struct ReplayArgs {
     /// Print one JSON object per step instead of lines of text.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Policy options: the recorded URLs are judged by them.
+    #[command(flatten)]
+    pub(crate) policy: PolicyArgs,
 }
 
 /// `--mode`.
@@ -248,9 +251,6 @@ pub(crate) struct ReplayArgs {
 pub(crate) enum Mode {
     /// Plan only and print the plan.
     Plan,
-    /// Policy options: the recorded URLs are judged by them.
-    #[command(flatten)]
-    pub(crate) policy: PolicyArgs,
     /// The perception loop.
     Agent,
     /// The loop with an explicit retry budget (`--attempts`).

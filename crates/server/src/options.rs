@@ -36,7 +36,6 @@ pub struct ServeOptions {
     pub default_max_steps: u32,
     /// The largest step budget a request may ask for.
     pub max_steps_limit: u32,
-    /// Keys and base URLs for the model adapters (the environment fills in
     /// The operator policy: what every run, MCP's direct tools and resumed
     /// runs may reach at most; a request's `policy` may only narrow it
     /// ([`PolicyConfig::narrowed_by`]). By default
@@ -44,6 +43,7 @@ pub struct ServeOptions {
     /// private, loopback or link-local address; the server's own port is
     /// always refused on this machine's addresses.
     pub policy: PolicyConfig,
+    /// Keys and base URLs for the model adapters (the environment fills in
     /// what is missing).
     pub adapter: AdapterOptions,
     /// How browsers are launched (one per concurrent run, reused between
@@ -80,6 +80,7 @@ impl Default for ServeOptions {
             default_model: "anthropic/claude-sonnet-4-6".into(),
             default_max_steps: 30,
             max_steps_limit: 500,
+            policy: PolicyConfig::operator_default(),
             adapter: AdapterOptions::default(),
             launch: LaunchOptions::default(),
             shutdown_grace: Duration::from_secs(20),
@@ -101,7 +102,6 @@ impl ServeOptions {
         }
     }
 
-            policy: PolicyConfig::operator_default(),
     /// The token to require, if any; an empty token counts as none.
     pub(crate) fn effective_token(&self) -> Option<&str> {
         self.token.as_deref().filter(|t| !t.trim().is_empty())
