@@ -54,7 +54,7 @@ pub(crate) fn document() -> Value {
         "info": {
             "title": "Lumen server",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "Hand Lumen browser tasks and watch them live. Every route but /health requires `Authorization: Bearer <token>` when the server has a token (always off loopback). Errors are JSON: {\"error\": {\"code\", \"message\", \"field\"?}}."
+            "description": "Hand Lumen browser tasks and watch them live. Every route but /health requires `Authorization: Bearer <token>` (the server always has a token: given, or generated at start into <data-dir>/token). The Host header must name the server (421 otherwise) and a foreign Origin is refused (403); request bodies must be application/json (415) and at most 1 MiB (413). Errors are JSON: {\"error\": {\"code\", \"message\", \"field\"?}}."
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -68,7 +68,9 @@ pub(crate) fn document() -> Value {
                         "properties": {
                             "code": {"type": "string", "enum": [
                                 "invalid_json", "invalid_field", "missing_field", "unknown_field",
-                                "unauthorized", "not_found", "invalid_state", "run_ended",
+                                "unauthorized", "forbidden_origin", "misdirected_host",
+                                "unsupported_media_type", "body_too_large",
+                                "not_found", "invalid_state", "run_ended",
                                 "queue_full", "internal"
                             ]},
                             "message": {"type": "string"},
@@ -133,7 +135,7 @@ pub(crate) fn document() -> Value {
         "security": [{"bearer": []}],
         "paths": {
             "/health": {"get": {
-                "summary": "Status, version, uptime and run counts (no token needed)",
+                "summary": "{\"status\": \"ok\"} without a token; with it also version, uptime and run counts",
                 "security": [],
                 "responses": {"200": {"description": "Healthy"}}
             }},
