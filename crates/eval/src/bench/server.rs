@@ -83,6 +83,9 @@ async fn bench(options: &Options) -> Result<()> {
     serve.max_concurrent = options.concurrency.max(1);
     serve.queue_limit = options.runs;
     serve.default_model = "compatible/qwen2.5-vl".into();
+    // The fixture site is on loopback, which the operator policy denies
+    // unless the operator allows it, as this bench does.
+    serve.policy.allowed_private_hosts = vec!["127.0.0.1".into()];
     serve.adapter = AdapterOptions {
         api_key: Some(ApiKey::new("bench")),
         base_url: Some(format!("{}/v1", mock.base_url())),
@@ -92,7 +95,16 @@ async fn bench(options: &Options) -> Result<()> {
         .await
         .map_err(|e| anyhow!("{e}"))?;
     let base = format!("http://{}", server.local_addr());
-    let http = reqwest::Client::new();
+    // Every request carries the token the server generated at start.
+    let mut headers = reqwest::header::HeaderMap::new();
+    let bearer = format!("Bearer {}", server.token());
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        reqwest::header::HeaderValue::from_str(&bearer)?,
+    );
+    let http = reqwest::Client::builder()
+        .default_headers(headers)
+        .build()?;
     let rss_before = crate::util::tree_rss_mib(std::process::id());
 
     let started = Instant::now();
