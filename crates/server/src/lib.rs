@@ -142,6 +142,8 @@ impl Server {
         let token: Arc<str> = Arc::from(token);
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        // With port 0 the real port is known only now; runs must not reach it.
+        runs.set_listen_port(addr.port());
         let door = front_door::FrontDoor::new(addr, &allowed_hosts, token.clone(), max_body);
         let app = http::router(http::AppState {
             runs: runs.clone(),

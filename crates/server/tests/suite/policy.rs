@@ -79,15 +79,10 @@ async fn a_client_policy_that_widens_the_operator_policy_is_refused() {
 async fn start_urls_the_operator_policy_denies_are_refused_before_anything_starts() {
     let env = Env::new().await;
     // The server's own port is refused even though the operator allows
-    // 127.0.0.1: pick a port first so the policy knows it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut options = env.options();
-    options.port = port;
-    let server = Server::start(options).await.unwrap();
+    // 127.0.0.1, also when it was started on port 0 and the port is known
+    // only once it listens.
+    let server = Server::start(env.options()).await.unwrap();
+    let port = server.local_addr().port();
     let c = Client::new(server.local_addr());
     let site_port = reqwest::Url::parse(&env.counter()).unwrap().port().unwrap();
     // A scheme the operator does not allow makes the URL invalid here.
