@@ -282,3 +282,80 @@ pub(crate) fn assert_every_step_once(events: &[Value], steps: u64) {
     assert_eq!(started, expected, "steps started");
     assert_eq!(completed_steps(events), expected, "steps completed");
 }
+
+/// A raw MCP client on `lumen_server::mcp` over in-memory pipes, speaking
+/// JSON-RPC lines as a real client would.
+pub(crate) struct McpClient {
+    input: Option<tokio::io::DuplexStream>,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
+    service: tokio::task::JoinHandle<Result<(), lumen_server::ServeError>>,
+    id: u64,
+}
+
+impl McpClient {
+    /// Starts the MCP service with `options`.
+    pub(crate) fn start(options: ServeOptions) -> McpClient {
+        use tokio::io::AsyncBufReadExt as _;
+        let (input, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, output) = tokio::io::duplex(1 << 20);
+        let service = tokio::spawn(lumen_server::mcp(options, server_in, server_out));
+        McpClient {
+            input: Some(input),
+            lines: tokio::io::BufReader::new(output).lines(),
+            service,
+            id: 0,
+        }
+    }
+
+    async fn send(&mut self, message: &Value) {
+        use tokio::io::AsyncWriteExt as _;
+        let input = self.input.as_mut().expect("the client is open");
+        input
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    /// Sends request `method` and returns its answer (the message with its
+    /// id); after `initialize` it sends the `initialized` notification.
+    pub(crate) async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let id = self.id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(90), self.lines.next_line())
+                .await
+                .expect("mcp went quiet")
+                .unwrap()
+                .expect("mcp closed");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                if method == "initialize" {
+                    self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                        .await;
+                }
+                return v;
+            }
+        }
+    }
+
+    /// `initialize`, as a client opens a session.
+    pub(crate) async fn initialize(&mut self) -> Value {
+        self.call(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        )
+        .await
+    }
+
+    /// Ends the input and waits up to `within` for the service to stop.
+    pub(crate) async fn close(mut self, within: Duration) {
+        drop(self.input.take());
+        tokio::time::timeout(within, self.service)
+            .await
+            .expect("mcp did not stop at end of input")
+            .unwrap()
+            .unwrap();
+    }
+}

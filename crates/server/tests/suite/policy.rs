@@ -4,12 +4,10 @@
 
 use std::time::Duration;
 
+use super::{Client, Env, McpClient};
 use lumen::safety::PolicyConfig;
 use lumen_server::Server;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-
-use super::{Client, Env};
 
 /// Posts a run and expects a refusal with `status`, `code` and `field`.
 async fn refused(c: &Client, body: Value, status: u16, code: &str, field: &str) -> Value {
@@ -206,42 +204,8 @@ async fn a_resumed_run_does_not_reopen_a_url_the_policy_denies() {
 #[tokio::test]
 async fn mcp_refuses_to_open_what_the_operator_policy_denies() {
     let env = Env::new().await;
-    let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
-    let (server_out, client_out) = tokio::io::duplex(1 << 20);
-    let service = tokio::spawn(lumen_server::mcp(env.options(), server_in, server_out));
-    let mut lines = BufReader::new(client_out).lines();
-    let mut id = 0;
-    let mut call = async |method: &str, params: Value| -> Value {
-        id += 1;
-        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        client_in
-            .write_all(format!("{req}\n").as_bytes())
-            .await
-            .unwrap();
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(90), lines.next_line())
-                .await
-                .expect("mcp went quiet")
-                .unwrap()
-                .expect("mcp closed");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                if method == "initialize" {
-                    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-                    client_in
-                        .write_all(format!("{note}\n").as_bytes())
-                        .await
-                        .unwrap();
-                }
-                return v;
-            }
-        }
-    };
-    call(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
-    )
-    .await;
+    let mut mcp = McpClient::start(env.options());
+    mcp.initialize().await;
     let text = |v: &Value| -> String {
         v["result"]["content"][0]["text"]
             .as_str()
@@ -254,21 +218,24 @@ async fn mcp_refuses_to_open_what_the_operator_policy_denies() {
         "localhost:9/",
         "chrome://settings",
     ] {
-        let opened = call(
-            "tools/call",
-            json!({"name": "open", "arguments": {"url": url}}),
-        )
-        .await;
+        let opened = mcp
+            .call(
+                "tools/call",
+                json!({"name": "open", "arguments": {"url": url}}),
+            )
+            .await;
         assert_eq!(opened["result"]["isError"], true, "{url}: {opened}");
         assert!(text(&opened).contains("operator policy"), "{url}: {opened}");
     }
     // The browser never left about:blank.
-    let snap = call("tools/call", json!({"name": "snapshot", "arguments": {}})).await;
+    let snap = mcp
+        .call("tools/call", json!({"name": "snapshot", "arguments": {}}))
+        .await;
     let snap = text(&snap);
     assert!(snap.starts_with("about:blank"), "{snap}");
     assert!(!snap.contains("root:"), "{snap}");
     // A run's start URL is judged the same way.
-    let run = call(
+    let run = mcp.call(
         "tools/call",
         json!({"name": "run_task", "arguments": {"instruction": "Read it", "startUrl": "file:///etc/passwd"}}),
     )
@@ -276,16 +243,12 @@ async fn mcp_refuses_to_open_what_the_operator_policy_denies() {
     assert_eq!(run["result"]["isError"], true, "{run}");
     assert!(text(&run).contains("file: URLs are not allowed"), "{run}");
     // The operator's opt-in (127.0.0.1) still works.
-    let opened = call(
-        "tools/call",
-        json!({"name": "open", "arguments": {"url": env.counter()}}),
-    )
-    .await;
+    let opened = mcp
+        .call(
+            "tools/call",
+            json!({"name": "open", "arguments": {"url": env.counter()}}),
+        )
+        .await;
     assert_ne!(opened["result"]["isError"], true, "{opened}");
-    drop(client_in);
-    tokio::time::timeout(Duration::from_secs(30), service)
-        .await
-        .expect("mcp did not stop")
-        .unwrap()
-        .unwrap();
+    mcp.close(Duration::from_secs(30)).await;
 }
