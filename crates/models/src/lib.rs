@@ -25,10 +25,12 @@
 //! `answer.rs`; `actions.rs`), and [`adapter::HttpAdapter`] implements
 //! `ModelAdapter` once over any provider's [`adapter::Codec`]. HTTP (retries
 //! with backoff and jitter, Retry-After, typed errors, deadlines) lives in
-//! [`http`]; what each model needs in [`registry`]. Keys are [`ApiKey`]s, which never print. An
+//! [`http`]; what each model needs in [`registry`]; how much of an answer
+//! is ever held (SSE events, tool-call arguments, Gemini paths) in
+//! [`limits`]. Keys are [`ApiKey`]s, which never print. An
 //! optional [`WireObserver`] sees the raw traffic (for recording streams).
 //!
-//! May depend on: `lumen-core`, `reqwest`, `eventsource-stream`, `tokio`.
+//! May depend on: `lumen-core`, `reqwest`, `tokio`.
 //! Must never be named by `lumen-perception`, `lumen-memory` or `lumen-safety`: the
 //! loop sees models only through the `ModelAdapter` trait.
 //!
@@ -54,6 +56,7 @@ pub mod compatible;
 pub mod decoder;
 pub mod google;
 pub mod http;
+pub mod limits;
 pub mod openai;
 mod prompt;
 pub mod registry;

@@ -108,7 +108,7 @@ pub(crate) fn parse_payload<T: serde::de::DeserializeOwned>(
     })
 }
 
-fn truncate(s: &str, max: usize) -> &str {
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }

@@ -1,6 +1,7 @@
 //! Answer parsing: the anthropic stream (and non-streamed answers) into model events.
 
 use super::*;
+use crate::limits::ToolArgs;
 
 #[derive(Debug, Deserialize)]
 pub(super) struct WireMessage {
@@ -151,7 +152,8 @@ pub(super) enum Open {
         name: String,
         /// `toolset_name` (`computer`, `browser`) of a toolset member.
         toolset: Option<String>,
-        json: String,
+        /// The input as JSON text, bounded by `MAX_TOOL_ARGUMENTS_BYTES`.
+        json: ToolArgs,
     },
     /// A block type we do not act on (server tools…), kept for replay.
     Other(Value),
@@ -218,21 +220,20 @@ impl StreamParser {
                     Some("browser") => self.decoder.anthropic_browser(&name, input),
                     _ => self.decoder.anthropic(&name, input),
                 };
-                let (input, actions) = if json.trim().is_empty() {
-                    let input = json!({});
-                    let actions = decode(&input);
-                    (input, actions)
-                } else {
-                    match serde_json::from_str::<Value>(&json) {
+                let (input, actions) = match json.get(&name) {
+                    Err(over_cap) => (json!({}), vec![over_cap]),
+                    Ok(json) if json.trim().is_empty() => {
+                        let input = json!({});
+                        let actions = decode(&input);
+                        (input, actions)
+                    }
+                    Ok(json) => match serde_json::from_str::<Value>(json) {
                         Ok(input) => {
                             let actions = decode(&input);
                             (input, actions)
                         }
-                        Err(e) => (
-                            json!({}),
-                            vec![ActionDecoder::unparseable(&name, &json, &e)],
-                        ),
-                    }
+                        Err(e) => (json!({}), vec![ActionDecoder::unparseable(&name, json, &e)]),
+                    },
                 };
                 let mut block = json!({"type": "tool_use", "id": id, "name": name, "input": input});
                 if let Some(toolset) = toolset {
@@ -293,8 +294,10 @@ impl Decode for StreamParser {
                         toolset: content_block["toolset_name"].as_str().map(str::to_owned),
                         // A complete input may come in the start block.
                         json: match &content_block["input"] {
-                            Value::Object(m) if !m.is_empty() => content_block["input"].to_string(),
-                            _ => String::new(),
+                            Value::Object(m) if !m.is_empty() => {
+                                ToolArgs::whole(content_block["input"].to_string())
+                            }
+                            _ => ToolArgs::default(),
                         },
                     },
                     _ => Open::Other(content_block),
@@ -314,7 +317,7 @@ impl Decode for StreamParser {
                         t.push_str(&text);
                     }
                     (Open::Tool { json, .. }, WireDelta::InputJsonDelta { partial_json }) => {
-                        json.push_str(&partial_json)
+                        json.push(&partial_json)
                     }
                     (Open::Thinking { text, .. }, WireDelta::ThinkingDelta { thinking }) => {
                         out.push(ModelEvent::ThinkingDelta(thinking.clone()));
@@ -415,7 +418,7 @@ pub(super) fn parse_message(decoder: ActionDecoder, answer: Value) -> Result<Mod
                 id,
                 name,
                 toolset: toolset_name,
-                json: input.to_string(),
+                json: ToolArgs::whole(input.to_string()),
             },
             WireBlock::Other => continue,
         };

@@ -1,12 +1,14 @@
 //! Answer parsing: the compatible stream (and non-streamed answers) into model events.
 
 use super::*;
+use crate::limits::ToolArgs;
 
 #[derive(Debug)]
 pub(super) struct OpenCall {
     id: String,
     name: String,
-    arguments: String,
+    /// Bounded by `MAX_TOOL_ARGUMENTS_BYTES`.
+    arguments: ToolArgs,
     done: bool,
 }
 
@@ -74,13 +76,15 @@ impl StreamParser {
                 (id, c.name.clone(), c.arguments.clone())
             };
             self.calls[i].id = id.clone();
-            let actions = if raw.trim().is_empty() {
-                self.decoder.lumen_tool(&name, &json!({}), self.space)
-            } else {
-                match serde_json::from_str::<Value>(&raw) {
-                    Ok(args) => self.decoder.lumen_tool(&name, &args, self.space),
-                    Err(e) => vec![ActionDecoder::unparseable(&name, &raw, &e)],
+            let actions = match raw.get(&name) {
+                Err(over_cap) => vec![over_cap],
+                Ok(raw) if raw.trim().is_empty() => {
+                    self.decoder.lumen_tool(&name, &json!({}), self.space)
                 }
+                Ok(raw) => match serde_json::from_str::<Value>(raw) {
+                    Ok(args) => self.decoder.lumen_tool(&name, &args, self.space),
+                    Err(e) => vec![ActionDecoder::unparseable(&name, raw, &e)],
+                },
             };
             self.turn.push_call(&id, actions, &[], out);
         }
@@ -156,7 +160,7 @@ impl Decode for StreamParser {
                     self.calls.push(OpenCall {
                         id: String::new(),
                         name: String::new(),
-                        arguments: String::new(),
+                        arguments: ToolArgs::default(),
                         done: false,
                     });
                 }
@@ -174,7 +178,7 @@ impl Decode for StreamParser {
                     }
                 }
                 if let Some(args) = call["function"]["arguments"].as_str() {
-                    open.arguments.push_str(args);
+                    open.arguments.push(args);
                 }
             }
         }
@@ -208,7 +212,11 @@ impl Decode for StreamParser {
         let tool_calls: Vec<Value> = self
             .calls
             .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .map(|c| {
+                // A call over the cap is replayed without its arguments.
+                let arguments = if c.arguments.over() { "{}" } else { c.arguments.as_str() };
+                json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
+            })
             .collect();
         let (response, extra) = self
             .turn
@@ -243,10 +251,12 @@ pub(super) fn parse_answer(
             parser.calls.push(OpenCall {
                 id: call["id"].as_str().unwrap_or("").to_owned(),
                 name: call["function"]["name"].as_str().unwrap_or("").to_owned(),
-                arguments: call["function"]["arguments"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned(),
+                arguments: ToolArgs::whole(
+                    call["function"]["arguments"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned(),
+                ),
                 done: false,
             });
         }

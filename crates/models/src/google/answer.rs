@@ -1,6 +1,8 @@
 //! Answer parsing: the google stream (and non-streamed answers) into model events.
 
 use super::*;
+use crate::limits::{MAX_PARTIAL_ARG_PATH_DEPTH, MAX_TOOL_ARGUMENTS_BYTES};
+use lumen_core::Action;
 
 /// A function call being streamed (Gemini 3 partial arguments).
 #[derive(Debug)]
@@ -11,6 +13,56 @@ pub(super) struct Partial {
     id: Option<String>,
     args: Value,
     signature: Option<String>,
+    /// About how many bytes of JSON the arguments have grown to (bounded
+    /// by `MAX_TOOL_ARGUMENTS_BYTES`).
+    bytes: usize,
+    /// Why the arguments are unusable (a path over the depth cap, or the
+    /// arguments over the size cap); nothing more is applied then.
+    broken: Option<Action>,
+}
+
+impl Partial {
+    fn new(name: &str, call: &Value, signature: Option<String>) -> Self {
+        let args = call.get("args").cloned().unwrap_or_else(|| json!({}));
+        let broken = crate::limits::check_arguments(name, &args);
+        Self {
+            name: name.to_owned(),
+            id: wire_id(call),
+            args,
+            signature,
+            bytes: 0,
+            broken,
+        }
+    }
+
+    /// Applies `partialArgs` items, until one breaks the arguments.
+    fn apply(&mut self, items: &[Value]) {
+        for item in items {
+            if self.broken.is_some() {
+                return;
+            }
+            match apply_partial(&mut self.args, item) {
+                Ok(grown) => {
+                    self.bytes = self.bytes.saturating_add(grown);
+                    if self.bytes > MAX_TOOL_ARGUMENTS_BYTES {
+                        self.broken = Some(crate::limits::oversized_arguments(
+                            &self.name, self.bytes, "",
+                        ));
+                        // What was built is dropped now, not kept to the end.
+                        self.args = json!({});
+                    }
+                }
+                Err(error) => {
+                    self.broken = Some(Action::Invalid {
+                        name: self.name.clone(),
+                        input: item["jsonPath"].clone(),
+                        error,
+                    });
+                    self.args = json!({});
+                }
+            }
+        }
+    }
 }
 
 /// Gemini's stream parser (public for `cargo xtask decode-stream`).
@@ -166,32 +218,20 @@ impl StreamParser {
                 if let Some(previous) = self.partial.take() {
                     self.complete(previous, out);
                 }
-                self.partial = Some(Partial {
-                    name: name.to_owned(),
-                    id: wire_id(call),
-                    args: call.get("args").cloned().unwrap_or_else(|| json!({})),
-                    signature,
-                });
+                self.partial = Some(Partial::new(name, call, signature));
             }
             // A complete call in one part.
             (Some(name), _) => {
                 if let Some(previous) = self.partial.take() {
                     self.complete(previous, out);
                 }
-                let partial = Partial {
-                    name: name.to_owned(),
-                    id: wire_id(call),
-                    args: call.get("args").cloned().unwrap_or_else(|| json!({})),
-                    signature,
-                };
+                let partial = Partial::new(name, call, signature);
                 self.complete(partial, out);
             }
             // More arguments for the open call.
             (None, Some(open)) if call.get("partialArgs").is_some() => {
                 if let Some(items) = call["partialArgs"].as_array() {
-                    for item in items {
-                        apply_partial(&mut open.args, item);
-                    }
+                    open.apply(items);
                 }
                 if open.signature.is_none() {
                     open.signature = signature;
@@ -251,7 +291,10 @@ impl StreamParser {
             }],
             _ => Vec::new(),
         };
-        let actions = self.decoder.gemini(&call.name, &call.args);
+        let actions = match call.broken {
+            Some(invalid) => vec![invalid],
+            None => self.decoder.gemini(&call.name, &call.args),
+        };
         self.turn.push_call(&id, actions, &checks, out);
     }
 }
@@ -271,10 +314,13 @@ pub(super) enum Seg {
 }
 
 /// Applies one `partialArgs` item (`$.a.b[0]` paths; strings stream by
-/// concatenation, other values replace).
-pub(super) fn apply_partial(args: &mut Value, item: &Value) {
+/// concatenation, other values replace). Returns about how many bytes of
+/// JSON the arguments grew by, or why the path cannot be applied (over
+/// [`MAX_PARTIAL_ARG_PATH_DEPTH`] steps, or an index out of range). An
+/// item without a path changes nothing.
+pub(super) fn apply_partial(args: &mut Value, item: &Value) -> std::result::Result<usize, String> {
     let Some(path) = item["jsonPath"].as_str() else {
-        return;
+        return Ok(0);
     };
     let mut segs = Vec::new();
     for segment in path
@@ -292,44 +338,72 @@ pub(super) fn apply_partial(args: &mut Value, item: &Value) {
             match index.trim_end_matches(']').parse::<usize>() {
                 // Bound the array a hostile path could make us allocate.
                 Ok(i) if i < 10_000 => segs.push(Seg::Index(i)),
-                _ => return,
+                _ => {
+                    return Err(format!(
+                        "the partial-argument path `{}` has an index that is not a number \
+                         below 10000",
+                        crate::stream::truncate(path, 100)
+                    ));
+                }
             }
         }
+        if segs.len() > MAX_PARTIAL_ARG_PATH_DEPTH {
+            return Err(format!(
+                "the partial-argument path `{}…` is over the cap of {} steps on a \
+                 Gemini partial-argument path (MAX_PARTIAL_ARG_PATH_DEPTH)",
+                crate::stream::truncate(path, 100),
+                MAX_PARTIAL_ARG_PATH_DEPTH
+            ));
+        }
     }
-    set_at(args, &segs, item);
+    Ok(path.len() + set_at(args, &segs, item))
 }
 
-pub(super) fn set_at(target: &mut Value, path: &[Seg], item: &Value) {
+/// Sets the value at `path` (at most [`MAX_PARTIAL_ARG_PATH_DEPTH`] deep);
+/// returns about how many bytes of JSON that added (a `null` padding an
+/// array counts its five bytes).
+pub(super) fn set_at(target: &mut Value, path: &[Seg], item: &Value) -> usize {
     match path.split_first() {
         None => {
             if let Some(s) = item["stringValue"].as_str() {
-                let joined = format!("{}{s}", target.as_str().unwrap_or(""));
-                *target = json!(joined);
+                match target {
+                    Value::String(t) => t.push_str(s),
+                    _ => *target = json!(s),
+                }
+                s.len()
             } else if let Some(v) = item.get("numberValue") {
                 *target = v.clone();
+                8
             } else if let Some(v) = item.get("boolValue") {
                 *target = v.clone();
+                5
             } else if item.get("nullValue").is_some() {
                 *target = Value::Null;
+                4
+            } else {
+                0
             }
         }
         Some((Seg::Key(key), rest)) => {
             if !target.is_object() {
                 *target = json!({});
             }
-            if let Some(map) = target.as_object_mut() {
-                set_at(map.entry(key.clone()).or_insert(Value::Null), rest, item);
+            match target.as_object_mut() {
+                Some(map) => set_at(map.entry(key.clone()).or_insert(Value::Null), rest, item),
+                None => 0,
             }
         }
         Some((Seg::Index(i), rest)) => {
             if !target.is_array() {
                 *target = json!([]);
             }
-            if let Some(a) = target.as_array_mut() {
-                while a.len() <= *i {
-                    a.push(Value::Null);
+            match target.as_array_mut() {
+                Some(a) => {
+                    let padding = (*i + 1).saturating_sub(a.len());
+                    a.resize(a.len() + padding, Value::Null);
+                    padding * 5 + set_at(&mut a[*i], rest, item)
                 }
-                set_at(&mut a[*i], rest, item);
+                None => 0,
             }
         }
     }

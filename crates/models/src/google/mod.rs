@@ -257,7 +257,7 @@ mod tests {
             json!({"jsonPath": "$.press_enter", "boolValue": false}),
             json!({"jsonPath": "$.list[1].a", "stringValue": "z"}),
         ] {
-            apply_partial(&mut args, &item);
+            apply_partial(&mut args, &item).unwrap();
         }
         assert_eq!(
             args,

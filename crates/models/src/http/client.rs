@@ -13,6 +13,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::observer::{NEXT_CALL, WireEvent, WireObserver};
 use super::sse::{ApiFailure, SseStream, sse_events};
+use crate::limits::{MAX_ERROR_BODY_BYTES, MAX_JSON_ANSWER_BYTES, size};
 
 /// How an adapter retries transient failures (429, 5xx, 529, connection
 /// errors) before the first byte of an answer.
@@ -185,8 +186,26 @@ impl Http {
     ) -> Result<serde_json::Value> {
         let (call, response, deadline) = self.send_with_retry(url, headers, body, false).await?;
         let status = response.status().as_u16();
-        let text = match tokio::time::timeout_at(deadline, response.text()).await {
-            Ok(Ok(text)) => text,
+        let read = read_capped(response, MAX_JSON_ANSWER_BYTES);
+        let text = match tokio::time::timeout_at(deadline, read).await {
+            Ok(Ok((text, false))) => text,
+            Ok(Ok((text, true))) => {
+                self.see_body(call, text.as_bytes());
+                let error = self.api_error(
+                    Some(status),
+                    ModelErrorKind::Stream,
+                    false,
+                    format!(
+                        "the answer is over the {} cap on a non-streamed answer \
+                         (MAX_JSON_ANSWER_BYTES)",
+                        size(MAX_JSON_ANSWER_BYTES)
+                    ),
+                    None,
+                    None,
+                );
+                self.see_end(call, Some(&error.to_string()));
+                return Err(error);
+            }
             Ok(Err(e)) => {
                 let error = self.transport_error(&e, false);
                 self.see_end(call, Some(&error.to_string()));
@@ -436,7 +455,10 @@ impl Http {
     async fn status_error(&self, call: u64, response: reqwest::Response) -> LumenError {
         let status = response.status().as_u16();
         let retry_after = retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
+        // Only the start of an error body is read: the message is near it.
+        let (text, _) = read_capped(response, MAX_ERROR_BODY_BYTES)
+            .await
+            .unwrap_or_default();
         self.see_body(call, text.as_bytes());
         self.see_end(call, None);
         let text = self.key.scrub(&text);
@@ -495,6 +517,30 @@ impl Http {
             retry_after,
         }
     }
+}
+
+/// Reads a body up to `cap` bytes (as text, lossily); `true` when there
+/// was more, which is left unread.
+async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> std::result::Result<(String, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    let mut over = false;
+    while let Some(chunk) = response.chunk().await? {
+        let room = cap - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            over = true;
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let text = match String::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok((text, over))
 }
 
 fn is_secret_header(name: &str) -> bool {

@@ -99,7 +99,10 @@ impl StreamParser {
                             .collect()
                     })
                     .unwrap_or_default();
+                let over_cap = crate::limits::check_arguments("computer", &item["actions"])
+                    .or_else(|| crate::limits::check_arguments("computer", &item["action"]));
                 let actions: Vec<Action> = match (&item["actions"], &item["action"]) {
+                    _ if over_cap.is_some() => over_cap.into_iter().collect(),
                     (Value::Array(batch), _) if !batch.is_empty() => {
                         batch.iter().flat_map(|a| self.decoder.openai(a)).collect()
                     }
@@ -119,7 +122,9 @@ impl StreamParser {
                     .to_owned();
                 let name = item["name"].as_str().unwrap_or("").to_owned();
                 let raw = item["arguments"].as_str().unwrap_or("");
-                let actions = if raw.trim().is_empty() {
+                let actions = if raw.len() > crate::limits::MAX_TOOL_ARGUMENTS_BYTES {
+                    vec![crate::limits::oversized_arguments(&name, raw.len(), raw)]
+                } else if raw.trim().is_empty() {
                     self.decoder
                         .lumen_tool(&name, &json!({}), CoordinateSpace::Pixels)
                 } else {

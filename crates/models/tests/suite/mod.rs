@@ -1,4 +1,5 @@
 mod anthropic;
+mod bounds;
 mod compatible;
 mod conformance;
 mod faults;
