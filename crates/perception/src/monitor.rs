@@ -16,7 +16,8 @@ use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::Stream;
-use lumen_core::{LoopMonitor, RecordedEvent, StreamEvent};
+use lumen_core::{ErrorInfo, LoopMonitor, RecordedEvent, StreamEvent};
+use lumen_safety::Secrets;
 use tokio::sync::mpsc;
 
 /// Milliseconds since the Unix epoch.
@@ -119,14 +120,20 @@ pub fn event_stream(capacity: usize) -> (EventSender, EventStream) {
 
 pub use lumen_core::Recorder;
 
-/// Where the loop emits events: numbering, timestamps, monitors, recorders
-/// and the optional live stream in one place.
+/// Where the loop emits events: numbering, timestamps, redaction, monitors,
+/// recorders and the optional live stream in one place.
+///
+/// Every event is redacted here, before any consumer sees it: whatever a
+/// page, a model or an error message quotes of a secret reaches monitors,
+/// logs, the server's streams and reports as its `<secret:NAME>`
+/// placeholder.
 #[derive(Clone, Default)]
 pub struct EventBus {
     monitors: Vec<Arc<dyn LoopMonitor>>,
     recorders: Vec<Recorder>,
     stream: Option<EventSender>,
     seq: Arc<AtomicU64>,
+    secrets: Option<Arc<Secrets>>,
 }
 
 impl std::fmt::Debug for EventBus {
@@ -164,6 +171,13 @@ impl EventBus {
         self
     }
 
+    /// Redacts every event with `secrets` before delivering it. The loop
+    /// sets this from its router, so a bus cannot miss the run's secrets.
+    pub fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
+        self.secrets = (!secrets.is_empty()).then_some(secrets);
+        self
+    }
+
     /// Continues numbering from `next_seq` (a resumed run).
     pub fn starting_at(self, next_seq: u64) -> Self {
         self.seq.store(next_seq, Ordering::Relaxed);
@@ -174,6 +188,10 @@ impl EventBus {
     /// stream is full, except for screenshots, which are dropped instead; a
     /// closed stream (consumer gone) is ignored.
     pub async fn emit(&self, event: StreamEvent) -> RecordedEvent {
+        let event = match &self.secrets {
+            Some(secrets) => redacted(secrets, event),
+            None => event,
+        };
         let recorded = RecordedEvent {
             seq: self.seq.fetch_add(1, Ordering::Relaxed),
             timestamp_ms: now_ms(),
@@ -193,6 +211,36 @@ impl EventBus {
             }
         }
         recorded
+    }
+}
+
+/// `event` with every secret value replaced by its placeholder. Images are
+/// left alone (pixels are masked at capture); every text field, however
+/// deeply nested, is covered because the event is redacted as JSON.
+fn redacted(secrets: &Secrets, event: StreamEvent) -> StreamEvent {
+    if matches!(event, StreamEvent::Screenshot { .. }) {
+        return event;
+    }
+    let Ok(mut value) = serde_json::to_value(&event) else {
+        return withheld();
+    };
+    let before = value.clone();
+    secrets.redact_json(&mut value);
+    if value == before {
+        return event;
+    }
+    // The round trip is lossless for every variant (tested); if it ever is
+    // not, the event is withheld rather than delivered unredacted.
+    serde_json::from_value(value).unwrap_or_else(|_| withheld())
+}
+
+fn withheld() -> StreamEvent {
+    StreamEvent::Error {
+        error: ErrorInfo {
+            code: lumen_core::ErrorCode::InvalidData,
+            message: "an event quoting a secret could not be redacted and was withheld".into(),
+            retryable: false,
+        },
     }
 }
 
@@ -241,6 +289,117 @@ mod tests {
         assert_eq!((a.seq, b.seq), (7, 8));
         assert!(b.timestamp_ms >= a.timestamp_ms);
         assert_eq!(collect.0.lock().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn every_subscriber_gets_redacted_events() {
+        use lumen_core::{Action, ActionCall, ActionExecution, RunStatus, TaskState, TokenUsage};
+        // Longer than any cut the loop makes (60/80 characters), with
+        // characters that change under URL and JSON encoding.
+        let secret = "s3cr3t-\"long&value/".repeat(4);
+        assert!(secret.len() >= 70);
+        let secrets = Arc::new(Secrets::new().with("pw", secret.clone()).unwrap());
+        let collect = Arc::new(Collect::default());
+        let recorded = Arc::new(Mutex::new(Vec::new()));
+        let log = recorded.clone();
+        let (tx, rx) = event_stream(64);
+        let bus = EventBus::new()
+            .with_monitor(collect.clone())
+            .with_recorder(Arc::new(move |e: &RecordedEvent| {
+                log.lock().unwrap().push(serde_json::to_string(e).unwrap())
+            }))
+            .with_stream(tx)
+            .with_secrets(secrets.clone());
+        let encoded = secret
+            .replace('"', "%22")
+            .replace('&', "%26")
+            .replace('/', "%2F");
+        let mut execution = ActionExecution::failed(format!("the page said {secret}"));
+        execution
+            .hints
+            .push(format!("now at https://a.test/?pw={encoded}"));
+        execution.output = Some(format!("label: {secret}"));
+        let call = ActionCall::new(
+            "c1",
+            Action::Type {
+                text: secret.clone(),
+            },
+        );
+        let mut state = TaskState::default();
+        state.insert(
+            "note".into(),
+            serde_json::json!({ secret.clone(): [secret.clone()] }),
+        );
+        let events = vec![
+            StreamEvent::RunStarted {
+                instruction: format!("log in with {secret}"),
+                model: "m".into(),
+                max_steps: 3,
+            },
+            StreamEvent::StepStarted {
+                step: 0,
+                url: format!("https://a.test/?pw={encoded}"),
+            },
+            StreamEvent::Thinking {
+                step: 0,
+                text: secret.clone(),
+            },
+            StreamEvent::Action {
+                step: 0,
+                call: call.clone(),
+            },
+            StreamEvent::ActionResult {
+                step: 0,
+                call: call.clone(),
+                execution,
+            },
+            StreamEvent::ActionBlocked {
+                step: 0,
+                call,
+                reason: secret.clone(),
+            },
+            StreamEvent::StateWritten {
+                step: 0,
+                state: state.clone(),
+            },
+            StreamEvent::Done {
+                status: RunStatus::Success,
+                result: Some(secret.clone()),
+                steps: 1,
+                usage: TokenUsage::default(),
+                state: Some(state),
+            },
+        ];
+        let n = events.len();
+        for e in events {
+            bus.emit(e).await;
+        }
+        drop(bus);
+        let streamed: Vec<RecordedEvent> = rx.collect().await;
+        let monitored = collect.0.lock().unwrap().clone();
+        assert_eq!((streamed.len(), monitored.len()), (n, n));
+        for (what, text) in [
+            ("monitors", serde_json::to_string(&monitored).unwrap()),
+            ("recorders", recorded.lock().unwrap().join("\n")),
+            ("the stream", serde_json::to_string(&streamed).unwrap()),
+        ] {
+            assert!(secrets.leaks(&text).is_empty(), "{what}: {text}");
+            assert!(!text.contains("s3cr3t"), "{what}: {text}");
+            assert!(text.contains("<secret:pw>"), "{what}: {text}");
+            assert!(
+                !text.contains("withheld"),
+                "every variant round-trips: {text}"
+            );
+        }
+        // Nothing else changes: a clean event is delivered as it was.
+        assert_eq!(
+            monitored[0],
+            StreamEvent::RunStarted {
+                instruction: "log in with <secret:pw>".into(),
+                model: "m".into(),
+                max_steps: 3,
+            }
+        );
     }
 
     #[tokio::test]

@@ -271,6 +271,7 @@ impl PerceptionLoop {
     /// to this loop's model.
     pub fn with_router(mut self, router: ActionRouter) -> Self {
         self.router = router.with_capture(self.capture_options());
+        self.bus = self.bus.with_secrets(self.router.shared_secrets());
         self
     }
 
@@ -286,9 +287,10 @@ impl PerceptionLoop {
         self
     }
 
-    /// Sets the event bus (monitors, live stream).
+    /// Sets the event bus (monitors, live stream). It redacts with the
+    /// router's secrets, whichever of the two is set first.
     pub fn with_bus(mut self, bus: EventBus) -> Self {
-        self.bus = bus;
+        self.bus = bus.with_secrets(self.router.shared_secrets());
         self
     }
 
