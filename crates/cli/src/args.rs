@@ -185,6 +185,10 @@ pub(crate) struct RunArgs {
     /// A file of `NAME=value` lines (blank lines and `#` comments allowed).
     #[arg(long, value_name = "FILE")]
     pub(crate) secrets_file: Option<PathBuf>,
+    /// Types the secret NAME only on these sites, e.g.
+    /// `PASSWORD=shop.example,*.pay.example` (repeatable).
+    #[arg(long = "secret-domain", value_name = "NAME=PATTERNS")]
+    pub(crate) secret_domains: Vec<String>,
     /// plan: only plan; agent: the loop; exec: the loop with retries.
     #[arg(long, value_enum)]
     pub(crate) mode: Option<Mode>,

@@ -7,6 +7,8 @@
 //! allow_domains = ["*.example.com"]
 //! [secrets]
 //! PASSWORD = "SHOP_PASSWORD"   # secret name = environment variable
+//! [secret_domains]
+//! PASSWORD = ["shop.example"]  # typed only on these sites
 //! ```
 
 use std::collections::BTreeMap;
@@ -48,6 +50,9 @@ pub(crate) struct FileConfig {
     #[serde(default)]
     secrets: BTreeMap<String, String>,
     secrets_file: Option<PathBuf>,
+    /// Secret name → the domains it may be typed on.
+    #[serde(default)]
+    secret_domains: BTreeMap<String, Vec<String>>,
     mode: Option<Mode>,
     attempts: Option<u32>,
     trace_dir: Option<PathBuf>,
@@ -180,6 +185,21 @@ impl RunConfig {
         }
         if let Some(path) = args.secrets_file.clone().or(file.secrets_file) {
             read_secrets_file(&path, &mut secrets)?;
+        }
+        let mut scopes: Vec<(String, Vec<String>)> = file.secret_domains.into_iter().collect();
+        for spec in &args.secret_domains {
+            let (name, domains) = spec.split_once('=').ok_or_else(|| {
+                CliError::config(format!(
+                    "--secret-domain {spec:?} must look like NAME=example.com[,*.example.org]"
+                ))
+            })?;
+            let domains = domains.split(',').map(|d| d.trim().to_owned()).collect();
+            scopes.push((name.trim().to_owned(), domains));
+        }
+        for (name, domains) in scopes {
+            secrets
+                .scope(&name, &domains)
+                .map_err(|e| CliError::config(e.to_string()))?;
         }
         Ok(Self {
             model,
@@ -452,5 +472,50 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn secret_domains_scope_secrets_and_bad_ones_name_the_fix() {
+        let env = |name: &str| match name {
+            "ANTHROPIC_API_KEY" => Some("k".to_owned()),
+            "SHOP_PW" => Some("pw-value".to_owned()),
+            _ => None,
+        };
+        let config = RunConfig::resolve(
+            &run_args(&[
+                "--secret",
+                "PW=SHOP_PW",
+                "--secret-domain",
+                "PW=shop.example, *.pay.example",
+            ]),
+            env,
+        )
+        .unwrap();
+        assert_eq!(
+            config.secrets.domains("PW"),
+            vec!["shop.example", "*.pay.example"]
+        );
+        for (flags, fix) in [
+            (
+                &["--secret", "PW=SHOP_PW", "--secret-domain", "PW"][..],
+                "NAME=",
+            ),
+            (
+                &["--secret", "PW=SHOP_PW", "--secret-domain", "NOPE=a.test"],
+                "no secret by that name",
+            ),
+            (
+                &[
+                    "--secret",
+                    "PW=SHOP_PW",
+                    "--secret-domain",
+                    "PW=https://a.test/",
+                ],
+                "without scheme",
+            ),
+        ] {
+            let err = RunConfig::resolve(&run_args(flags), env).unwrap_err();
+            assert!(err.message.contains(fix), "{flags:?}: {}", err.message);
+        }
     }
 }

@@ -173,6 +173,26 @@ impl ActionRouter {
         &self.secrets
     }
 
+    /// `text` with its `<secret:NAME>` placeholders filled for the page the
+    /// tab is on now (a scoped secret is refused elsewhere). The page URL
+    /// is read only when there is something to fill.
+    async fn fill_secrets(
+        &self,
+        text: &str,
+        tab: &dyn BrowserTab,
+    ) -> Result<std::result::Result<String, lumen_safety::SecretError>> {
+        if !Secrets::has_placeholder(text) {
+            return Ok(Ok(text.to_owned()));
+        }
+        let url = tab.url().await?;
+        Ok(self.secrets.substitute(text, &url))
+    }
+
+    /// The secrets, shared (the event bus redacts with them).
+    pub fn shared_secrets(&self) -> Arc<Secrets> {
+        self.secrets.clone()
+    }
+
     /// Executes one call. `viewport` is the step's viewport (for page-sized
     /// scrolls).
     pub async fn execute(
@@ -248,7 +268,7 @@ impl ActionRouter {
                 tab.scroll(Point::new(*x, *y), dx, dy, *modifiers).await?
             }
             // The filled text is typed and dropped, never stored.
-            Action::Type { text } => match self.secrets.substitute(text) {
+            Action::Type { text } => match self.fill_secrets(text, tab).await? {
                 Ok(filled) => tab.type_text(&filled).await?,
                 Err(e) => return Ok(ActionExecution::failed(e.to_string())),
             },
@@ -337,7 +357,7 @@ impl ActionRouter {
             Action::FormInput { reference, value } => {
                 // A secret placeholder is filled here, as for typing.
                 let value = match value.as_str() {
-                    Some(text) => match self.secrets.substitute(text) {
+                    Some(text) => match self.fill_secrets(text, tab).await? {
                         Ok(filled) => serde_json::Value::String(filled),
                         Err(e) => return Ok(ActionExecution::failed(e.to_string())),
                     },

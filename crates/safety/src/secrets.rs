@@ -7,6 +7,10 @@
 //! [`Secrets::redact_json`], which replace every value (also in its URL- and
 //! form-encoded and JSON-escaped spellings, since a typed value can come
 //! back in a URL) with its placeholder. `Debug` shows names only.
+//!
+//! A secret can be scoped to domains ([`Secrets::scope`]): it is then typed
+//! only while the page is on one of them, so a page that lures the model
+//! elsewhere cannot collect it. Redaction covers every secret everywhere.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -15,6 +19,8 @@ use std::sync::LazyLock;
 use lumen_core::{LumenError, Result};
 use regex::Regex;
 use serde::Serialize;
+
+use crate::pattern::{DomainPattern, host_of, parse_url};
 
 /// A `<secret:NAME>` placeholder.
 static PLACEHOLDER: LazyLock<Option<Regex>> =
@@ -32,12 +38,27 @@ pub enum SecretError {
         /// The placeholders that exist, comma-separated (or "none").
         available: String,
     },
+    /// The secret is scoped to other domains than the page's.
+    #[error(
+        "the secret `{name}` may only be typed on {domains}, and this page is on {page}: \
+         go to one of those sites first"
+    )]
+    OutOfScope {
+        /// The name used.
+        name: String,
+        /// Its domains, comma-separated.
+        domains: String,
+        /// The page's host (or the URL's scheme when it has no host).
+        page: String,
+    },
 }
 
 #[derive(Clone)]
 struct Entry {
     name: String,
     value: String,
+    /// Where it may be typed; empty means anywhere.
+    domains: Vec<DomainPattern>,
 }
 
 /// Named secrets. Values are only ever given out by
@@ -94,9 +115,54 @@ impl Secrets {
             ));
         }
         self.entries.retain(|e| e.name != name);
-        self.entries.push(Entry { name, value });
+        self.entries.push(Entry {
+            name,
+            value,
+            domains: Vec::new(),
+        });
         self.rebuild();
         Ok(())
+    }
+
+    /// Restricts where the secret `name` is typed to pages on `domains`
+    /// (patterns as in the policy: `example.com` covers its subdomains).
+    /// Filling its placeholder anywhere else fails with
+    /// [`SecretError::OutOfScope`].
+    pub fn scope<S: AsRef<str>>(&mut self, name: &str, domains: &[S]) -> Result<()> {
+        let patterns = domains
+            .iter()
+            .map(|d| DomainPattern::parse(d.as_ref()))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| LumenError::config("secrets", format!("secret `{name}`: {e}")))?;
+        if patterns.is_empty() {
+            return Err(LumenError::config(
+                "secrets",
+                format!("secret `{name}`: give at least one domain to scope it to"),
+            ));
+        }
+        let Some(entry) = self.entries.iter_mut().find(|e| e.name == name) else {
+            return Err(LumenError::config(
+                "secrets",
+                format!("cannot scope `{name}`: there is no secret by that name"),
+            ));
+        };
+        entry.domains = patterns;
+        Ok(())
+    }
+
+    /// Builder form of [`scope`](Self::scope).
+    pub fn scoped<S: AsRef<str>>(mut self, name: &str, domains: &[S]) -> Result<Self> {
+        self.scope(name, domains)?;
+        Ok(self)
+    }
+
+    /// The domains `name` is scoped to (empty: anywhere).
+    pub fn domains(&self, name: &str) -> Vec<&str> {
+        self.entries
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.domains.iter().map(DomainPattern::as_str).collect())
+            .unwrap_or_default()
     }
 
     /// Builder form of [`insert`](Self::insert).
@@ -150,9 +216,11 @@ impl Secrets {
         PLACEHOLDER.as_ref().is_some_and(|re| re.is_match(text))
     }
 
-    /// Fills every placeholder in `text` with its value. Only the router
-    /// calls this, right before typing; the result must never be stored.
-    pub fn substitute(&self, text: &str) -> Result<String, SecretError> {
+    /// Fills every placeholder in `text` with its value, for typing into a
+    /// page at `page_url`. Only the router calls this, right before typing;
+    /// the result must never be stored. A secret scoped to other domains
+    /// (or any scoped secret when the page has no host) is refused.
+    pub fn substitute(&self, text: &str, page_url: &str) -> Result<String, SecretError> {
         let Some(re) = PLACEHOLDER.as_ref() else {
             return Ok(text.to_owned());
         };
@@ -176,6 +244,7 @@ impl Secrets {
                     available,
                 });
             };
+            entry.check_scope(page_url)?;
             out.push_str(&text[last..whole.start()]);
             out.push_str(&entry.value);
             last = whole.end();
@@ -267,6 +336,40 @@ impl Secrets {
     }
 }
 
+impl Entry {
+    fn check_scope(&self, page_url: &str) -> Result<(), SecretError> {
+        if self.domains.is_empty() {
+            return Ok(());
+        }
+        let url = parse_url(page_url);
+        let host = url.as_ref().and_then(host_of);
+        let allowed = url
+            .as_ref()
+            .is_some_and(|u| matches!(u.scheme(), "http" | "https"))
+            && host
+                .as_ref()
+                .is_some_and(|h| self.domains.iter().any(|d| d.matches(h)));
+        if allowed {
+            return Ok(());
+        }
+        let page = match (&host, &url) {
+            (Some(h), _) => h.to_string(),
+            (None, Some(u)) => format!("a `{}:` page", u.scheme()),
+            (None, None) => "an unknown page".to_owned(),
+        };
+        Err(SecretError::OutOfScope {
+            name: self.name.clone(),
+            domains: self
+                .domains
+                .iter()
+                .map(DomainPattern::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+            page,
+        })
+    }
+}
+
 /// The length of the `<secret:NAME>` placeholder `text` starts with, if it
 /// starts with one.
 fn placeholder_len(text: &str) -> Option<usize> {
@@ -326,11 +429,15 @@ mod tests {
     fn placeholders_are_filled_only_on_substitution() {
         let s = secrets();
         assert_eq!(
-            s.substitute("<secret:email> / <secret:password>").unwrap(),
+            s.substitute("<secret:email> / <secret:password>", "about:blank")
+                .unwrap(),
             "alice@example.test / p@ss word\"!"
         );
-        assert_eq!(s.substitute("no placeholders").unwrap(), "no placeholders");
-        let err = s.substitute("<secret:pin>").unwrap_err();
+        assert_eq!(
+            s.substitute("no placeholders", "about:blank").unwrap(),
+            "no placeholders"
+        );
+        let err = s.substitute("<secret:pin>", "about:blank").unwrap_err();
         assert_eq!(
             err.to_string(),
             "there is no secret named `pin`; available: <secret:password>, <secret:email>"
@@ -427,8 +534,12 @@ mod tests {
         assert_eq!(err.code(), lumen_core::ErrorCode::ConfigError);
         assert!(Secrets::new().with("bad name", "v").is_err());
         assert!(
-            s.leaks(&s.substitute("<secret:nope>").unwrap_err().to_string())
-                .is_empty()
+            s.leaks(
+                &s.substitute("<secret:nope>", "about:blank")
+                    .unwrap_err()
+                    .to_string()
+            )
+            .is_empty()
         );
     }
 
@@ -442,10 +553,55 @@ mod tests {
     }
 
     #[test]
+    fn a_scoped_secret_is_typed_only_on_its_domains() {
+        let s = secrets()
+            .scoped("password", &["shop.example", "*.pay.example"])
+            .unwrap();
+        // (page, may type)
+        let table = [
+            ("https://shop.example/login", true),
+            ("https://www.shop.example/login", true),
+            ("https://checkout.pay.example/", true),
+            ("http://SHOP.example./x", true),
+            ("https://shop.example.evil.test/login", false),
+            ("https://evilshop.example/", false),
+            ("https://shop.example@evil.test/", false),
+            ("file:///shop.example/login.html", false),
+            ("data:text/html,shop.example", false),
+            ("about:blank", false),
+            ("not a url", false),
+        ];
+        for (page, ok) in table {
+            let got = s.substitute("<secret:password>", page);
+            assert_eq!(got.is_ok(), ok, "{page}: {got:?}");
+            if let Err(e) = got {
+                let msg = e.to_string();
+                assert!(msg.contains("shop.example, *.pay.example"), "{msg}");
+                assert!(s.leaks(&msg).is_empty(), "{msg}");
+            }
+        }
+        // Unscoped secrets go anywhere; redaction ignores scope.
+        assert!(s.substitute("<secret:email>", "about:blank").is_ok());
+        assert_eq!(s.redact("p@ss word\"!"), "<secret:password>");
+        assert_eq!(s.domains("password"), vec!["shop.example", "*.pay.example"]);
+        // Bad scopes are configuration errors naming what to fix.
+        let mut bad = secrets();
+        let e = bad
+            .scope("password", &["https://shop.example/"])
+            .unwrap_err();
+        assert!(e.to_string().contains("without scheme"), "{e}");
+        assert!(bad.scope("nobody", &["a.test"]).is_err());
+        assert!(bad.scope::<&str>("password", &[]).is_err());
+    }
+
+    #[test]
     fn replacing_a_secret_forgets_the_old_value() {
         let mut s = secrets();
         s.insert("email", "bob@example.test").unwrap();
-        assert_eq!(s.substitute("<secret:email>").unwrap(), "bob@example.test");
+        assert_eq!(
+            s.substitute("<secret:email>", "about:blank").unwrap(),
+            "bob@example.test"
+        );
         assert_eq!(s.redact("alice@example.test"), "alice@example.test");
         assert_eq!(s.names().collect::<Vec<_>>(), vec!["password", "email"]);
     }

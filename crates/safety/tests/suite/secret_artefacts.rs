@@ -45,7 +45,10 @@ fn a_typed_secret_never_reaches_the_run_artefacts() {
     let Action::Type { text } = &call.action else {
         unreachable!()
     };
-    assert_eq!(secrets.substitute(text).unwrap(), PASSWORD);
+    assert_eq!(
+        secrets.substitute(text, "https://login.test/").unwrap(),
+        PASSWORD
+    );
 
     // What came back from the page: a GET form put both values in the URL,
     // the tab's error quoted the text, the model read the greeting.
