@@ -276,7 +276,7 @@ pub(crate) async fn ref_center(
 
 /// The DOM backend node a ref names in the document `refs` numbers, if it
 /// is still known.
-fn backend_of(refs: &Mutex<AxRefs>, reference: &str) -> Option<i64> {
+pub(crate) fn backend_of(refs: &Mutex<AxRefs>, reference: &str) -> Option<i64> {
     let num = reference
         .trim()
         .trim_start_matches('@')

@@ -52,13 +52,21 @@ pub(crate) fn fitted(size: Size, max_edge: Option<u32>, max_pixels: Option<u64>)
     }
 }
 
-/// Decodes, optionally resizes to `target` and draws a pointer dot at
-/// `dot` (image pixels), then encodes again.
+/// A box in image pixels: left, top, right, bottom.
+pub(crate) type PixelBox = (f64, f64, f64, f64);
+
+/// The colour secret fields are painted over with.
+pub(crate) const MASK: Rgba<u8> = Rgba([96, 96, 96, 255]);
+
+/// Decodes, optionally resizes to `target`, paints `masks` (image pixels,
+/// grown to whole pixels) and draws a pointer dot at `dot`, then encodes
+/// again.
 pub(crate) fn process(
     bytes: &[u8],
     format: ImageFormat,
     quality: u8,
     target: Size,
+    masks: &[PixelBox],
     dot: Option<(f64, f64)>,
 ) -> Result<(Vec<u8>, Size), String> {
     let decoded =
@@ -71,6 +79,22 @@ pub(crate) fn process(
             target.height,
             image::imageops::FilterType::Triangle,
         );
+    }
+    for &(x0, y0, x1, y1) in masks {
+        let (w, h) = (rgba.width() as f64, rgba.height() as f64);
+        let (x0, y0) = (
+            x0.floor().clamp(0.0, w) as u32,
+            y0.floor().clamp(0.0, h) as u32,
+        );
+        let (x1, y1) = (
+            x1.ceil().clamp(0.0, w) as u32,
+            y1.ceil().clamp(0.0, h) as u32,
+        );
+        for y in y0..y1 {
+            for x in x0..x1 {
+                rgba.put_pixel(x, y, MASK);
+            }
+        }
     }
     if let Some((x, y)) = dot {
         draw_dot(&mut rgba, x, y);
@@ -174,6 +198,7 @@ mod tests {
             ImageFormat::Png,
             80,
             Size::new(100, 50),
+            &[(10.2, 10.0, 20.0, 20.0), (-5.0, 45.0, 500.0, 90.0)],
             Some((50.0, 25.0)),
         )
         .unwrap();
@@ -182,13 +207,19 @@ mod tests {
         let img = image::load_from_memory(&out).unwrap().to_rgba8();
         assert_eq!(img.get_pixel(50, 25), &Rgba([230, 30, 30, 255]));
         assert_eq!(img.get_pixel(5, 5), &Rgba([0, 0, 255, 255]));
-        let (jpeg, _) = process(&src, ImageFormat::Jpeg, 70, Size::new(200, 100), None).unwrap();
+        // Masks cover whole pixels and are clipped to the image.
+        for (x, y) in [(10, 10), (19, 19), (0, 49), (99, 45)] {
+            assert_eq!(img.get_pixel(x, y), &MASK, "({x}, {y})");
+        }
+        assert_eq!(img.get_pixel(20, 20), &Rgba([0, 0, 255, 255]));
+        let (jpeg, _) =
+            process(&src, ImageFormat::Jpeg, 70, Size::new(200, 100), &[], None).unwrap();
         assert_eq!(&jpeg[..2], &[0xFF, 0xD8]);
     }
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         assert!(dimensions(b"not an image", ImageFormat::Png).is_err());
-        assert!(process(b"nope", ImageFormat::Png, 80, Size::new(1, 1), None).is_err());
+        assert!(process(b"nope", ImageFormat::Png, 80, Size::new(1, 1), &[], None).is_err());
     }
 }

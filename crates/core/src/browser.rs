@@ -310,6 +310,15 @@ pub trait BrowserTab: Send + Sync {
     // Defaults answer that this browser cannot: the loop then goes without
     // (no form state in the prompt, checkpoints at the top of the page).
 
+    /// Remembers the field a secret was just typed into (the element the
+    /// ref `reference` names, or the focused element) so every later
+    /// screenshot of this page paints over it. `Ok(false)` when no field
+    /// was found or this browser cannot mask (the default).
+    async fn mask_secret_field(&self, reference: Option<&str>) -> Result<bool> {
+        let _ = reference;
+        Ok(false)
+    }
+
     /// The visible form controls of the driven page (inputs, selects and
     /// text areas; hidden and password fields left out), in document order,
     /// at most 30. `Ok(None)` when they cannot be read (this browser cannot,

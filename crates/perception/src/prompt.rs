@@ -40,8 +40,9 @@ pub struct PromptParts<'a> {
     pub nudge: Option<&'a str>,
     /// Guidance the user sent during the run.
     pub guidance: &'a [String],
-    /// Visible form values after form actions.
-    pub form_state: Option<&'a str>,
+    /// A notice of ours for this step (e.g. after a backtrack). Never page
+    /// text: what the page says goes in the user turn, quoted.
+    pub notice: Option<&'a str>,
     /// The task state.
     pub state: Option<&'a TaskState>,
     /// The current URL.
@@ -51,6 +52,9 @@ pub struct PromptParts<'a> {
     /// The step budget.
     pub max_steps: u32,
 }
+
+/// Characters of the current URL shown in the system prompt.
+pub const MAX_URL_CHARS: usize = 300;
 
 /// Steps left at or below which the urgency line appears: 3, or 10 % of the
 /// budget when that is more.
@@ -82,7 +86,7 @@ pub fn build_system_prompt(p: &PromptParts<'_>) -> String {
         "MESSAGES FROM THE USER DURING THE RUN:",
         &bulleted(p.guidance),
     );
-    section("FORM STATE:", p.form_state.unwrap_or(""));
+    section("NOTICE:", p.notice.unwrap_or(""));
     section("TASK:", p.instruction);
     if let Some(state) = p.state.filter(|s| !s.is_empty()) {
         section(
@@ -91,10 +95,15 @@ pub fn build_system_prompt(p: &PromptParts<'_>) -> String {
         );
     }
     let remaining = p.max_steps.saturating_sub(p.step);
+    // The URL is the one page-chosen text left here: capped.
+    let url = match p.url.char_indices().nth(MAX_URL_CHARS) {
+        Some((cut, _)) => format!("{}…", &p.url[..cut]),
+        None => p.url.to_owned(),
+    };
     let _ = write!(
         out,
         "\n\nCurrent URL: {}\nStep {} of {}.",
-        p.url,
+        url,
         p.step + 1,
         p.max_steps
     );
@@ -142,7 +151,7 @@ mod tests {
             workflow: Some(("book search", &steps)),
             nudge: Some("You repeated yourself."),
             guidance: &guidance,
-            form_state: None,
+            notice: None,
             state: Some(&state),
             url: "http://127.0.0.1/books",
             step: 2,
@@ -168,7 +177,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("missing or out of order: {part}\n{s}"));
             at += i + part.len();
         }
-        assert!(!s.contains("FORM STATE"), "empty sections are omitted");
+        assert!(!s.contains("NOTICE"), "empty sections are omitted");
         assert!(!s.contains("URGENT"));
     }
 

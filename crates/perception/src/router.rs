@@ -96,6 +96,23 @@ fn outline(
     Ok(lines.join("\n"))
 }
 
+/// Has the tab mask the field a secret was just typed into in every later
+/// screenshot. A browser that cannot is logged, not fatal; a lost one is.
+async fn mask_secret_field(tab: &dyn BrowserTab, reference: Option<&str>) -> Result<()> {
+    match tab.mask_secret_field(reference).await {
+        Ok(true) => {}
+        Ok(false) => tracing::debug!("the field a secret was typed into could not be masked"),
+        Err(
+            e @ (lumen_core::LumenError::BrowserDisconnected { .. }
+            | lumen_core::LumenError::Cancelled { .. }),
+        ) => {
+            return Err(e);
+        }
+        Err(e) => tracing::warn!("masking the secret field failed: {e}"),
+    }
+    Ok(())
+}
+
 fn stale_ref(reference: &str) -> String {
     format!(
         "ref {reference} is unknown or stale (refs last until the page navigates): read the page \
@@ -269,7 +286,13 @@ impl ActionRouter {
             }
             // The filled text is typed and dropped, never stored.
             Action::Type { text } => match self.fill_secrets(text, tab).await? {
-                Ok(filled) => tab.type_text(&filled).await?,
+                Ok(filled) => {
+                    let outcome = tab.type_text(&filled).await?;
+                    if filled != *text {
+                        mask_secret_field(tab, None).await?;
+                    }
+                    outcome
+                }
                 Err(e) => return Ok(ActionExecution::failed(e.to_string())),
             },
             Action::KeyPress { keys } => tab.key_press(keys).await?,
@@ -356,14 +379,18 @@ impl ActionRouter {
             Action::PageText => return Ok(self.answer(tab.page_text().await?)),
             Action::FormInput { reference, value } => {
                 // A secret placeholder is filled here, as for typing.
-                let value = match value.as_str() {
+                let filled = match value.as_str() {
                     Some(text) => match self.fill_secrets(text, tab).await? {
                         Ok(filled) => serde_json::Value::String(filled),
                         Err(e) => return Ok(ActionExecution::failed(e.to_string())),
                     },
                     None => value.clone(),
                 };
-                tab.fill_ref(reference, &value).await?
+                let outcome = tab.fill_ref(reference, &filled).await?;
+                if filled != *value {
+                    mask_secret_field(tab, Some(reference)).await?;
+                }
+                outcome
             }
             Action::ScrollToRef { reference } => tab.scroll_to_ref(reference).await?,
             Action::ClickRef {

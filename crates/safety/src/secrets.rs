@@ -321,6 +321,30 @@ impl Secrets {
         Ok(v)
     }
 
+    /// `value` with every secret redacted, through its JSON form (every
+    /// string, however deeply nested). Clean values come back untouched.
+    ///
+    /// # Errors
+    /// The value unchanged when it cannot make the round trip; the caller
+    /// must then not let it out.
+    pub fn redact_serde<T>(&self, value: T) -> std::result::Result<T, T>
+    where
+        T: Serialize + serde::de::DeserializeOwned,
+    {
+        if self.is_empty() {
+            return Ok(value);
+        }
+        let Ok(mut json) = serde_json::to_value(&value) else {
+            return Err(value);
+        };
+        let before = json.clone();
+        self.redact_json(&mut json);
+        if json == before {
+            return Ok(value);
+        }
+        serde_json::from_value(json).map_err(|_| value)
+    }
+
     /// The names of secrets whose value (in any spelling) appears in `text`:
     /// empty when `text` is clean. For audits and tests.
     pub fn leaks(&self, text: &str) -> Vec<&str> {

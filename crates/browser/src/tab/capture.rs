@@ -60,13 +60,27 @@ impl CdpTab {
         } else {
             None
         };
-        if target != size || cursor.is_some() {
+        let secrets = self.secret_boxes(&ctx).await?;
+        if target != size || cursor.is_some() || !secrets.is_empty() {
             let scale = ImageScale::between(viewport, target);
             let offset = options.region.map(|r| (r.x0, r.y0)).unwrap_or((0, 0));
+            let (ox, oy) = (offset.0 as f64, offset.1 as f64);
             let dot =
                 cursor.map(|p| scale.css_to_image(Point::new(p.x - offset.0, p.y - offset.1)));
-            let (out, new_size) = imaging::process(&bytes, format, options.quality, target, dot)
-                .map_err(|e| LumenError::invalid_data("screenshot", e))?;
+            let masks: Vec<imaging::PixelBox> = secrets
+                .iter()
+                .map(|&(x0, y0, x1, y1)| {
+                    (
+                        (x0 - ox) * scale.x,
+                        (y0 - oy) * scale.y,
+                        (x1 - ox) * scale.x,
+                        (y1 - oy) * scale.y,
+                    )
+                })
+                .collect();
+            let (out, new_size) =
+                imaging::process(&bytes, format, options.quality, target, &masks, dot)
+                    .map_err(|e| LumenError::invalid_data("screenshot", e))?;
             bytes = out;
             size = new_size;
         }

@@ -240,6 +240,7 @@ pub(super) async fn setup_page(
         flusher,
         task,
         ax_refs: Mutex::new(AxRefs::default()),
+        secret_fields: Mutex::new(Vec::new()),
     });
     conn.page_raw(
         &ctx.page,

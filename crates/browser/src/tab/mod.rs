@@ -42,6 +42,7 @@ mod capture;
 mod connect;
 mod evaluate;
 mod input;
+mod mask;
 mod navigate;
 mod pages;
 mod receipt;
@@ -57,6 +58,9 @@ pub(crate) struct PageCtx {
     flusher: Flusher,
     task: JoinHandle<()>,
     pub(crate) ax_refs: Mutex<AxRefs>,
+    /// Backend node ids of fields a secret was typed into (masked in
+    /// screenshots).
+    pub(crate) secret_fields: Mutex<Vec<i64>>,
 }
 
 impl Drop for PageCtx {
@@ -321,6 +325,10 @@ impl BrowserTab for CdpTab {
 
     async fn tabs(&self) -> Result<Vec<TabInfo>> {
         CdpTab::tabs(self).await
+    }
+
+    async fn mask_secret_field(&self, reference: Option<&str>) -> Result<bool> {
+        self.mark_secret(reference).await
     }
 
     async fn form_fields(&self) -> Result<Option<Vec<FormField>>> {

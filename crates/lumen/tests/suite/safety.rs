@@ -270,3 +270,101 @@ async fn a_typed_secret_never_reaches_requests_events_or_the_saved_session() {
     }
     tab.close().await.unwrap();
 }
+
+/// A 70-character secret typed into a visible field and carried by the URL
+/// afterwards: the field is masked in every later screenshot (the model's
+/// and the saved ones), and no spelling of the value reaches a provider
+/// request, an event, the event log or the saved session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_secret_in_a_field_and_a_url_never_leaves_and_its_field_is_masked() {
+    let secret = format!("tok_9f&Zq/{}", "x7K2".repeat(15));
+    assert_eq!(secret.len(), 70);
+    let (_site, mock, tab) = setup("signin.html").await;
+    let field = center(&tab, "#token").await;
+    let wire = Wire::Anthropic;
+    let vp = (1280, 720);
+    mock.push(
+        wire.route(),
+        wire.turn(
+            0,
+            &[ScriptStep::TypeAt(
+                field.x,
+                field.y,
+                "<secret:token>".into(),
+            )],
+            vp,
+        ),
+    );
+    mock.push(
+        wire.route(),
+        wire.turn(1, &[ScriptStep::Key("Return".into())], vp),
+    );
+    mock.push(
+        wire.route(),
+        wire.turn(2, &[ScriptStep::Done("signed in".into())], vp),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let secrets = Secrets::new().with("token", secret.clone()).unwrap();
+    let options = SessionOptions {
+        secrets: secrets.clone(),
+        recorders: vec![jsonl_recorder(&events, true).unwrap()],
+        max_steps: 5,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+    let r = session.run("Sign in with the token").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let url = tab.url().await.unwrap();
+    assert!(url.contains("token=tok_9f"), "the form was sent: {url}");
+
+    let log = std::fs::read_to_string(&events).unwrap();
+    let saved = dir.path().join("session.json");
+    session.save(&saved, true).unwrap();
+    for (what, text) in [
+        ("events.jsonl", log.clone()),
+        ("session.json", std::fs::read_to_string(&saved).unwrap()),
+        ("the run result", serde_json::to_string(&r).unwrap()),
+        (
+            "the provider requests",
+            mock.requests()
+                .iter()
+                .map(|r| r.body.to_string())
+                .collect::<String>(),
+        ),
+    ] {
+        assert!(
+            secrets.leaks(&text).is_empty() && !text.contains("x7K2x7K2"),
+            "the secret leaked into {what}: {}",
+            text.find("x7K2x7K2")
+                .map(|i| &text[i.saturating_sub(300)..(i + 100).min(text.len())])
+                .unwrap_or("")
+        );
+    }
+    assert!(log.contains("token=<secret:token>"), "the URL is redacted");
+
+    // The screenshots: before typing the field is white, after it is
+    // painted over.
+    let shots: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "screenshot")
+        .map(|e| e["screenshot"].clone())
+        .collect();
+    let pixel = |shot: &serde_json::Value| {
+        let shot_image: lumen::Image = serde_json::from_value(shot["image"].clone()).unwrap();
+        let img = image::load_from_memory(&shot_image.data)
+            .unwrap()
+            .to_rgba8();
+        let (sx, sy) = (
+            shot["scale"]["x"].as_f64().unwrap(),
+            shot["scale"]["y"].as_f64().unwrap(),
+        );
+        // Off the text, inside the field's box.
+        let (x, y) = ((field.x as f64 + 300.0) * sx, field.y as f64 * sy);
+        img.get_pixel(x as u32, y as u32).0
+    };
+    assert_eq!(pixel(&shots[0]), [255, 255, 255, 255], "not masked before");
+    assert_eq!(pixel(&shots[1]), [96, 96, 96, 255], "masked after typing");
+    tab.close().await.unwrap();
+}

@@ -1,0 +1,124 @@
+//! Masking fields that hold secrets: once a secret is typed into a field,
+//! every screenshot of that page (the model's and every saved one) paints
+//! over the field's box.
+//!
+//! Fields are remembered by DOM backend node id and measured through CDP
+//! (`DOM.getContentQuads`), not by page script, so a page cannot hide a
+//! field from the mask by overriding DOM methods. A field inside a
+//! cross-origin frame is masked by masking the whole frame element.
+
+use lumen_core::Result;
+
+use super::{CdpTab, PageCtx, lock};
+use crate::cdp::CallError;
+
+/// A box in viewport CSS pixels: left, top, right, bottom.
+pub(super) type CssBox = (f64, f64, f64, f64);
+
+/// The element with focus, descending into open shadow roots; the frame
+/// element itself when focus is inside a child frame.
+const FOCUSED: &str = "(() => { let e = document.activeElement; \
+  while (e && e.shadowRoot && e.shadowRoot.activeElement) e = e.shadowRoot.activeElement; \
+  return e && e !== document.body && e !== document.documentElement ? e : null; })()";
+
+impl CdpTab {
+    /// Remembers the field named by `reference` (a ref from the last
+    /// snapshot) or, without one, the focused element, as holding a
+    /// secret. Returns whether a field was found.
+    pub(super) async fn mark_secret(&self, reference: Option<&str>) -> Result<bool> {
+        let ctx = self.active();
+        let backend = match reference {
+            Some(r) => crate::ax::backend_of(&ctx.ax_refs, r),
+            None => self.focused_backend(&ctx).await?,
+        };
+        let Some(backend) = backend else {
+            return Ok(false);
+        };
+        let mut nodes = lock(&ctx.secret_fields);
+        if !nodes.contains(&backend) {
+            nodes.push(backend);
+        }
+        Ok(true)
+    }
+
+    async fn focused_backend(&self, ctx: &PageCtx) -> Result<Option<i64>> {
+        let page = self.session(ctx);
+        let found = match page
+            .call(
+                "Runtime.evaluate",
+                serde_json::json!({ "expression": FOCUSED, "returnByValue": false }),
+            )
+            .await
+        {
+            Ok(v) => v,
+            Err(CallError::Protocol { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let Some(object) = found["result"]["objectId"].as_str() else {
+            return Ok(None);
+        };
+        let described = page
+            .call(
+                "DOM.describeNode",
+                serde_json::json!({ "objectId": object }),
+            )
+            .await;
+        let _ = page
+            .call(
+                "Runtime.releaseObject",
+                serde_json::json!({ "objectId": object }),
+            )
+            .await;
+        match described {
+            Ok(v) => Ok(v["node"]["backendNodeId"].as_i64()),
+            Err(CallError::Protocol { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The boxes of the page's secret fields now, in viewport CSS pixels.
+    /// Fields that are gone (the page navigated or removed them) are
+    /// forgotten.
+    pub(super) async fn secret_boxes(&self, ctx: &PageCtx) -> Result<Vec<CssBox>> {
+        let nodes = lock(&ctx.secret_fields).clone();
+        let mut boxes = Vec::new();
+        let mut gone = Vec::new();
+        for backend in nodes {
+            let quads = match self
+                .session(ctx)
+                .call(
+                    "DOM.getContentQuads",
+                    serde_json::json!({ "backendNodeId": backend }),
+                )
+                .await
+            {
+                Ok(v) => v,
+                Err(CallError::Protocol { .. }) => {
+                    gone.push(backend);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            for quad in quads["quads"].as_array().into_iter().flatten() {
+                let points: Vec<f64> = quad
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_f64())
+                    .collect();
+                if points.len() != 8 {
+                    continue;
+                }
+                let xs = points.iter().step_by(2);
+                let ys = points.iter().skip(1).step_by(2);
+                let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+                let (y0, y1) = ys.fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+                boxes.push((x0, y0, x1, y1));
+            }
+        }
+        if !gone.is_empty() {
+            lock(&ctx.secret_fields).retain(|b| !gone.contains(b));
+        }
+        Ok(boxes)
+    }
+}
