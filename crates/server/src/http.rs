@@ -155,7 +155,7 @@ fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
 
 async fn create_run(State(s): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
     let value = parse_json(&body)?;
-    let info = s.runs.create(&value)?;
+    let info = s.runs.create(&value).await?;
     let location = format!("/v1/runs/{}", info.id);
     let mut r = (StatusCode::CREATED, Json(info)).into_response();
     if let Ok(v) = HeaderValue::from_str(&location) {
@@ -173,7 +173,7 @@ async fn cancel_run(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    Ok((StatusCode::ACCEPTED, Json(s.runs.cancel(&id, &body)?)).into_response())
+    Ok((StatusCode::ACCEPTED, Json(s.runs.cancel(&id, &body).await?)).into_response())
 }
 
 async fn pause_run(
@@ -187,7 +187,7 @@ async fn resume_run(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(s.runs.resume(&id)?).into_response())
+    Ok(Json(s.runs.resume(&id).await?).into_response())
 }
 
 async fn message_run(
@@ -195,13 +195,26 @@ async fn message_run(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    Ok((StatusCode::ACCEPTED, Json(s.runs.message(&id, &body)?)).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(s.runs.message(&id, &body).await?),
+    )
+        .into_response())
 }
 
-/// The events of a run after `after`, then its live events, ending when its
-/// execution ends (at once for a run that is not executing). Gaps (a lagging
-/// subscriber, a line being written) are filled from the log, so every event
-/// is delivered once, in order.
+/// The events of run `entry` after `after` (from the log), then its live
+/// events, ending when its execution ends (at once for a run that is not
+/// executing). Every event is delivered once, in order, the last included:
+///
+/// - the hub subscription is taken before anything is read, so nothing
+///   published after the backlog read is missed;
+/// - after the backlog, whether the run is still executing is checked, and
+///   if it is not, the log is read again from the last event sent (the run
+///   may have ended, and logged its last events, while the backlog was
+///   read or sent);
+/// - a live event ahead of the next expected `seq` (a lagging subscriber)
+///   and the run's end refill from the log. The writer logs an event
+///   before publishing it, so the log always has it.
 pub(crate) fn follow(
     runs: &Arc<RunManager>,
     entry: Arc<RunEntry>,
@@ -209,25 +222,27 @@ pub(crate) fn follow(
 ) -> mpsc::Receiver<RecordedEvent> {
     let (tx, rx) = mpsc::channel(64);
     let mut live = runs.subscribe();
+    let hooks = runs.options().test_hooks.clone();
     tokio::spawn(async move {
         let path = entry.dir().events();
         let mut last = after;
         let next = |last: Option<u64>| last.map_or(0, |l| l + 1);
         'outer: loop {
-            let backlog = match store::read_events(&path, last) {
-                Ok(b) => b,
-                Err(e) => {
-                    tracing::warn!("the event log could not be read: {e}");
-                    return;
+            if !send_log(&path, &mut last, &tx).await {
+                return;
+            }
+            if let Some(gate) = &hooks.follow_gate {
+                if let Some(reached) = &hooks.follow_reached_gate {
+                    reached.notify_one();
                 }
-            };
-            for e in backlog {
-                last = Some(e.seq);
-                if tx.send(e).await.is_err() {
-                    return;
+                if let Ok(permit) = gate.acquire().await {
+                    permit.forget();
                 }
             }
             if !entry.is_active() {
+                // Ended while the backlog was read or sent: the log is
+                // complete now, send what is left of it.
+                let _ = send_log(&path, &mut last, &tx).await;
                 return;
             }
             loop {
@@ -246,13 +261,7 @@ pub(crate) fn follow(
                     }
                     Ok(Live::Ended { run }) if *run == *entry.id() => {
                         // Whatever is left in the log, then the end.
-                        if let Ok(rest) = store::read_events(&path, last) {
-                            for e in rest {
-                                if tx.send(e).await.is_err() {
-                                    return;
-                                }
-                            }
-                        }
+                        let _ = send_log(&path, &mut last, &tx).await;
                         return;
                     }
                     Ok(_) => {}
@@ -263,6 +272,32 @@ pub(crate) fn follow(
         }
     });
     rx
+}
+
+/// Sends what the log at `path` holds after `last` (read off the async
+/// threads), advancing `last`; false when the follower is gone or the log
+/// cannot be read.
+async fn send_log(
+    path: &std::path::Path,
+    last: &mut Option<u64>,
+    tx: &mpsc::Sender<RecordedEvent>,
+) -> bool {
+    let (path, after) = (path.to_path_buf(), *last);
+    match crate::runs::off_thread(move || store::read_events(&path, after)).await {
+        Ok(log) => {
+            for e in log.events {
+                *last = Some(e.seq);
+                if tx.send(e).await.is_err() {
+                    return false;
+                }
+            }
+            true
+        }
+        Err(e) => {
+            tracing::warn!("the event log could not be read: {e}");
+            false
+        }
+    }
 }
 
 /// The `type` tag of an event (`step_completed`…).
@@ -315,15 +350,18 @@ async fn run_trace(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let entry = s.runs.entry(&id)?;
-    let events = store::read_events(&entry.dir().events(), None)
+    let path = entry.dir().events();
+    let log = crate::runs::off_thread(move || store::read_events(&path, None))
+        .await
         .map_err(|e| ApiError::internal(format!("the event log could not be read: {e}")))?;
-    Ok(Json(trace(&entry, &events)))
+    Ok(Json(trace(&entry, &log)))
 }
 
 /// The run's report: its record and one entry per step (URL, actions with
 /// what they did, blocks, usage, timings, screenshot URL), built from the
 /// event log.
-pub(crate) fn trace(entry: &RunEntry, events: &[RecordedEvent]) -> Value {
+pub(crate) fn trace(entry: &RunEntry, log: &store::EventLog) -> Value {
+    let events = &log.events;
     let mut steps: BTreeMap<u32, Value> = BTreeMap::new();
     let id = entry.id();
     for e in events {
@@ -366,6 +404,7 @@ pub(crate) fn trace(entry: &RunEntry, events: &[RecordedEvent]) -> Value {
     json!({
         "run": entry.info(),
         "events": events.len(),
+        "skippedLines": log.skipped,
         "steps": steps.into_values().collect::<Vec<_>>(),
     })
 }

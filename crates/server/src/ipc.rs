@@ -43,11 +43,7 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let data_dir = options.data_dir.clone();
-    let runs = RunManager::new(options).map_err(|source| ServeError::DataDir {
-        path: data_dir,
-        source,
-    })?;
+    let runs = RunManager::new(options).await?;
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     let writer = tokio::spawn(async move {
         let mut output = output;
@@ -73,7 +69,7 @@ where
                     break;
                 }
                 let params = req.get("params").cloned().unwrap_or_else(|| json!({}));
-                (id, handle(&runs, &tx, method, &params))
+                (id, handle(&runs, &tx, method, &params).await)
             }
             Err(e) => (
                 Value::Null,
@@ -134,7 +130,7 @@ fn subscribe(
     Ok(())
 }
 
-fn handle(
+async fn handle(
     runs: &Arc<RunManager>,
     tx: &mpsc::Sender<Value>,
     method: &str,
@@ -149,7 +145,7 @@ fn handle(
                 .as_object_mut()
                 .and_then(|m| m.remove("subscribe"))
                 .is_some_and(|v| v == Value::Bool(true));
-            let info = runs.create(&body)?;
+            let info = runs.create(&body).await?;
             if follow {
                 subscribe(runs, tx, &info.id, None)?;
             }
@@ -157,10 +153,16 @@ fn handle(
         }
         "list" => Ok(json!({"runs": runs.list()})),
         "get" => to_value(runs.entry(&run_id(params)?)?.info()),
-        "cancel" => to_value(runs.cancel(&run_id(params)?, &body_without_id(params))?),
+        "cancel" => to_value(
+            runs.cancel(&run_id(params)?, &body_without_id(params))
+                .await?,
+        ),
         "pause" => to_value(runs.pause(&run_id(params)?)?),
-        "resume" => to_value(runs.resume(&run_id(params)?)?),
-        "message" => runs.message(&run_id(params)?, &body_without_id(params)),
+        "resume" => to_value(runs.resume(&run_id(params)?).await?),
+        "message" => {
+            runs.message(&run_id(params)?, &body_without_id(params))
+                .await
+        }
         "subscribe" => {
             let id = run_id(params)?;
             let after = params.get("after").and_then(Value::as_u64);
@@ -169,9 +171,11 @@ fn handle(
         }
         "trace" => {
             let entry = runs.entry(&run_id(params)?)?;
-            let events = store::read_events(&entry.dir().events(), None)
+            let path = entry.dir().events();
+            let log = crate::runs::off_thread(move || store::read_events(&path, None))
+                .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
-            Ok(crate::http::trace(&entry, &events))
+            Ok(crate::http::trace(&entry, &log))
         }
         other => Err(ApiError::invalid_field(
             "method",

@@ -38,6 +38,7 @@ mod front_door;
 mod http;
 pub mod ipc;
 mod listen;
+mod lock;
 pub mod mcp;
 mod openapi;
 mod options;
@@ -51,6 +52,8 @@ use std::sync::Arc;
 pub use error::ApiError;
 pub use ipc::{ipc, ipc_stdio};
 pub use mcp::{mcp, mcp_stdio};
+#[doc(hidden)]
+pub use options::TestHooks;
 pub use options::{ServeOptions, TOKEN_ENV};
 pub use runs::{Live, RunEntry, RunManager, SERVER_RESTART, SERVER_SHUTDOWN, USER_CANCEL};
 pub use store::{Mode, RunInfo, RunState};
@@ -71,6 +74,22 @@ pub enum ServeError {
         path: std::path::PathBuf,
         /// The cause.
         source: std::io::Error,
+    },
+    /// Another process (a server, `lumen ipc` or `lumen mcp`) holds the
+    /// data directory's lock.
+    #[error(
+        "data directory {} is in use by another Lumen process{}: stop that process or give this one another --data-dir (the lock in {} is released when its holder exits)",
+        path.display(),
+        pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+        lock.display()
+    )]
+    DataDirInUse {
+        /// The data directory.
+        path: std::path::PathBuf,
+        /// Its lock file.
+        lock: std::path::PathBuf,
+        /// The holder's pid, as it wrote it.
+        pid: Option<u32>,
     },
     /// Binding or serving failed.
     #[error("server: {0}")]
@@ -127,7 +146,7 @@ impl Server {
             path: data_dir.clone(),
             source,
         };
-        let runs = RunManager::new(options).map_err(data_dir_error)?;
+        let runs = RunManager::new(options).await?;
         let (token, token_file) = match given {
             Some(t) => {
                 front_door::remove_token_file(&data_dir);

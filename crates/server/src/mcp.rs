@@ -140,7 +140,7 @@ impl LumenMcp {
 
     async fn run_task(&self, args: Map<String, Value>) -> CallToolResult {
         let mut live = self.runs.subscribe();
-        let info = match self.runs.create(&Value::Object(args)) {
+        let info = match self.runs.create(&Value::Object(args)).await {
             Ok(i) => i,
             Err(e) => return failed(e.to_string()),
         };
@@ -335,11 +335,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let data_dir = options.data_dir.clone();
-    let runs = RunManager::new(options).map_err(|source| ServeError::DataDir {
-        path: data_dir,
-        source,
-    })?;
+    let runs = RunManager::new(options).await?;
     let handler = LumenMcp {
         runs: runs.clone(),
         tab: Arc::default(),

@@ -66,6 +66,26 @@ pub struct ServeOptions {
     /// A connection on which nothing was read or written for this long is
     /// closed (120 s; event streams send keep-alives well within it).
     pub idle_timeout: Duration,
+    /// Fault injection for the server's own tests; inert by default, not
+    /// part of the supported API.
+    #[doc(hidden)]
+    pub test_hooks: TestHooks,
+}
+
+/// Fault injection and synchronisation points for the server's tests
+/// (reached only through [`ServeOptions::test_hooks`], never by a client).
+#[doc(hidden)]
+#[derive(Debug, Clone, Default)]
+pub struct TestHooks {
+    /// Panics inside the run's task (in its event recorder, called by the
+    /// loop) when step `n` starts: the server must still end the run.
+    pub panic_at_step: Option<u32>,
+    /// Event followers (SSE, WebSocket, IPC) wait for a permit here after
+    /// sending their backlog and before going live, so a test can end the
+    /// run in between.
+    pub follow_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// Called by each follower when it reaches the gate.
+    pub follow_reached_gate: Option<std::sync::Arc<tokio::sync::Notify>>,
 }
 
 impl Default for ServeOptions {
@@ -89,6 +109,7 @@ impl Default for ServeOptions {
             max_connections: 256,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
+            test_hooks: TestHooks::default(),
         }
     }
 }

@@ -15,22 +15,25 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
-use lumen::browser::CdpTab;
-use lumen::memory::SerializedHistory;
 use lumen::perception::control::RunControl;
-use lumen::perception::monitor::{Recorder, now_ms};
-use lumen::safety::{PolicyConfig, PolicyDecision, PolicyErrorKind, PolicyRule, SessionPolicy};
-use lumen::{
-    BrowserTab, ErrorInfo, LumenError, RecordedEvent, RunMode, RunResult, RunStatus, Session,
-    SessionOptions, StreamEvent,
-};
-use serde_json::{Map, Value, json};
+use lumen::perception::monitor::now_ms;
+use lumen::safety::{PolicyConfig, PolicyDecision, PolicyRule, SessionPolicy};
+use lumen::{RecordedEvent, StreamEvent};
+use serde_json::{Value, json};
 use tokio::sync::{Semaphore, broadcast};
 use tokio::task::JoinHandle;
 
+use crate::ServeError;
 use crate::error::ApiError;
+use crate::lock::{DataDirLock, LOCK_FILE, LockError};
 use crate::options::ServeOptions;
-use crate::store::{self, Mode, RunDir, RunInfo, RunState};
+use crate::store::{self, RunDir, RunInfo, RunState};
+
+mod execute;
+mod validate;
+
+use execute::BrowserPool;
+use validate::{control_body, opt_string};
 
 /// The cancel reason used by a graceful shutdown (the run becomes
 /// `interrupted` and can be resumed).
@@ -65,6 +68,8 @@ pub struct RunEntry {
     info: Mutex<RunInfo>,
     control: Mutex<RunControl>,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// Held while `run.json` is written, so the last write is the latest.
+    saving: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,6 +84,7 @@ impl RunEntry {
             info: Mutex::new(info),
             control: Mutex::new(RunControl::new()),
             task: Mutex::new(None),
+            saving: Mutex::new(()),
         }
     }
 
@@ -112,14 +118,19 @@ impl RunEntry {
         lock(&self.control).clone()
     }
 
-    /// Changes the record and persists it atomically.
-    fn update(&self, f: impl FnOnce(&mut RunInfo)) {
-        let snapshot = {
-            let mut info = lock(&self.info);
-            f(&mut info);
-            info.clone()
-        };
-        if let Err(e) = store::write_json(&self.dir.info(), &snapshot) {
+    /// Writes the record as it is now (blocking: call it off the async
+    /// threads). Writes are serialised and each takes the record at the
+    /// time it writes, so the last one on disk is the latest.
+    fn save(&self) -> std::io::Result<()> {
+        let _saving = lock(&self.saving);
+        let snapshot = lock(&self.info).clone();
+        store::write_json(&self.dir.info(), &snapshot)
+    }
+
+    /// [`save`](Self::save) on the blocking pool; a failure is logged.
+    async fn persist(self: &Arc<Self>) {
+        let entry = self.clone();
+        if let Err(e) = off_thread(move || entry.save()).await {
             tracing::warn!(run = %self.id, "the run record could not be saved: {e}");
         }
     }
@@ -136,47 +147,12 @@ impl RunEntry {
                 }
             }
             StreamEvent::StepCompleted { step, usage, .. } => {
-                let (step, usage) = (*step, *usage);
-                self.update(|i| {
-                    i.steps_completed = i.steps_completed.max(step + 1);
-                    i.usage += usage;
-                });
+                // Persisted by the execution's writer, off the loop.
+                let mut i = lock(&self.info);
+                i.steps_completed = i.steps_completed.max(*step + 1);
+                i.usage += *usage;
             }
             _ => {}
-        }
-    }
-}
-
-/// Browsers kept for reuse between runs (at most one per slot).
-#[derive(Debug)]
-struct BrowserPool {
-    launch: lumen::browser::LaunchOptions,
-    idle: Mutex<Vec<Arc<CdpTab>>>,
-}
-
-impl BrowserPool {
-    async fn take(&self) -> lumen::Result<Arc<CdpTab>> {
-        let idle = lock(&self.idle).pop();
-        match idle {
-            Some(tab) => Ok(tab),
-            None => Ok(Arc::new(CdpTab::launch(self.launch.clone()).await?)),
-        }
-    }
-
-    /// Returns a browser after a run; one that cannot even show a blank
-    /// page is dropped (which closes it).
-    async fn give(&self, tab: Arc<CdpTab>) {
-        if tab.goto("about:blank").await.is_ok_and(|o| o.ok) {
-            lock(&self.idle).push(tab);
-        }
-    }
-
-    async fn close_all(&self) {
-        let tabs = std::mem::take(&mut *lock(&self.idle));
-        for tab in tabs {
-            if let Ok(tab) = Arc::try_unwrap(tab) {
-                let _ = tab.close().await;
-            }
         }
     }
 }
@@ -197,107 +173,46 @@ pub struct RunManager {
     counter: AtomicU64,
     /// The port the HTTP server really listens on (when `port` was 0).
     listen_port: OnceLock<u16>,
-}
-
-/// A validated `POST /v1/runs` body.
-#[derive(Debug, Clone)]
-struct NewRun {
-    instruction: String,
-    start_url: Option<String>,
-    model: String,
-    max_steps: u32,
-    mode: Mode,
-    attempts: u32,
-    policy: PolicyConfig,
-    system_prompt: Option<String>,
-}
-
-const CREATE_FIELDS: &[&str] = &[
-    "instruction",
-    "startUrl",
-    "model",
-    "maxSteps",
-    "mode",
-    "attempts",
-    "policy",
-    "systemPrompt",
-];
-
-/// The object fields of `body`, refusing anything else and unknown fields.
-fn object<'a>(body: &'a Value, known: &[&str]) -> Result<&'a Map<String, Value>, ApiError> {
-    let obj = body
-        .as_object()
-        .ok_or_else(|| ApiError::invalid_json("the body must be a JSON object"))?;
-    if let Some(k) = obj.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(ApiError::unknown_field(k));
-    }
-    Ok(obj)
-}
-
-fn opt_string(obj: &Map<String, Value>, field: &str) -> Result<Option<String>, ApiError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ApiError::invalid_field(
-            field,
-            format!("`{field}` must be a string"),
-        )),
-    }
-}
-
-fn opt_u32(
-    obj: &Map<String, Value>,
-    field: &str,
-    min: u32,
-    max: u32,
-) -> Result<Option<u32>, ApiError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .filter(|n| (min as u64..=max as u64).contains(n))
-            .map(|n| Some(n as u32))
-            .ok_or_else(|| {
-                ApiError::invalid_field(
-                    field,
-                    format!("`{field}` must be an integer from {min} to {max}"),
-                )
-            }),
-    }
-}
-
-/// Parses an optional body of a control request (`{"reason"}`, `{"text"}`).
-fn control_body(body: &[u8], known: &[&str]) -> Result<Map<String, Value>, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Map::new());
-    }
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::invalid_json(format!("the body is not valid JSON: {e}")))?;
-    object(&value, known).cloned()
+    /// The data directory's lock, held until [`shutdown`](Self::shutdown).
+    lock: Mutex<Option<DataDirLock>>,
 }
 
 impl RunManager {
-    /// A manager over `options.data_dir`. Runs found unfinished there (a
-    /// crash or a kill) are marked `interrupted`.
-    pub fn new(options: ServeOptions) -> std::io::Result<Arc<Self>> {
-        std::fs::create_dir_all(options.data_dir.join("runs"))?;
-        let mut runs = BTreeMap::new();
-        for mut info in store::load_runs(&options.data_dir) {
-            let dir = RunDir::new(&options.data_dir, &info.id);
-            if info.status.is_active() {
-                info.status = RunState::Interrupted;
-                info.cancel_reason = Some(SERVER_RESTART.into());
-                store::write_json(&dir.info(), &info)?;
-            }
-            runs.insert(info.id.clone(), Arc::new(RunEntry::new(dir, info)));
-        }
+    /// A manager over `options.data_dir`: creates it (0700) if missing,
+    /// takes its lock (one process per data directory; see
+    /// [`ServeError::DataDirInUse`]) and marks the runs found unfinished
+    /// there (a crash or a kill) `interrupted`. The disk work runs off the
+    /// async threads.
+    pub async fn new(options: ServeOptions) -> Result<Arc<Self>, ServeError> {
+        let data_dir = options.data_dir.clone();
+        let prepared = tokio::task::spawn_blocking(move || Self::open_data_dir(&data_dir))
+            .await
+            .map_err(|e| ServeError::DataDir {
+                path: options.data_dir.clone(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        let (lock, infos) = prepared.map_err(|e| match e {
+            LockError::Held { path, pid } => ServeError::DataDirInUse {
+                path: options.data_dir.clone(),
+                lock: path,
+                pid,
+            },
+            LockError::Io(source) => ServeError::DataDir {
+                path: options.data_dir.clone(),
+                source,
+            },
+        })?;
+        let runs = infos
+            .into_iter()
+            .map(|info| {
+                let dir = RunDir::new(&options.data_dir, &info.id);
+                (info.id.clone(), Arc::new(RunEntry::new(dir, info)))
+            })
+            .collect();
         let (hub, _) = broadcast::channel(4096);
         Ok(Arc::new(Self {
             slots: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
-            pool: BrowserPool {
-                launch: options.launch.clone(),
-                idle: Mutex::new(Vec::new()),
-            },
+            pool: BrowserPool::new(options.launch.clone()),
             options,
             runs: Mutex::new(runs),
             active: AtomicUsize::new(0),
@@ -307,7 +222,35 @@ impl RunManager {
             accepting: AtomicBool::new(true),
             counter: AtomicU64::new(0),
             listen_port: OnceLock::new(),
+            lock: Mutex::new(Some(lock)),
         }))
+    }
+
+    /// The blocking part of [`new`](Self::new).
+    fn open_data_dir(data_dir: &std::path::Path) -> Result<(DataDirLock, Vec<RunInfo>), LockError> {
+        if !data_dir.exists() {
+            store::private_dir(data_dir).map_err(LockError::Io)?;
+        }
+        let lock = DataDirLock::acquire(data_dir)?;
+        store::private_dir(&data_dir.join("runs")).map_err(LockError::Io)?;
+        let mut infos = store::load_runs(data_dir);
+        for info in &mut infos {
+            let dir = RunDir::new(data_dir, &info.id);
+            if let Err(e) = store::tighten(dir.dir()) {
+                tracing::warn!(run = %info.id, "could not make the run folder private: {e}");
+            }
+            if info.status.is_active() {
+                info.status = RunState::Interrupted;
+                info.cancel_reason = Some(SERVER_RESTART.into());
+                store::write_json(&dir.info(), &info).map_err(LockError::Io)?;
+            }
+        }
+        Ok((lock, infos))
+    }
+
+    /// The data directory's lock file.
+    pub fn lock_file(&self) -> std::path::PathBuf {
+        self.options.data_dir.join(LOCK_FILE)
     }
 
     /// The options.
@@ -339,8 +282,17 @@ impl RunManager {
     /// `invalid_field` when it is not a URL or its scheme is not allowed
     /// (`file:`, `javascript:`…), 403 `policy_denied` naming `field` when
     /// the policy refuses its host (a blocked site, a private address).
-    pub fn judge_url(policy: &SessionPolicy, field: &str, url: &str) -> Result<(), ApiError> {
-        match blocking(|| policy.check_url_resolved(url)) {
+    pub async fn judge_url(policy: &SessionPolicy, field: &str, url: &str) -> Result<(), ApiError> {
+        let (judge, target) = (policy.clone(), url.to_string());
+        let verdict = tokio::task::spawn_blocking(move || judge.check_url_resolved(&target))
+            .await
+            .unwrap_or_else(|e| {
+                PolicyDecision::Deny(lumen::safety::Denial {
+                    rule: PolicyRule::InvalidUrl,
+                    reason: format!("the URL could not be judged: {e}"),
+                })
+            });
+        match verdict {
             PolicyDecision::Allow => Ok(()),
             PolicyDecision::Deny(d)
                 if matches!(
@@ -393,65 +345,6 @@ impl RunManager {
         runs
     }
 
-    fn validate(&self, body: &Value) -> Result<NewRun, ApiError> {
-        let obj = object(body, CREATE_FIELDS)?;
-        let instruction = opt_string(obj, "instruction")?
-            .ok_or_else(|| ApiError::missing_field("instruction"))?;
-        if instruction.trim().is_empty() {
-            return Err(ApiError::invalid_field(
-                "instruction",
-                "`instruction` must not be empty",
-            ));
-        }
-        let start_url = opt_string(obj, "startUrl")?;
-        let model = opt_string(obj, "model")?.unwrap_or_else(|| self.options.default_model.clone());
-        if let Err(e) = lumen::models::create_adapter(&model, self.options.adapter.clone()) {
-            return Err(ApiError::invalid_field("model", e.to_string()));
-        }
-        let max_steps = opt_u32(obj, "maxSteps", 1, self.options.max_steps_limit)?
-            .unwrap_or(self.options.default_max_steps);
-        let mode = match opt_string(obj, "mode")?.as_deref() {
-            None | Some("agent") => Mode::Agent,
-            Some("plan") => Mode::Plan,
-            Some("exec") => Mode::Exec,
-            Some(_) => {
-                return Err(ApiError::invalid_field(
-                    "mode",
-                    "`mode` must be \"agent\", \"plan\" or \"exec\"",
-                ));
-            }
-        };
-        let attempts = opt_u32(obj, "attempts", 1, 10)?.unwrap_or(1);
-        let requested = match obj.get("policy") {
-            None | Some(Value::Null) => PolicyConfig::default(),
-            Some(v) => serde_json::from_value::<PolicyConfig>(v.clone())
-                .map_err(|e| ApiError::invalid_field("policy", format!("invalid policy: {e}")))?,
-        };
-        // The run gets the operator policy, narrowed by the request's.
-        let policy = self
-            .operator_policy()
-            .narrowed_by(&requested)
-            .map_err(|e| match e.kind {
-                PolicyErrorKind::Widens => policy_denied(&e.setting, e.message),
-                _ => ApiError::invalid_field(&e.setting, e.message),
-            })?;
-        let session_policy = SessionPolicy::new(&policy)
-            .map_err(|e| ApiError::invalid_field("policy", e.to_string()))?;
-        if let Some(u) = &start_url {
-            Self::judge_url(&session_policy, "startUrl", u)?;
-        }
-        Ok(NewRun {
-            instruction,
-            start_url,
-            model,
-            max_steps,
-            mode,
-            attempts,
-            policy,
-            system_prompt: opt_string(obj, "systemPrompt")?,
-        })
-    }
-
     fn new_id(&self) -> String {
         use std::hash::{BuildHasher as _, Hasher as _};
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
@@ -476,8 +369,8 @@ impl RunManager {
     }
 
     /// `POST /v1/runs`.
-    pub fn create(self: &Arc<Self>, body: &Value) -> Result<RunInfo, ApiError> {
-        let new = self.validate(body)?;
+    pub async fn create(self: &Arc<Self>, body: &Value) -> Result<RunInfo, ApiError> {
+        let new = self.validate(body).await?;
         self.reserve()?;
         let id = self.new_id();
         let info = RunInfo {
@@ -505,14 +398,17 @@ impl RunManager {
             undelivered_messages: Vec::new(),
             resumes: 0,
         };
-        let dir = RunDir::new(&self.options.data_dir, &id);
-        if let Err(e) = store::write_json(&dir.info(), &info) {
+        let entry = Arc::new(RunEntry::new(
+            RunDir::new(&self.options.data_dir, &id),
+            info.clone(),
+        ));
+        let saving = entry.clone();
+        if let Err(e) = off_thread(move || saving.save()).await {
             self.active.fetch_sub(1, Ordering::SeqCst);
             return Err(ApiError::internal(format!(
                 "the run could not be saved: {e}"
             )));
         }
-        let entry = Arc::new(RunEntry::new(dir, info.clone()));
         lock(&self.runs).insert(id, entry.clone());
         self.spawn(entry, false);
         Ok(info)
@@ -527,69 +423,127 @@ impl RunManager {
         *lock(&entry.task) = Some(task);
     }
 
-    /// `POST /v1/runs/{id}/cancel` with an optional `{"reason"}`.
-    pub fn cancel(&self, id: &str, body: &[u8]) -> Result<RunInfo, ApiError> {
+    /// `POST /v1/runs/{id}/cancel` with an optional `{"reason"}`: cancels
+    /// a queued, running or paused run (it ends `cancelled` at its next
+    /// await point) or an interrupted one (at once). The status is checked
+    /// and changed under the run's lock, so of two racing requests one
+    /// wins; cancelling a run already being cancelled, or one that has
+    /// ended, is 409 `invalid_state`.
+    pub async fn cancel(&self, id: &str, body: &[u8]) -> Result<RunInfo, ApiError> {
         let entry = self.entry(id)?;
         let obj = control_body(body, &["reason"])?;
         let reason = opt_string(&obj, "reason")?
             .filter(|r| !r.trim().is_empty())
             .unwrap_or_else(|| USER_CANCEL.to_string());
-        let status = lock(&entry.info).status;
-        match status {
-            s if s.is_active() => entry.control().cancel(reason),
-            RunState::Interrupted => entry.update(|i| {
-                i.status = RunState::Cancelled;
-                i.cancel_reason = Some(reason);
-                i.ended_at_ms = Some(now_ms());
-                i.undelivered_messages.append(&mut i.pending_messages);
-            }),
-            s => {
-                return Err(ApiError::invalid_state(format!(
-                    "run {id} has already ended ({s:?})"
-                )));
+        let persist = {
+            let mut info = lock(&entry.info);
+            match info.status {
+                s if s.is_active() => {
+                    let control = entry.control();
+                    if let Some(r) = control.cancel_reason() {
+                        return Err(ApiError::invalid_state(format!(
+                            "run {id} is already being cancelled ({r})"
+                        )));
+                    }
+                    control.cancel(reason);
+                    false
+                }
+                RunState::Interrupted => {
+                    info.status = RunState::Cancelled;
+                    info.cancel_reason = Some(reason);
+                    info.ended_at_ms = Some(now_ms());
+                    let pending = std::mem::take(&mut info.pending_messages);
+                    info.undelivered_messages.extend(pending);
+                    true
+                }
+                s => {
+                    return Err(ApiError::invalid_state(format!(
+                        "run {id} has already ended ({}): there is nothing to cancel",
+                        s.as_str()
+                    )));
+                }
             }
+        };
+        if persist {
+            entry.persist().await;
         }
         Ok(entry.info())
     }
 
-    /// `POST /v1/runs/{id}/pause`.
+    /// `POST /v1/runs/{id}/pause`: pauses a queued or running run at its
+    /// next step boundary. Already paused, being cancelled, or not active
+    /// is 409 `invalid_state` (checked and changed under the run's lock).
     pub fn pause(&self, id: &str) -> Result<RunInfo, ApiError> {
         let entry = self.entry(id)?;
-        if !entry.is_active() {
-            return Err(ApiError::invalid_state(format!(
-                "run {id} is not queued or running"
-            )));
+        {
+            let info = lock(&entry.info);
+            if !info.status.is_active() {
+                return Err(ApiError::invalid_state(format!(
+                    "run {id} is {}: only a queued or running run can be paused",
+                    info.status.as_str()
+                )));
+            }
+            let control = entry.control();
+            if let Some(r) = control.cancel_reason() {
+                return Err(ApiError::invalid_state(format!(
+                    "run {id} is being cancelled ({r})"
+                )));
+            }
+            if control.is_paused() {
+                return Err(ApiError::invalid_state(format!(
+                    "run {id} is already paused"
+                )));
+            }
+            control.pause();
         }
-        entry.control().pause();
         Ok(entry.info())
     }
 
     /// `POST /v1/runs/{id}/resume`: continues a paused run, or restarts an
-    /// interrupted one from its last completed step.
-    pub fn resume(self: &Arc<Self>, id: &str) -> Result<RunInfo, ApiError> {
+    /// interrupted one from its last completed step. The status is checked
+    /// and changed under the run's lock: of two racing resumes of an
+    /// interrupted run exactly one starts it, the other gets 409
+    /// `invalid_state` (the run is queued or running, not paused), as does
+    /// resuming a run that is not paused or has ended.
+    pub async fn resume(self: &Arc<Self>, id: &str) -> Result<RunInfo, ApiError> {
         let entry = self.entry(id)?;
-        let status = lock(&entry.info).status;
-        match status {
-            s if s.is_active() => entry.control().resume(),
-            RunState::Interrupted => {
-                self.reserve()?;
-                *lock(&entry.control) = RunControl::new();
-                entry.update(|i| {
-                    i.status = RunState::Queued;
-                    i.resumes += 1;
-                    i.cancel_reason = None;
-                    i.ended_at_ms = None;
-                    i.error = None;
-                    i.outcome = None;
-                    i.result = None;
-                });
-                self.spawn(entry.clone(), true);
+        let restart = {
+            let mut info = lock(&entry.info);
+            match info.status {
+                s if s.is_active() => {
+                    let control = entry.control();
+                    if !control.is_paused() {
+                        return Err(ApiError::invalid_state(format!(
+                            "run {id} is {}, not paused: there is nothing to resume",
+                            s.as_str()
+                        )));
+                    }
+                    control.resume();
+                    false
+                }
+                RunState::Interrupted => {
+                    self.reserve()?;
+                    *lock(&entry.control) = RunControl::new();
+                    info.status = RunState::Queued;
+                    info.resumes += 1;
+                    info.cancel_reason = None;
+                    info.ended_at_ms = None;
+                    info.error = None;
+                    info.outcome = None;
+                    info.result = None;
+                    true
+                }
+                s => {
+                    return Err(ApiError::invalid_state(format!(
+                        "run {id} has ended ({}) and cannot be resumed",
+                        s.as_str()
+                    )));
+                }
             }
-            s => {
-                return Err(ApiError::invalid_state(format!(
-                    "run {id} cannot be resumed ({s:?})"
-                )));
-            }
+        };
+        if restart {
+            entry.persist().await;
+            self.spawn(entry.clone(), true);
         }
         Ok(entry.info())
     }
@@ -597,27 +551,31 @@ impl RunManager {
     /// `POST /v1/runs/{id}/message` with `{"text"}`: guidance shown at the
     /// next step. An interrupted run keeps it for when it resumes; an ended
     /// run answers 409 (`run_ended`) and the message is not taken.
-    pub fn message(&self, id: &str, body: &[u8]) -> Result<Value, ApiError> {
+    pub async fn message(&self, id: &str, body: &[u8]) -> Result<Value, ApiError> {
         let entry = self.entry(id)?;
         let obj = control_body(body, &["text"])?;
         let text = opt_string(&obj, "text")?.ok_or_else(|| ApiError::missing_field("text"))?;
         if text.trim().is_empty() {
             return Err(ApiError::invalid_field("text", "`text` must not be empty"));
         }
-        let status = lock(&entry.info).status;
-        match status {
-            s if s.is_active() => {
-                entry.control().inject_guidance(text);
-                Ok(json!({"id": id, "delivery": "next_step"}))
+        {
+            let mut info = lock(&entry.info);
+            match info.status {
+                s if s.is_active() => {
+                    entry.control().inject_guidance(text);
+                    return Ok(json!({"id": id, "delivery": "next_step"}));
+                }
+                RunState::Interrupted => info.pending_messages.push(text),
+                s => {
+                    return Err(ApiError::run_ended(format!(
+                        "run {id} has ended ({}); the message was not delivered",
+                        s.as_str()
+                    )));
+                }
             }
-            RunState::Interrupted => {
-                entry.update(|i| i.pending_messages.push(text));
-                Ok(json!({"id": id, "delivery": "on_resume"}))
-            }
-            s => Err(ApiError::run_ended(format!(
-                "run {id} has ended ({s:?}); the message was not delivered"
-            ))),
         }
+        entry.persist().await;
+        Ok(json!({"id": id, "delivery": "on_resume"}))
     }
 
     /// Stops accepting runs, cancels every active one with reason
@@ -641,258 +599,8 @@ impl RunManager {
             tracing::warn!("some runs did not stop within the shutdown grace period");
         }
         self.pool.close_all().await;
-    }
-
-    async fn execute(self: Arc<Self>, entry: Arc<RunEntry>, resume: bool) {
-        let control = entry.control();
-        let permit = tokio::select! {
-            biased;
-            _ = control.cancelled() => None,
-            p = self.slots.clone().acquire_owned() => p.ok(),
-        };
-        let outcome = match permit {
-            None => None,
-            Some(permit) => {
-                self.running.fetch_add(1, Ordering::SeqCst);
-                entry.update(|i| {
-                    i.status = RunState::Running;
-                    i.started_at_ms = Some(now_ms());
-                });
-                let outcome = self.drive(&entry, &control, resume).await;
-                self.running.fetch_sub(1, Ordering::SeqCst);
-                drop(permit);
-                Some(outcome)
-            }
-        };
-        self.finish(&entry, &control, outcome);
-        self.active.fetch_sub(1, Ordering::SeqCst);
-        let _ = self.hub.send(Live::Ended {
-            run: entry.id.as_str().into(),
-        });
-        if entry.info().status.is_terminal() {
-            write_report(&entry).await;
-        }
-    }
-
-    /// Records how an execution ended.
-    fn finish(
-        &self,
-        entry: &RunEntry,
-        control: &RunControl,
-        outcome: Option<lumen::Result<RunResult>>,
-    ) {
-        let reason = control.cancel_reason();
-        let shutdown = reason.as_deref() == Some(SERVER_SHUTDOWN);
-        let leftover = control.take_guidance();
-        let mut saved_result = None;
-        entry.update(|i| {
-            i.undelivered_messages.extend(leftover);
-            match outcome {
-                None => {
-                    i.status = if shutdown {
-                        RunState::Interrupted
-                    } else {
-                        RunState::Cancelled
-                    };
-                    i.cancel_reason = reason;
-                }
-                Some(Err(e)) => {
-                    let cancelled = matches!(e, LumenError::Cancelled { .. }) || reason.is_some();
-                    i.status = match (cancelled, shutdown) {
-                        (_, true) => RunState::Interrupted,
-                        (true, false) => RunState::Cancelled,
-                        (false, false) => RunState::Failed,
-                    };
-                    i.cancel_reason = reason;
-                    i.error = Some(ErrorInfo::from(&e));
-                }
-                Some(Ok(mut result)) => {
-                    i.status = match result.status {
-                        RunStatus::Cancelled if shutdown => RunState::Interrupted,
-                        RunStatus::Cancelled => RunState::Cancelled,
-                        RunStatus::Success => RunState::Completed,
-                        RunStatus::Failure | RunStatus::MaxSteps => RunState::Failed,
-                    };
-                    i.steps_completed = result.steps;
-                    i.usage = result.usage;
-                    i.error = result.error.clone();
-                    if result.status == RunStatus::Cancelled {
-                        i.cancel_reason = reason;
-                    } else {
-                        i.result = result.result.clone();
-                        i.outcome = Some(result.status);
-                    }
-                    result.history.clear();
-                    saved_result = Some(result);
-                }
-            }
-            if i.status != RunState::Interrupted {
-                i.ended_at_ms = Some(now_ms());
-            } else {
-                // Undelivered guidance of an interrupted run is delivered
-                // when it resumes.
-                i.pending_messages.append(&mut i.undelivered_messages);
-            }
-        });
-        if let Some(result) = saved_result
-            && entry.info().status.is_terminal()
-            && let Err(e) = store::write_json(&entry.dir.result(), &result)
-        {
-            tracing::warn!(run = %entry.id, "the result could not be saved: {e}");
-        }
-    }
-
-    /// One execution: a browser from the pool, the session (fresh or from
-    /// the snapshot), the run.
-    async fn drive(
-        self: &Arc<Self>,
-        entry: &Arc<RunEntry>,
-        control: &RunControl,
-        resume: bool,
-    ) -> lumen::Result<RunResult> {
-        let snapshot = match resume && entry.dir.session().is_file() {
-            true => Some(SerializedHistory::load(&entry.dir.session())?),
-            false => None,
-        };
-        let events = entry.dir.events();
-        let io = |e: std::io::Error| LumenError::config("data dir", e.to_string());
-        let offset = if resume {
-            store::reconcile_events(&events, snapshot.as_ref().map_or(0, |s| s.step_count))
-                .map_err(io)?
-        } else {
-            store::write_atomic(&events, b"").map_err(io)?;
-            0
-        };
-        let pending = {
-            let mut info = lock(&entry.info);
-            std::mem::take(&mut info.pending_messages)
-        };
-        for m in pending {
-            control.inject_guidance(m);
-        }
-        let recorder = self.recorder(entry.clone(), offset).map_err(io)?;
-        let tab = tokio::select! {
-            biased;
-            reason = control.cancelled() => return Err(LumenError::Cancelled { reason }),
-            tab = self.pool.take() => tab?,
-        };
-        let result = self
-            .drive_on(entry, control, tab.clone(), snapshot, recorder)
-            .await;
-        let lost = matches!(&result, Err(LumenError::BrowserDisconnected { .. }))
-            || matches!(&result, Ok(r) if r.error.as_ref().is_some_and(|e| e.code == lumen::ErrorCode::BrowserDisconnected));
-        if !lost {
-            self.pool.give(tab).await;
-        }
-        result
-    }
-
-    async fn drive_on(
-        &self,
-        entry: &RunEntry,
-        control: &RunControl,
-        tab: Arc<CdpTab>,
-        snapshot: Option<SerializedHistory>,
-        recorder: Recorder,
-    ) -> lumen::Result<RunResult> {
-        let info = lock(&entry.info).clone();
-        let adapter = lumen::models::create_adapter(&info.model, self.options.adapter.clone())?;
-        // The run's policy, narrowed again under today's operator policy
-        // (the operator may have tightened it since the run was created).
-        let policy = self
-            .operator_policy()
-            .narrowed_by(&info.policy)
-            .map_err(|e| LumenError::config(e.setting, e.message))?;
-        let judge = SessionPolicy::new(&policy)?;
-        // A resumed run goes back to where it was, if the policy allows it
-        // (a blocked action's `url_after` may be the last URL seen), else to
-        // its start URL, else about:blank; a fresh browser from the pool
-        // already shows about:blank.
-        let candidates = match &snapshot {
-            Some(_) => vec![info.last_url.clone(), info.start_url.clone()],
-            None => vec![info.start_url.clone()],
-        };
-        let mut url = None;
-        for candidate in candidates.into_iter().flatten() {
-            if candidate == "about:blank" {
-                break;
-            }
-            let verdict = {
-                let (judge, candidate) = (judge.clone(), candidate.clone());
-                tokio::task::spawn_blocking(move || judge.check_url_resolved(&candidate))
-                    .await
-                    .unwrap_or_else(|e| {
-                        PolicyDecision::Deny(lumen::safety::Denial {
-                            rule: PolicyRule::InvalidUrl,
-                            reason: format!("the URL could not be judged: {e}"),
-                        })
-                    })
-            };
-            match verdict {
-                PolicyDecision::Allow => {
-                    url = Some(candidate);
-                    break;
-                }
-                PolicyDecision::Deny(d) if snapshot.is_some() => {
-                    tracing::warn!(run = %entry.id, "not reopening {candidate}: {}", d.reason);
-                }
-                PolicyDecision::Deny(d) => {
-                    return Err(LumenError::config("startUrl", d.reason));
-                }
-            }
-        }
-        let options = SessionOptions {
-            max_steps: info.max_steps,
-            policy,
-            system_prompt: info.system_prompt.clone(),
-            recorders: vec![recorder],
-            ..SessionOptions::default()
-        };
-        let tab: Arc<dyn BrowserTab> = tab;
-        let mut session = match snapshot {
-            Some(s) => Session::resume(tab, adapter, options, s)?,
-            None => Session::new(tab, adapter, options)?,
-        };
-        session.set_control(control.clone());
-        session.save_after_each_step(entry.dir.session());
-        let mode = match info.mode {
-            Mode::Plan => RunMode::Plan,
-            Mode::Agent => RunMode::Agent,
-            Mode::Exec => RunMode::Exec {
-                attempts: info.attempts,
-            },
-        };
-        session
-            .run_mode(&info.instruction, url.as_deref(), mode)
-            .await
-    }
-
-    /// The recorder of one execution: log line, screenshot file, progress,
-    /// live subscribers. Numbering continues from `offset` (a resumed run).
-    fn recorder(&self, entry: Arc<RunEntry>, offset: u64) -> std::io::Result<Recorder> {
-        // The run folder's log and screenshot files, as lumen-trace writes
-        // them (screenshots atomically: they are served while the run goes).
-        let log = lumen_trace::jsonl_recorder(&entry.dir.events(), false)?;
-        std::fs::create_dir_all(entry.dir.screenshots())?;
-        let shots = lumen_trace::ScreenshotFiles::new(entry.dir.dir()).atomic();
-        let hub = self.hub.clone();
-        let run: Arc<str> = entry.id.as_str().into();
-        Ok(Arc::new(move |e: &RecordedEvent| {
-            let mut e = e.clone();
-            e.seq += offset;
-            if let StreamEvent::Screenshot { step, screenshot } = &mut e.event {
-                if let Err(err) = shots.save(*step, &screenshot.image) {
-                    tracing::warn!(run = %run, "a screenshot could not be saved: {err}");
-                }
-                screenshot.image.data = Arc::from(Vec::new());
-            }
-            log(&e);
-            entry.observe(&e.event);
-            let _ = hub.send(Live::Event {
-                run: run.clone(),
-                event: Arc::new(e),
-            });
-        }))
+        // Another process may use the data directory from now on.
+        drop(lock(&self.lock).take());
     }
 }
 
@@ -906,32 +614,15 @@ pub(crate) fn policy_denied(field: &str, message: impl Into<String>) -> ApiError
     }
 }
 
-/// Runs blocking work (a DNS lookup) from synchronous code that may be on
-/// an async worker: moved off it on a multi-threaded runtime, run in place
-/// otherwise (a current-thread runtime has no other thread to lend).
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
-
-/// Draws `report.html` and `run.gif` into an ended run's folder from its
-/// event log and screenshots (the layout `lumen-trace` defines, which the
-/// CLI's traces follow too). Off the async threads; a failure is logged and
-/// changes nothing about the run.
-async fn write_report(entry: &RunEntry) {
-    let dir = entry.dir.dir().to_path_buf();
-    let options = lumen_trace::RenderOptions {
-        pricing: Some(lumen::models::registry::cost),
-        ..lumen_trace::RenderOptions::default()
-    };
-    let rendered = tokio::task::spawn_blocking(move || lumen_trace::render(&dir, &options)).await;
-    match rendered {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!(run = %entry.id, "the run report could not be written: {e}"),
-        Err(e) => tracing::warn!(run = %entry.id, "the run report task failed: {e}"),
-    }
+/// Runs blocking work (file I/O, fsync) on tokio's blocking pool, never on
+/// an async worker, whatever the runtime's flavour; a task that could not
+/// finish (a panic in it, a runtime shutting down) is an I/O error.
+pub(crate) async fn off_thread<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(std::io::Error::other(format!(
+            "a blocking task failed: {e}"
+        )))
+    })
 }

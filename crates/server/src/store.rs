@@ -19,7 +19,6 @@
 //! Paths are only ever built from a validated run id ([`valid_run_id`]) and
 //! numbers, so nothing outside the data directory can be named.
 
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use lumen::safety::PolicyConfig;
@@ -48,6 +47,19 @@ pub enum RunState {
 }
 
 impl RunState {
+    /// The name clients see (`running`, `completed`…).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Queued => "queued",
+            RunState::Running => "running",
+            RunState::Paused => "paused",
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+            RunState::Interrupted => "interrupted",
+        }
+    }
+
     /// Whether the run has ended for good.
     pub fn is_terminal(self) -> bool {
         matches!(
@@ -213,14 +225,66 @@ impl RunDir {
     }
 }
 
+/// Creates `dir` (and any missing parents) readable by its owner only
+/// (0700 on Unix), and tightens it to 0700 if it already exists: run
+/// folders hold the instructions, pages and screenshots of every client.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        builder.mode(0o700);
+        builder.create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+    #[cfg(not(unix))]
+    builder.create(dir)
+}
+
+/// Makes a file readable and writable by its owner only (0600 on Unix).
+pub fn private_file(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(())
+    }
+}
+
+/// Tightens everything under `dir` to 0700 folders and 0600 files: what
+/// other writers put in a run folder (the facade's session snapshot,
+/// lumen-trace's screenshots, report and GIF) is created with the
+/// process's umask. The folder itself is 0700 from the start, so nothing
+/// in it was reachable by another user before this runs either.
+pub fn tighten(dir: &Path) -> std::io::Result<()> {
+    private_dir(dir)?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            tighten(&entry.path())?;
+        } else if kind.is_file() {
+            private_file(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` atomically (the workspace's one writer,
-/// [`lumen_trace::write_atomic`]), creating its folder first.
+/// [`lumen_trace::write_atomic`]) in a private folder (created 0700 if
+/// missing), then makes the file 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("a file path without a folder"))?;
-    std::fs::create_dir_all(dir)?;
-    lumen_trace::write_atomic(path, bytes)
+    private_dir(dir)?;
+    lumen_trace::write_atomic(path, bytes)?;
+    private_file(path)
 }
 
 /// Writes `value` as pretty JSON, atomically.
@@ -235,52 +299,98 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> std::io::Result<T
     serde_json::from_slice(&bytes).map_err(std::io::Error::other)
 }
 
-/// The events of a log with `seq` greater than `after` (all when `None`),
-/// in order. A torn last line (a crash mid-write) is ignored.
-pub fn read_events(path: &Path, after: Option<u64>) -> std::io::Result<Vec<RecordedEvent>> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::new();
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line?;
-        let Ok(event) = serde_json::from_str::<RecordedEvent>(&line) else {
-            break;
-        };
-        if after.is_none_or(|a| event.seq > a) {
-            out.push(event);
+/// What [`read_events`] found in an event log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventLog {
+    /// The readable events with `seq` after the requested one, in order.
+    pub events: Vec<RecordedEvent>,
+    /// Lines that are not an event (corrupt JSON, invalid UTF-8), skipped;
+    /// a last line without its newline (a write torn by a crash) included.
+    /// The events after them are still read.
+    pub skipped: usize,
+}
+
+/// The non-blank lines of an event log: where each ends in `bytes` (after
+/// its newline), and its event when the line is a complete one.
+fn log_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Option<RecordedEvent>)> {
+    let mut end = 0;
+    bytes
+        .split_inclusive(|b| *b == b'\n')
+        .filter_map(move |line| {
+            end += line.len();
+            let complete = line.ends_with(b"\n");
+            let text = line.strip_suffix(b"\n").unwrap_or(line);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                return None;
+            }
+            let event = complete
+                .then(|| serde_json::from_slice::<RecordedEvent>(text).ok())
+                .flatten();
+            Some((end, event))
+        })
+}
+
+/// Parses the bytes of an event log: the events with `seq` greater than
+/// `after` (all when `None`), in order, and the number of unreadable lines
+/// skipped. Never fails: a corrupt line costs only itself.
+pub fn parse_events(bytes: &[u8], after: Option<u64>) -> EventLog {
+    let mut log = EventLog::default();
+    for (_, event) in log_lines(bytes) {
+        match event {
+            Some(e) if after.is_none_or(|a| e.seq > a) => log.events.push(e),
+            Some(_) => {}
+            None => log.skipped += 1,
         }
     }
-    Ok(out)
+    log
+}
+
+/// The events of a log with `seq` greater than `after` (all when `None`),
+/// in order ([`parse_events`]). Unreadable lines are skipped, counted in
+/// the result and logged as a warning; they never hide the events after
+/// them. Blocking: call it off the async threads.
+pub fn read_events(path: &Path, after: Option<u64>) -> std::io::Result<EventLog> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(EventLog::default()),
+        Err(e) => return Err(e),
+    };
+    let log = parse_events(&bytes, after);
+    if log.skipped > 0 {
+        tracing::warn!(
+            "{}: skipped {} unreadable line(s); the events around them were read",
+            path.display(),
+            log.skipped
+        );
+    }
+    Ok(log)
 }
 
 /// Makes the event log agree with a snapshot holding `steps` completed
-/// steps before a resumed execution appends to it: events after the
+/// steps before a resumed execution appends to it: lines after the
 /// `step_completed` of the last snapshotted step (a step in flight when the
-/// run stopped, the interrupted run's end) are dropped, because the resumed
-/// run does that step again. Returns the number of events kept, which is
-/// the `seq` the resumed execution continues from.
+/// run stopped, the interrupted run's end, a torn last line) are dropped,
+/// because the resumed run does that step again. Lines before it are kept
+/// byte for byte, unreadable ones included. Returns the `seq` the resumed
+/// execution continues from (one past the last event kept).
 pub fn reconcile_events(path: &Path, steps: u32) -> std::io::Result<u64> {
-    let events = read_events(path, None)?;
-    let keep = if steps == 0 {
-        0
-    } else {
-        events
-            .iter()
-            .rposition(
-                |e| matches!(e.event, StreamEvent::StepCompleted { step, .. } if step + 1 == steps),
-            )
-            .map_or(0, |i| i + 1)
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
     };
-    let mut text = String::new();
-    for e in &events[..keep] {
-        text.push_str(&serde_json::to_string(e).map_err(std::io::Error::other)?);
-        text.push('\n');
+    let (mut keep, mut next) = (0, 0);
+    for (end, event) in log_lines(&bytes) {
+        if steps > 0
+            && let Some(e) = &event
+            && matches!(e.event, StreamEvent::StepCompleted { step, .. } if step + 1 == steps)
+        {
+            keep = end;
+            next = e.seq + 1;
+        }
     }
-    write_atomic(path, text.as_bytes())?;
-    Ok(keep as u64)
+    write_atomic(path, &bytes[..keep])?;
+    Ok(next)
 }
 
 /// Every run record under `data_dir`, oldest first. Unreadable records are
@@ -365,14 +475,74 @@ mod tests {
             event(4, started(2)),
         ];
         std::fs::write(&path, format!("{}\n{{\"seq\": 5, \"ty", lines.join("\n"))).unwrap();
-        assert_eq!(read_events(&path, Some(2)).unwrap().len(), 2);
+        assert_eq!(read_events(&path, Some(2)).unwrap().events.len(), 2);
+        assert_eq!(
+            read_events(&path, None).unwrap().skipped,
+            1,
+            "the torn line"
+        );
         assert_eq!(reconcile_events(&path, 2).unwrap(), 4);
-        let kept = read_events(&path, None).unwrap();
+        let kept = read_events(&path, None).unwrap().events;
         assert_eq!(kept.last().unwrap().event, completed(1));
         // A log whose last step finished after the snapshot was taken keeps
         // only what the snapshot holds.
         assert_eq!(reconcile_events(&path, 1).unwrap(), 2);
         assert_eq!(reconcile_events(&path, 0).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_corrupt_line_in_the_middle_costs_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut bytes = Vec::new();
+        for line in [event(0, started(0)), event(1, completed(0))] {
+            bytes.extend(format!("{line}\n").as_bytes());
+        }
+        // A torn JSON line, then one that is not even UTF-8.
+        bytes.extend(b"{\"seq\": 2, \"garb\n\xff\xfe\x00 not utf-8\n");
+        for line in [event(4, started(1)), event(5, completed(1))] {
+            bytes.extend(format!("{line}\n").as_bytes());
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let log = read_events(&path, None).unwrap();
+        let seqs: Vec<u64> = log.events.iter().map(|e| e.seq).collect();
+        assert_eq!(
+            seqs,
+            vec![0, 1, 4, 5],
+            "the events after the corrupt lines survive"
+        );
+        assert_eq!(log.skipped, 2);
+        assert_eq!(read_events(&path, Some(1)).unwrap().events.len(), 2);
+        // Resuming after step 1 keeps everything, the corrupt lines byte
+        // for byte, and continues from the last event's seq.
+        assert_eq!(reconcile_events(&path, 2).unwrap(), 6);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // Cutting back to step 0 drops what follows it only.
+        assert_eq!(reconcile_events(&path, 1).unwrap(), 2);
+        assert_eq!(read_events(&path, None).unwrap().events.len(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn store_files_and_folders_are_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let run = RunDir::new(dir.path(), "run_1");
+        write_json(&run.info(), &serde_json::json!({"x": 1})).unwrap();
+        assert_eq!(mode(run.dir()), 0o700);
+        assert_eq!(mode(&dir.path().join("runs")), 0o700);
+        assert_eq!(mode(&run.info()), 0o600);
+        // What other writers leave with the umask is tightened.
+        std::fs::create_dir_all(run.screenshots()).unwrap();
+        let shot = run.screenshots().join("step-001.jpg");
+        std::fs::write(&shot, b"x").unwrap();
+        std::fs::set_permissions(&shot, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(run.screenshots(), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        tighten(run.dir()).unwrap();
+        assert_eq!(mode(&shot), 0o600);
+        assert_eq!(mode(&run.screenshots()), 0o700);
     }
 
     #[test]

@@ -34,10 +34,6 @@ pub(crate) const LONG_FILES: &[(&str, &str)] = &[
         "the step pipeline; the security issue's one action pipeline moves the action path out",
     ),
     (
-        "crates/server/src/runs.rs",
-        "the run lifecycle; the security issue reworks its status changes and panic handling",
-    ),
-    (
         "crates/cli/src/direct.rs",
         "`lumen browser`: one function per command of the direct-control CLI",
     ),

@@ -11,8 +11,8 @@ use super::{Client, Env, assert_every_step_once};
 
 /// A server on its own runtime in its own thread, so the test can kill it
 /// the hard way: dropping the runtime drops every task mid-flight (the
-/// browser it launched dies with it), as a crash would. Nothing graceful
-/// runs.
+/// browser it launched dies with it, its lock file is closed), as a crash
+/// would. Nothing graceful runs.
 struct Doomed {
     addr: std::net::SocketAddr,
     kill: mpsc::Sender<()>,
@@ -31,9 +31,14 @@ impl Doomed {
                 .unwrap();
             let server = rt.block_on(Server::start(options)).unwrap();
             addr_tx.send(server.local_addr()).unwrap();
+            // The server lives in a task of its own runtime: no shutdown
+            // runs, the runtime is dropped with every task in it, and the
+            // data directory's lock is released as a dead process's is.
+            rt.spawn(async move {
+                let _server = server;
+                std::future::pending::<()>().await
+            });
             let _ = kill_rx.recv();
-            // No shutdown: the server is leaked and its runtime dropped.
-            std::mem::forget(server);
             rt.shutdown_timeout(std::time::Duration::from_secs(5));
         });
         Doomed {

@@ -10,8 +10,10 @@ use lumen_test_support::mock_provider::script::chat_turn;
 use lumen_test_support::mock_provider::{MockProvider, Reply, Route};
 use serde_json::{Value, json};
 
+mod data_dir;
 mod durability;
 mod front_door;
+mod hardening;
 mod http_api;
 mod ipc;
 mod mcp;

@@ -1,0 +1,506 @@
+//! One execution of a run: a slot, a browser context, the session, and
+//! whatever happens, an ending recorded and announced.
+//!
+//! - **A panic inside the run's task** (the loop, a hook, the recorder) is
+//!   caught at the execution's boundary: the run ends `failed` with a
+//!   result naming the panic, a final `done` event is logged and sent, its
+//!   slot and counters are released, its browser is dropped (never reused in
+//!   an unknown state), and every follower gets the end.
+//! - **Disk work is off the loop.** The recorder the loop calls only
+//!   updates the run's progress in memory and hands the event to a writer
+//!   on tokio's blocking pool, which saves the screenshot, appends the log
+//!   line, persists the record after each step and then publishes the event
+//!   to live followers (so a published event is always already in the log).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+
+use futures::FutureExt as _;
+use lumen::browser::CdpTab;
+use lumen::memory::SerializedHistory;
+use lumen::perception::control::RunControl;
+use lumen::perception::monitor::{Recorder, now_ms};
+use lumen::safety::{PolicyDecision, PolicyRule, SessionPolicy};
+use lumen::{
+    BrowserTab, ErrorInfo, LumenError, RecordedEvent, RunMode, RunResult, RunStatus, Session,
+    SessionOptions, StreamEvent,
+};
+use tokio::sync::broadcast;
+
+use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread};
+use crate::store::{self, Mode, RunState};
+
+/// Browsers kept for reuse between runs (at most one per slot). Each run
+/// gets a fresh browser context in one (see [`RunManager::drive`]).
+#[derive(Debug)]
+pub(super) struct BrowserPool {
+    launch: lumen::browser::LaunchOptions,
+    idle: std::sync::Mutex<Vec<Arc<CdpTab>>>,
+}
+
+impl BrowserPool {
+    pub(super) fn new(launch: lumen::browser::LaunchOptions) -> Self {
+        Self {
+            launch,
+            idle: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn take(&self) -> lumen::Result<Arc<CdpTab>> {
+        let idle = lock(&self.idle).pop();
+        match idle {
+            Some(tab) if !tab.is_disconnected() => Ok(tab),
+            _ => Ok(Arc::new(CdpTab::launch(self.launch.clone()).await?)),
+        }
+    }
+
+    /// Returns a browser after a run; one that cannot even show a blank
+    /// page is dropped (which closes it).
+    async fn give(&self, tab: Arc<CdpTab>) {
+        if tab.goto("about:blank").await.is_ok_and(|o| o.ok) {
+            lock(&self.idle).push(tab);
+        }
+    }
+
+    pub(super) async fn close_all(&self) {
+        let tabs = std::mem::take(&mut *lock(&self.idle));
+        for tab in tabs {
+            if let Ok(tab) = Arc::try_unwrap(tab) {
+                let _ = tab.close().await;
+            }
+        }
+    }
+}
+
+/// What the recorder hands to the writer.
+enum Write {
+    Event(Box<RecordedEvent>),
+    /// Stop (events a stray recorder clone sends later are dropped).
+    End,
+}
+
+/// The writer of one execution (see the module docs).
+struct Writer {
+    tx: mpsc::Sender<Write>,
+    task: tokio::task::JoinHandle<()>,
+    /// One past the last `seq` handed to the writer.
+    next_seq: Arc<AtomicU64>,
+}
+
+impl Writer {
+    /// Starts the writer for `entry`'s log (already open as `log`),
+    /// numbering from `offset`.
+    fn start(
+        entry: Arc<RunEntry>,
+        log: Recorder,
+        offset: u64,
+        hub: broadcast::Sender<Live>,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let task = tokio::task::spawn_blocking(move || write_events(&entry, &log, &rx, &hub));
+        Writer {
+            tx,
+            task,
+            next_seq: Arc::new(AtomicU64::new(offset)),
+        }
+    }
+
+    /// The recorder the session calls (on the loop's thread: no disk).
+    fn recorder(&self, entry: Arc<RunEntry>, panic_at_step: Option<u32>) -> Recorder {
+        let tx = std::sync::Mutex::new(self.tx.clone());
+        let next_seq = self.next_seq.clone();
+        let offset = next_seq.load(Ordering::SeqCst);
+        Arc::new(move |e: &RecordedEvent| {
+            if let StreamEvent::StepStarted { step, .. } = &e.event
+                && panic_at_step == Some(*step)
+            {
+                injected_panic(*step);
+            }
+            let mut e = e.clone();
+            e.seq += offset;
+            next_seq.fetch_max(e.seq + 1, Ordering::SeqCst);
+            entry.observe(&e.event);
+            let _ = lock(&tx).send(Write::Event(Box::new(e)));
+        })
+    }
+
+    /// Appends an event after the session's last one.
+    fn append(&self, event: StreamEvent) {
+        let e = RecordedEvent {
+            seq: self.next_seq.fetch_add(1, Ordering::SeqCst),
+            timestamp_ms: now_ms(),
+            event,
+        };
+        let _ = self.tx.send(Write::Event(Box::new(e)));
+    }
+
+    /// Waits until everything handed over is on disk and published.
+    async fn finish(self) {
+        let _ = self.tx.send(Write::End);
+        if let Err(e) = self.task.await {
+            tracing::warn!("the event writer failed: {e}");
+        }
+    }
+}
+
+/// The test hook of [`crate::TestHooks::panic_at_step`].
+#[allow(clippy::panic, reason = "fault injection for the server's tests")]
+fn injected_panic(step: u32) -> ! {
+    panic!("injected panic at step {step} (ServeOptions::test_hooks)")
+}
+
+/// The writer's loop, on the blocking pool.
+fn write_events(
+    entry: &RunEntry,
+    log: &Recorder,
+    rx: &mpsc::Receiver<Write>,
+    hub: &broadcast::Sender<Live>,
+) {
+    let shots = lumen_trace::ScreenshotFiles::new(entry.dir.dir()).atomic();
+    let run: Arc<str> = entry.id.as_str().into();
+    while let Ok(Write::Event(mut e)) = rx.recv() {
+        if let StreamEvent::Screenshot { step, screenshot } = &mut e.event {
+            match shots.save(*step, &screenshot.image) {
+                Ok(name) => {
+                    let _ = store::private_file(&entry.dir.dir().join(name));
+                }
+                Err(err) => tracing::warn!(run = %run, "a screenshot could not be saved: {err}"),
+            }
+            screenshot.image.data = Arc::from(Vec::new());
+        }
+        log(&e);
+        if matches!(e.event, StreamEvent::StepCompleted { .. })
+            && let Err(err) = entry.save()
+        {
+            tracing::warn!(run = %run, "the run record could not be saved: {err}");
+        }
+        let _ = hub.send(Live::Event {
+            run: run.clone(),
+            event: Arc::new(*e),
+        });
+    }
+}
+
+/// The text of a panic's payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// How an execution ended.
+enum Ending {
+    /// Cancelled before it got a slot.
+    NotStarted,
+    /// The session's answer.
+    Ran(lumen::Result<RunResult>),
+    /// The run's task panicked (the message).
+    Panicked(String),
+}
+
+impl RunManager {
+    pub(super) async fn execute(self: Arc<Self>, entry: Arc<RunEntry>, resume: bool) {
+        let control = entry.control();
+        let permit = tokio::select! {
+            biased;
+            _ = control.cancelled() => None,
+            p = self.slots.clone().acquire_owned() => p.ok(),
+        };
+        let ending = match permit {
+            None => Ending::NotStarted,
+            Some(permit) => {
+                self.running.fetch_add(1, Ordering::SeqCst);
+                {
+                    let mut i = lock(&entry.info);
+                    i.status = RunState::Running;
+                    i.started_at_ms = Some(now_ms());
+                }
+                entry.persist().await;
+                let mut writer = None;
+                let driven = AssertUnwindSafe(self.drive(&entry, &control, resume, &mut writer))
+                    .catch_unwind()
+                    .await;
+                let ending = match driven {
+                    Ok(result) => Ending::Ran(result),
+                    Err(payload) => {
+                        let message = panic_message(payload.as_ref());
+                        tracing::error!(run = %entry.id, "the run's task panicked: {message}");
+                        let reason = format!("internal error: the run's task panicked: {message}");
+                        if let Some(w) = &writer {
+                            let i = lock(&entry.info).clone();
+                            w.append(StreamEvent::Done {
+                                status: RunStatus::Failure,
+                                result: Some(reason.clone()),
+                                steps: i.steps_completed,
+                                usage: i.usage,
+                                state: None,
+                            });
+                        }
+                        Ending::Panicked(reason)
+                    }
+                };
+                if let Some(w) = writer {
+                    w.finish().await;
+                }
+                self.running.fetch_sub(1, Ordering::SeqCst);
+                drop(permit);
+                ending
+            }
+        };
+        let result = self.finish(&entry, &control, ending);
+        let dir = entry.dir.clone();
+        let saving = entry.clone();
+        let saved = off_thread(move || {
+            saving.save()?;
+            if let Some(result) = result {
+                store::write_json(&dir.result(), &result)?;
+            }
+            store::tighten(dir.dir())
+        })
+        .await;
+        if let Err(e) = saved {
+            tracing::warn!(run = %entry.id, "the run's ending could not be saved: {e}");
+        }
+        self.active.fetch_sub(1, Ordering::SeqCst);
+        let _ = self.hub.send(Live::Ended {
+            run: entry.id.as_str().into(),
+        });
+        if entry.info().status.is_terminal() {
+            write_report(&entry).await;
+        }
+    }
+
+    /// Records how an execution ended in memory (the caller persists it);
+    /// returns the result to save when the run has ended for good.
+    fn finish(&self, entry: &RunEntry, control: &RunControl, ending: Ending) -> Option<RunResult> {
+        let reason = control.cancel_reason();
+        let shutdown = reason.as_deref() == Some(SERVER_SHUTDOWN);
+        let leftover = control.take_guidance();
+        let mut saved_result = None;
+        let mut i = lock(&entry.info);
+        i.undelivered_messages.extend(leftover);
+        match ending {
+            Ending::NotStarted => {
+                i.status = if shutdown {
+                    RunState::Interrupted
+                } else {
+                    RunState::Cancelled
+                };
+                i.cancel_reason = reason;
+            }
+            Ending::Panicked(message) => {
+                i.status = RunState::Failed;
+                i.outcome = Some(RunStatus::Failure);
+                i.result = Some(message);
+            }
+            Ending::Ran(Err(e)) => {
+                let cancelled = matches!(e, LumenError::Cancelled { .. }) || reason.is_some();
+                i.status = match (cancelled, shutdown) {
+                    (_, true) => RunState::Interrupted,
+                    (true, false) => RunState::Cancelled,
+                    (false, false) => RunState::Failed,
+                };
+                i.cancel_reason = reason;
+                i.error = Some(ErrorInfo::from(&e));
+            }
+            Ending::Ran(Ok(mut result)) => {
+                i.status = match result.status {
+                    RunStatus::Cancelled if shutdown => RunState::Interrupted,
+                    RunStatus::Cancelled => RunState::Cancelled,
+                    RunStatus::Success => RunState::Completed,
+                    RunStatus::Failure | RunStatus::MaxSteps => RunState::Failed,
+                };
+                i.steps_completed = result.steps;
+                i.usage = result.usage;
+                i.error = result.error.clone();
+                if result.status == RunStatus::Cancelled {
+                    i.cancel_reason = reason;
+                } else {
+                    i.result = result.result.clone();
+                    i.outcome = Some(result.status);
+                }
+                result.history.clear();
+                saved_result = Some(result);
+            }
+        }
+        if i.status != RunState::Interrupted {
+            i.ended_at_ms = Some(now_ms());
+        } else {
+            // Undelivered guidance of an interrupted run is delivered
+            // when it resumes.
+            let undelivered = std::mem::take(&mut i.undelivered_messages);
+            i.pending_messages.extend(undelivered);
+        }
+        saved_result.filter(|_| i.status.is_terminal())
+    }
+
+    /// One execution: the log prepared (fresh, or cut back to the
+    /// snapshot), the writer started (into `writer`, so the caller can
+    /// finish it even after a panic), a browser from the pool, the session
+    /// (fresh or from the snapshot), the run.
+    async fn drive(
+        self: &Arc<Self>,
+        entry: &Arc<RunEntry>,
+        control: &RunControl,
+        resume: bool,
+        writer: &mut Option<Writer>,
+    ) -> lumen::Result<RunResult> {
+        let dir = entry.dir.clone();
+        let prepared = tokio::task::spawn_blocking(move || prepare(&dir, resume))
+            .await
+            .map_err(|e| LumenError::config("data dir", e.to_string()))??;
+        let (snapshot, offset, log) = prepared;
+        let pending = std::mem::take(&mut lock(&entry.info).pending_messages);
+        for m in pending {
+            control.inject_guidance(m);
+        }
+        let w = writer.insert(Writer::start(entry.clone(), log, offset, self.hub.clone()));
+        let recorder = w.recorder(entry.clone(), self.options.test_hooks.panic_at_step);
+        let tab = tokio::select! {
+            biased;
+            reason = control.cancelled() => return Err(LumenError::Cancelled { reason }),
+            tab = self.pool.take() => tab?,
+        };
+        let result = self
+            .drive_on(entry, control, tab.clone(), snapshot, recorder)
+            .await;
+        let lost = matches!(&result, Err(LumenError::BrowserDisconnected { .. }))
+            || matches!(&result, Ok(r) if r.error.as_ref().is_some_and(|e| e.code == lumen::ErrorCode::BrowserDisconnected));
+        if !lost {
+            self.pool.give(tab).await;
+        }
+        result
+    }
+
+    async fn drive_on(
+        &self,
+        entry: &RunEntry,
+        control: &RunControl,
+        tab: Arc<CdpTab>,
+        snapshot: Option<SerializedHistory>,
+        recorder: Recorder,
+    ) -> lumen::Result<RunResult> {
+        let info = lock(&entry.info).clone();
+        let adapter = lumen::models::create_adapter(&info.model, self.options.adapter.clone())?;
+        // The run's policy, narrowed again under today's operator policy
+        // (the operator may have tightened it since the run was created).
+        let policy = self
+            .operator_policy()
+            .narrowed_by(&info.policy)
+            .map_err(|e| LumenError::config(e.setting, e.message))?;
+        let judge = SessionPolicy::new(&policy)?;
+        // A resumed run goes back to where it was, if the policy allows it
+        // (a blocked action's `url_after` may be the last URL seen), else to
+        // its start URL, else about:blank; a fresh browser from the pool
+        // already shows about:blank.
+        let candidates = match &snapshot {
+            Some(_) => vec![info.last_url.clone(), info.start_url.clone()],
+            None => vec![info.start_url.clone()],
+        };
+        let mut url = None;
+        for candidate in candidates.into_iter().flatten() {
+            if candidate == "about:blank" {
+                break;
+            }
+            let verdict = {
+                let (judge, candidate) = (judge.clone(), candidate.clone());
+                tokio::task::spawn_blocking(move || judge.check_url_resolved(&candidate))
+                    .await
+                    .unwrap_or_else(|e| {
+                        PolicyDecision::Deny(lumen::safety::Denial {
+                            rule: PolicyRule::InvalidUrl,
+                            reason: format!("the URL could not be judged: {e}"),
+                        })
+                    })
+            };
+            match verdict {
+                PolicyDecision::Allow => {
+                    url = Some(candidate);
+                    break;
+                }
+                PolicyDecision::Deny(d) if snapshot.is_some() => {
+                    tracing::warn!(run = %entry.id, "not reopening {candidate}: {}", d.reason);
+                }
+                PolicyDecision::Deny(d) => {
+                    return Err(LumenError::config("startUrl", d.reason));
+                }
+            }
+        }
+        let options = SessionOptions {
+            max_steps: info.max_steps,
+            policy,
+            system_prompt: info.system_prompt.clone(),
+            recorders: vec![recorder],
+            ..SessionOptions::default()
+        };
+        let tab: Arc<dyn BrowserTab> = tab;
+        let mut session = match snapshot {
+            Some(s) => Session::resume(tab, adapter, options, s)?,
+            None => Session::new(tab, adapter, options)?,
+        };
+        session.set_control(control.clone());
+        session.save_after_each_step(entry.dir.session());
+        let mode = match info.mode {
+            Mode::Plan => RunMode::Plan,
+            Mode::Agent => RunMode::Agent,
+            Mode::Exec => RunMode::Exec {
+                attempts: info.attempts,
+            },
+        };
+        session
+            .run_mode(&info.instruction, url.as_deref(), mode)
+            .await
+    }
+}
+
+/// The blocking part of an execution's start: the snapshot of a resumed
+/// run, the log cut back to it (or emptied for a fresh run), the folders,
+/// and the log opened for appending. Returns the snapshot, the `seq` to
+/// continue from and the log's line writer.
+fn prepare(
+    dir: &store::RunDir,
+    resume: bool,
+) -> lumen::Result<(Option<SerializedHistory>, u64, Recorder)> {
+    let io = |e: std::io::Error| LumenError::config("data dir", e.to_string());
+    let snapshot = match resume && dir.session().is_file() {
+        true => Some(SerializedHistory::load(&dir.session())?),
+        false => None,
+    };
+    let events = dir.events();
+    let offset = if resume {
+        store::reconcile_events(&events, snapshot.as_ref().map_or(0, |s| s.step_count))
+            .map_err(io)?
+    } else {
+        store::write_atomic(&events, b"").map_err(io)?;
+        0
+    };
+    store::private_dir(&dir.screenshots()).map_err(io)?;
+    // The run folder's log, as lumen-trace writes it (the file exists,
+    // 0600, so appending keeps its mode).
+    let log = lumen_trace::jsonl_recorder(&events, false).map_err(io)?;
+    Ok((snapshot, offset, log))
+}
+
+/// Draws `report.html` and `run.gif` into an ended run's folder from its
+/// event log and screenshots (the layout `lumen-trace` defines, which the
+/// CLI's traces follow too), then makes them private. Off the async
+/// threads; a failure is logged and changes nothing about the run.
+async fn write_report(entry: &RunEntry) {
+    let dir = entry.dir.dir().to_path_buf();
+    let options = lumen_trace::RenderOptions {
+        pricing: Some(lumen::models::registry::cost),
+        ..lumen_trace::RenderOptions::default()
+    };
+    let rendered = off_thread(move || {
+        lumen_trace::render(&dir, &options).map_err(std::io::Error::other)?;
+        store::tighten(&dir)
+    })
+    .await;
+    if let Err(e) = rendered {
+        tracing::warn!(run = %entry.id, "the run report could not be written: {e}");
+    }
+}

@@ -1,0 +1,190 @@
+//! The data directory: one process at a time, private files, and an event
+//! log that survives a corrupt line.
+
+use std::io::BufRead as _;
+use std::path::Path;
+use std::time::Duration;
+
+use lumen_server::{ServeError, ServeOptions, Server};
+use serde_json::{Value, json};
+
+use super::{Client, Env, assert_every_step_once};
+
+/// The environment variable that turns [`holds_a_data_dir_for_another_test`]
+/// into a lock holder.
+const HOLD_ENV: &str = "LUMEN_TEST_HOLD_DATA_DIR";
+
+fn options_on(dir: &Path) -> ServeOptions {
+    let mut o = ServeOptions::new(dir);
+    o.port = 0;
+    o.token = Some(super::TOKEN.into());
+    o
+}
+
+/// Not a test on its own: run by [`a_second_server_on_one_data_dir_is_refused`]
+/// as a separate process (this test binary, with `HOLD_ENV` set), it
+/// starts a server on that directory, says so, and waits to be killed.
+#[tokio::test]
+#[allow(clippy::print_stdout, reason = "the parent test reads it")]
+async fn holds_a_data_dir_for_another_test() {
+    let Ok(dir) = std::env::var(HOLD_ENV) else {
+        return;
+    };
+    let server = Server::start(options_on(Path::new(&dir))).await.unwrap();
+    println!("HOLDING {}", server.local_addr());
+    std::future::pending::<()>().await;
+}
+
+#[tokio::test]
+async fn a_second_server_on_one_data_dir_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let first = Server::start(options_on(data.path())).await.unwrap();
+    let err = Server::start(options_on(data.path())).await.unwrap_err();
+    let ServeError::DataDirInUse { pid, .. } = &err else {
+        panic!("not refused for the lock: {err}");
+    };
+    assert_eq!(*pid, Some(std::process::id()));
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("pid {}", std::process::id())) && message.contains("--data-dir"),
+        "{message}"
+    );
+    // IPC and MCP take the same lock.
+    let (_, server_in) = tokio::io::duplex(64);
+    let (server_out, _) = tokio::io::duplex(64);
+    let err = lumen_server::ipc(options_on(data.path()), server_in, server_out)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ServeError::DataDirInUse { .. }), "{err}");
+    // A shutdown releases it.
+    first.shutdown().await;
+    let again = Server::start(options_on(data.path())).await.unwrap();
+    again.shutdown().await;
+
+    // Across processes: another process holds it, is named, and when it
+    // dies (SIGKILL: nothing graceful) the directory is free again.
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "suite::data_dir::holds_a_data_dir_for_another_test",
+            "--nocapture",
+        ])
+        .env(HOLD_ENV, data.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let ready = tokio::task::spawn_blocking(move || {
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("HOLDING"))
+    });
+    let ready = tokio::time::timeout(Duration::from_secs(60), ready)
+        .await
+        .expect("the other process did not start its server")
+        .unwrap();
+    assert!(
+        ready,
+        "the other process exited without holding the directory"
+    );
+    let err = Server::start(options_on(data.path())).await.unwrap_err();
+    match &err {
+        ServeError::DataDirInUse { pid, .. } => assert_eq!(*pid, Some(child.id()), "{err}"),
+        other => panic!("not refused for the lock: {other}"),
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let server = Server::start(options_on(data.path())).await.unwrap();
+    server.shutdown().await;
+}
+
+#[cfg(unix)]
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Every file and folder under `dir` that is not private, with its mode.
+#[cfg(unix)]
+fn not_private(dir: &Path, out: &mut Vec<String>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let path = e.path();
+        let m = mode(&path);
+        if e.file_type().unwrap().is_dir() {
+            if m != 0o700 {
+                out.push(format!("{} {m:o}", path.display()));
+            }
+            not_private(&path, out);
+        } else if m != 0o600 {
+            out.push(format!("{} {m:o}", path.display()));
+        }
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_run_folder_is_private_and_its_log_survives_a_corrupt_line() {
+    let env = Env::new().await;
+    let data = env.data.path().join("fresh");
+    let mut options = env.options();
+    options.data_dir = data.clone();
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.click();
+    env.click();
+    env.done("done");
+    let id = c
+        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
+        .await;
+    c.wait_status(&id, "completed").await;
+    let run_dir = data.join("runs").join(&id);
+    // The report is drawn after the end; wait for it, then look.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut loose = Vec::new();
+        not_private(&data, &mut loose);
+        let drawn = run_dir.join("report.html").is_file() && run_dir.join("run.gif").is_file();
+        if drawn && loose.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not private: {loose:?} (report drawn: {drawn})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&data.join("lock")), 0o600);
+    assert!(run_dir.join("screenshots").read_dir().unwrap().count() >= 3);
+
+    // A line in the middle of the log goes bad (a disk error, a bad edit):
+    // it is skipped and counted, and nothing after it is lost.
+    let before: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    let log = run_dir.join("events.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let middle = lines.len() / 2;
+    lines.insert(middle, "{\"seq\": 9999, \"type\": \"step_sta");
+    std::fs::write(&log, format!("{}\n", lines.join("\n"))).unwrap();
+    let after: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    assert_eq!(after, before);
+    assert_every_step_once(&after, 3);
+    let (status, trace) = c.get(&format!("/v1/runs/{id}/trace")).await;
+    assert_eq!(status, 200);
+    assert_eq!(trace["skippedLines"], 1, "{trace}");
+    assert_eq!(trace["steps"].as_array().unwrap().len(), 3);
+    server.shutdown().await;
+}
