@@ -18,6 +18,7 @@ use lumen_core::{Point, Result};
 use serde::Deserialize;
 
 use crate::cdp::{CallError, PageSession};
+use crate::limits::{MAX_AX_FIELD_CHARS, MAX_AX_NODES, MAX_AX_TEXT_BYTES, OMITTED_REF};
 
 /// Ref numbering per document.
 #[derive(Debug, Default)]
@@ -170,6 +171,10 @@ pub(crate) fn walk(
         .map(|i| (i, 0, None))
         .collect();
     let mut seen = vec![false; nodes.len()];
+    // What is kept is bounded (`limits`): past a cap, nodes are counted,
+    // not listed, and a marker at the end says how many.
+    let mut text_bytes = 0usize;
+    let mut omitted = 0usize;
     while let Some((i, depth, scoped)) = stack.pop() {
         if std::mem::replace(&mut seen[i], true) {
             continue;
@@ -180,11 +185,22 @@ pub(crate) fn walk(
             (None, Some(roots), Some(b)) if roots.contains(&b) => Some(0),
             _ => None,
         };
-        let role = text(&n.role);
-        let name = text(&n.name);
+        let role = clip(text(&n.role));
+        let name = clip(text(&n.name));
         let keep = listed(n.ignored, &role, &name);
         let step = u32::from(keep);
-        if keep {
+        let value = if keep {
+            clip(text(&n.value))
+        } else {
+            String::new()
+        };
+        let cost = role.len() + name.len() + value.len();
+        let full = out.len() >= MAX_AX_NODES || text_bytes + cost > MAX_AX_TEXT_BYTES;
+        if keep && full {
+            if scope.is_none() || scoped.is_some() {
+                omitted += 1;
+            }
+        } else if keep {
             let number = match n.backend_dom_node_id {
                 Some(b) => {
                     let next = refs.next + 1;
@@ -205,7 +221,7 @@ pub(crate) fn walk(
                 Some(_) => scoped,
             };
             if let Some(depth) = shown {
-                let value = text(&n.value);
+                text_bytes += cost;
                 let focusable = n.properties.iter().any(|p| {
                     p["name"] == "focusable" && p["value"]["value"] == serde_json::Value::Bool(true)
                 });
@@ -228,7 +244,37 @@ pub(crate) fn walk(
             }
         }
     }
+    if omitted > 0 {
+        out.push((omitted_marker(omitted), None));
+    }
     out
+}
+
+/// The last node of a snapshot that went over a cap: how many nodes it
+/// leaves out, and which caps.
+fn omitted_marker(omitted: usize) -> AxNode {
+    AxNode {
+        reference: OMITTED_REF.to_owned(),
+        role: "note".to_owned(),
+        name: format!(
+            "{omitted} more nodes omitted: the snapshot is over its cap of {MAX_AX_NODES} nodes \
+             or {} of text (MAX_AX_NODES, MAX_AX_TEXT_BYTES); read a part of the page by the \
+             ref of its root",
+            crate::limits::size(MAX_AX_TEXT_BYTES)
+        ),
+        value: None,
+        depth: 0,
+        focusable: false,
+    }
+}
+
+/// A name or value cut to [`MAX_AX_FIELD_CHARS`], ending in `…` when cut.
+fn clip(mut s: String) -> String {
+    if let Some((at, _)) = s.char_indices().nth(MAX_AX_FIELD_CHARS) {
+        s.truncate(at);
+        s.push('…');
+    }
+    s
 }
 
 /// The centre of the element a ref names, viewport CSS pixels (`None` when

@@ -333,11 +333,10 @@ impl PageSession<'_> {
     /// [`LumenError::Script`] when the script throws or was stopped; fatal
     /// ones otherwise.
     pub(crate) async fn evaluate(&self, expression: &str) -> lumen_core::Result<serde_json::Value> {
-        let (method, params) = runtime::evaluate(expression);
         let deadline = Instant::now() + self.conn.call_timeout;
         loop {
-            match self.call(method, params.clone()).await {
-                Ok(r) => return runtime::script_value(r),
+            match self.evaluate_once(expression).await {
+                Ok(r) => return r,
                 Err(e) if e.is_context_gone() && Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -367,6 +366,27 @@ impl PageSession<'_> {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+}
+
+impl PageSession<'_> {
+    /// One evaluation, measured in the page ([`runtime::evaluate`]); a
+    /// script of statements, which does not compile inside the measuring
+    /// function, runs as it is. The outer error is the call's (to retry
+    /// or to report), the inner one the script's.
+    async fn evaluate_once(
+        &self,
+        expression: &str,
+    ) -> Result<lumen_core::Result<serde_json::Value>, CallError> {
+        let (method, params) = runtime::evaluate(expression);
+        let answer = self.call(method, params).await?;
+        match runtime::guarded_value(answer) {
+            Ok(runtime::Guarded::Value(v)) => return Ok(Ok(v)),
+            Ok(runtime::Guarded::NotAnExpression) => {}
+            Err(e) => return Ok(Err(e)),
+        }
+        let (method, params) = runtime::evaluate_plain(expression);
+        Ok(runtime::plain_value(self.call(method, params).await?))
     }
 }
 

@@ -92,54 +92,24 @@ async fn cross_origin(
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let (method, params) = runtime::evaluate(expression);
-    let message = serde_json::json!({ "id": 1, "method": method, "params": params }).to_string();
-    let sent = conn
-        .browser_raw(
-            "Target.sendMessageToTarget",
-            serde_json::json!({ "message": message, "sessionId": session }),
-        )
-        .await;
-    let result = match sent {
-        Err(e) => Err(e.into()),
-        Ok(_) => {
-            let deadline = Instant::now() + conn.call_timeout;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                let next = tokio::select! {
-                    reason = conn.died() => break Err(LumenError::disconnected(reason)),
-                    next = tokio::time::timeout(left.max(Duration::from_millis(1)), events.next()) => next,
-                };
-                match next {
-                    Ok(Some(ev)) if ev.session_id.inner() == &session => {
-                        let Ok(reply) = serde_json::from_str::<serde_json::Value>(&ev.message)
-                        else {
-                            continue;
-                        };
-                        if reply["id"] != 1 {
-                            continue;
-                        }
-                        if let Some(err) = reply.get("error") {
-                            break Err(LumenError::Script {
-                                message: err["message"]
-                                    .as_str()
-                                    .unwrap_or("frame evaluation failed")
-                                    .to_owned(),
-                            });
-                        }
-                        break runtime::script_value(reply["result"].clone());
-                    }
-                    Ok(Some(_)) => continue,
-                    Ok(None) | Err(_) => {
-                        break Err(LumenError::disconnected(format!(
-                            "the frame {frame_url} did not answer within {:.0}s",
-                            conn.call_timeout.as_secs_f64()
-                        )));
-                    }
-                }
+    let mut target = FrameTarget {
+        page,
+        session: &session,
+        frame_url,
+        events: &mut events,
+        next_id: 0,
+    };
+    let result = async {
+        // As `PageSession::evaluate`: guarded, and a script of statements
+        // (which does not compile inside the guard) run as it is.
+        match runtime::guarded_value(target.send(runtime::evaluate(expression)).await?)? {
+            runtime::Guarded::Value(v) => Ok(v),
+            runtime::Guarded::NotAnExpression => {
+                runtime::plain_value(target.send(runtime::evaluate_plain(expression)).await?)
             }
         }
-    };
+    }
+    .await;
     let _ = conn
         .browser_raw(
             "Target.detachFromTarget",
@@ -147,4 +117,73 @@ async fn cross_origin(
         )
         .await;
     result
+}
+
+/// An out-of-process frame attached by a session of the browser
+/// connection: commands go in `Target.sendMessageToTarget`, answers come
+/// back as events.
+struct FrameTarget<'a, E> {
+    page: PageSession<'a>,
+    session: &'a str,
+    frame_url: &'a str,
+    events: &'a mut E,
+    next_id: u64,
+}
+
+impl<E> FrameTarget<'_, E>
+where
+    E: futures::Stream<Item = std::sync::Arc<EventReceivedMessageFromTarget>> + Unpin,
+{
+    /// Sends one command to the frame and returns its `result`.
+    async fn send(
+        &mut self,
+        (method, params): crate::protocol::Command,
+    ) -> Result<serde_json::Value> {
+        let conn = self.page.conn;
+        self.next_id += 1;
+        let id = self.next_id;
+        let message =
+            serde_json::json!({ "id": id, "method": method, "params": params }).to_string();
+        conn.browser_raw(
+            "Target.sendMessageToTarget",
+            serde_json::json!({ "message": message, "sessionId": self.session }),
+        )
+        .await?;
+        let deadline = Instant::now() + conn.call_timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let next = tokio::select! {
+                reason = conn.died() => return Err(LumenError::disconnected(reason)),
+                next = tokio::time::timeout(left.max(Duration::from_millis(1)), self.events.next()) => next,
+            };
+            match next {
+                Ok(Some(ev)) if ev.session_id.inner() == self.session => {
+                    let Ok(mut reply) = serde_json::from_str::<serde_json::Value>(&ev.message)
+                    else {
+                        continue;
+                    };
+                    if reply["id"] != id {
+                        continue;
+                    }
+                    if let Some(err) = reply.get("error") {
+                        return Err(LumenError::Script {
+                            message: err["message"]
+                                .as_str()
+                                .unwrap_or("frame evaluation failed")
+                                .to_owned(),
+                        });
+                    }
+                    return Ok(reply["result"].take());
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => {
+                    return Err(LumenError::disconnected(format!(
+                        "the frame {} did not answer within {:.0}s",
+                        self.frame_url,
+                        conn.call_timeout.as_secs_f64()
+                    )));
+                }
+            }
+        }
+    }
 }

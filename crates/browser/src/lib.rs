@@ -61,6 +61,7 @@ mod cdp;
 pub mod chromium;
 mod frames;
 mod imaging;
+pub mod limits;
 mod options;
 mod page_link;
 mod protocol;

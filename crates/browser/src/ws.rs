@@ -16,6 +16,7 @@ use futures::{SinkExt as _, StreamExt as _};
 use lumen_core::{DialogInfo, LumenError, Result};
 use serde_json::{Value, json};
 
+use crate::limits::MAX_CDP_MESSAGE_BYTES;
 use crate::options::DialogPolicy;
 use crate::protocol::dialogs;
 
@@ -39,9 +40,11 @@ pub(crate) struct Wire {
 impl Wire {
     /// Connects to a `ws://` URL (with `TCP_NODELAY`) within `timeout`.
     pub(crate) async fn open(url: &str, timeout: Duration) -> Result<Self> {
+        // A page can make Chromium send a message of any size (a huge
+        // string, a huge tree): past the cap the socket fails, typed.
         let config = WebSocketConfig::default()
-            .max_message_size(None)
-            .max_frame_size(None);
+            .max_message_size(Some(MAX_CDP_MESSAGE_BYTES))
+            .max_frame_size(Some(MAX_CDP_MESSAGE_BYTES));
         let connect = async {
             let host = url
                 .strip_prefix("ws://")
@@ -124,6 +127,13 @@ impl Wire {
                 )));
             }
             Some(Ok(_)) => return Ok(true),
+            Some(Err(e @ async_tungstenite::tungstenite::Error::Capacity(_))) => {
+                return Err(LumenError::disconnected(format!(
+                    "{what}: the browser sent a message over the {} cap on one CDP message \
+                     (MAX_CDP_MESSAGE_BYTES): {e}",
+                    crate::limits::size(MAX_CDP_MESSAGE_BYTES)
+                )));
+            }
             Some(Err(e)) => {
                 return Err(LumenError::disconnected(format!(
                     "{what}: CDP socket failed: {e}"

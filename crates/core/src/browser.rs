@@ -145,6 +145,11 @@ pub struct ScrollOffset {
     pub y: f64,
 }
 
+/// The most characters of page text [`BrowserTab::page_text`] reads by
+/// default (far more than a model is shown: reading actions answer with
+/// at most 50,000 characters).
+pub const MAX_PAGE_TEXT_CHARS: usize = 1 << 20;
+
 /// A browser tab the loop can see and act on.
 ///
 /// Object-safe (`#[async_trait]`), stored as `Arc<dyn BrowserTab>`; methods
@@ -277,10 +282,14 @@ pub trait BrowserTab: Send + Sync {
             "this browser cannot fill ref {reference}"
         )))
     }
-    /// The visible text of the page.
+    /// The visible text of the page, at most [`MAX_PAGE_TEXT_CHARS`]
+    /// characters of it (a page's text is the page's to inflate; the cut
+    /// happens in the page, so no more crosses to Lumen).
     async fn page_text(&self) -> Result<String> {
         let text = self
-            .evaluate("document.body ? document.body.innerText : ''")
+            .evaluate(&format!(
+                "(document.body ? document.body.innerText : '').slice(0, {MAX_PAGE_TEXT_CHARS})"
+            ))
             .await?;
         Ok(text.as_str().unwrap_or_default().to_owned())
     }

@@ -219,11 +219,10 @@ impl PageLink {
     /// # Errors
     /// [`LumenError::Script`] when it throws.
     pub async fn evaluate(&self, expression: &str) -> Result<Value> {
-        let (method, params) = runtime::evaluate(expression);
         let deadline = Instant::now() + self.timeout;
         loop {
-            match self.call(method, params.clone()).await {
-                Ok(r) => return runtime::script_value(r),
+            match self.evaluate_once(expression).await {
+                Ok(r) => return r,
                 Err(LumenError::Script { message })
                     if message.contains("context") && Instant::now() < deadline =>
                 {
@@ -232,6 +231,19 @@ impl PageLink {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// One evaluation, measured in the page (as `PageSession::evaluate`
+    /// does); the outer error is the call's, the inner one the script's.
+    async fn evaluate_once(&self, expression: &str) -> Result<Result<Value>> {
+        let (method, params) = runtime::evaluate(expression);
+        match runtime::guarded_value(self.call(method, params).await?) {
+            Ok(runtime::Guarded::Value(v)) => return Ok(Ok(v)),
+            Ok(runtime::Guarded::NotAnExpression) => {}
+            Err(e) => return Ok(Err(e)),
+        }
+        let (method, params) = runtime::evaluate_plain(expression);
+        Ok(runtime::plain_value(self.call(method, params).await?))
     }
 
     /// The page's URL.

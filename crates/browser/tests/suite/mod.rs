@@ -1,3 +1,4 @@
+mod bounds;
 mod common;
 mod connect;
 mod input;
