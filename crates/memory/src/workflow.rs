@@ -2,12 +2,18 @@
 //! when a similar task comes up.
 //!
 //! A workflow is extracted from a run's semantic history (only a run that
-//! ended with an accepted `terminate` of status `success`), described in
-//! plain steps ("Click \"Search\"", "Type \"Paris\"", "Press Enter"), capped
-//! at [`MAX_WORKFLOW_STEPS`], and saved to the memory's JSON file at once.
-//! Matching scores the *instruction* (not the whole system prompt) by
-//! keyword overlap, with a bonus when the current site is the workflow's
-//! and a small one for each past success.
+//! ended with an accepted `terminate` of status `success`) as action kinds
+//! and their targets ([`WorkflowStep`]: `click` on `button Search`, `type`
+//! into `textbox Destination`, `press` `Enter`), capped at
+//! [`MAX_WORKFLOW_STEPS`], and saved to the memory's JSON file at once.
+//!
+//! A page is hostile and could try to teach a later run its own text, so a
+//! workflow keeps no free page text: never what was typed, never a URL's
+//! query, and targets only as a role and a short name of letters, digits
+//! and spaces. It is suggested only on its own site (the domain or a
+//! subdomain), so a page can at most mislead runs on its own site.
+//! Matching scores the *instruction* by keyword overlap, plus a small bonus
+//! for each past success.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -25,10 +31,13 @@ use crate::fsutil;
 pub const MAX_WORKFLOW_STEPS: usize = 15;
 /// The lowest score [`WorkflowMemory::best_match`] accepts by default.
 pub const DEFAULT_MIN_SCORE: f64 = 0.3;
-const FILE_VERSION: u32 = 1;
+const FILE_VERSION: u32 = 2;
 const WHAT: &str = "workflow memory";
-const DOMAIN_BONUS: f64 = 0.25;
 const SUCCESS_BONUS: f64 = 0.02;
+/// Characters of a target's name kept.
+const MAX_NAME_CHARS: usize = 40;
+/// Characters of a path kept for `goto`.
+const MAX_PATH_CHARS: usize = 80;
 const MAX_SUCCESS_BONUS_COUNT: u32 = 5;
 
 /// A reusable routine.
@@ -39,15 +48,64 @@ pub struct Workflow {
     pub name: String,
     /// Keywords of the instruction, separated by `|`.
     pub trigger: String,
-    /// Human-readable steps, at most [`MAX_WORKFLOW_STEPS`].
-    pub steps: Vec<String>,
-    /// The site it ran on (`booking.com`), without `www.`.
+    /// The steps, at most [`MAX_WORKFLOW_STEPS`].
+    pub steps: Vec<WorkflowStep>,
+    /// The site it ran on (`booking.com`), without `www.`; it is suggested
+    /// only there.
     pub domain: String,
     /// How many successful runs followed it.
     pub success_count: u32,
 }
 
+/// One step of a workflow: an action kind and what it acted on, never free
+/// page text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowStep {
+    /// The action kind (`click`, `type`, `press`, `scroll`, `goto`, …).
+    pub kind: String,
+    /// What it acted on: a role and name (`button Search`), a key chord
+    /// (`Enter`), a direction (`down`) or a path on the site (`/search`);
+    /// letters, digits, spaces and `/._-+` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Whether the step was repeated in a row (scrolling through a list).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeat: bool,
+}
+
+impl WorkflowStep {
+    /// A step of `kind` on `target` (sanitised: see [`WorkflowStep::target`]).
+    pub fn new(kind: &str, target: Option<&str>) -> Self {
+        Self {
+            kind: sanitize(kind, 20),
+            target: target
+                .map(|t| sanitize(t, MAX_PATH_CHARS))
+                .filter(|t| !t.is_empty()),
+            repeat: false,
+        }
+    }
+
+    /// The step as a line of the prompt: `click button Search`.
+    pub fn describe(&self) -> String {
+        let mut out = self.kind.clone();
+        if let Some(t) = &self.target {
+            out.push(' ');
+            out.push_str(t);
+        }
+        if self.repeat {
+            out.push_str(" (repeat as needed)");
+        }
+        out
+    }
+}
+
 impl Workflow {
+    /// The steps as prompt lines.
+    pub fn step_lines(&self) -> Vec<String> {
+        self.steps.iter().map(WorkflowStep::describe).collect()
+    }
+
     fn keywords(&self) -> BTreeSet<String> {
         self.trigger
             .split('|')
@@ -132,24 +190,27 @@ impl WorkflowMemory {
         if !succeeded {
             return None;
         }
-        let mut steps: Vec<String> = Vec::new();
-        let mut repeated = false;
+        let domain = history.iter().find_map(|s| site_of(&s.url)).or_else(|| {
+            // A run that started blank and opened the site itself.
+            history
+                .iter()
+                .flat_map(|s| &s.actions)
+                .find_map(|r| match &r.call.action {
+                    Action::Goto { url } => site_of(url),
+                    _ => None,
+                })
+        })?;
+        let mut steps: Vec<WorkflowStep> = Vec::new();
         for record in history.iter().flat_map(|s| &s.actions) {
-            let Some(text) = describe(record) else {
+            let Some(step) = describe(record, &domain) else {
                 continue;
             };
-            if steps.last() == Some(&text) {
-                repeated = true;
-                continue;
+            match steps.last_mut() {
+                Some(last) if last.kind == step.kind && last.target == step.target => {
+                    last.repeat = true;
+                }
+                _ => steps.push(step),
             }
-            if repeated && let Some(last) = steps.last_mut() {
-                last.push_str(" (repeat as needed)");
-            }
-            repeated = false;
-            steps.push(text);
-        }
-        if repeated && let Some(last) = steps.last_mut() {
-            last.push_str(" (repeat as needed)");
         }
         // Only a terminate: nothing to repeat.
         if steps.len() < 2 {
@@ -160,10 +221,6 @@ impl WorkflowMemory {
             steps.truncate(MAX_WORKFLOW_STEPS - 1);
             steps.extend(last);
         }
-        let domain = history
-            .iter()
-            .find_map(|s| site_of(&s.url))
-            .unwrap_or_default();
         let keywords = keywords(instruction);
         if keywords.is_empty() {
             return None;
@@ -235,28 +292,29 @@ impl WorkflowMemory {
     }
 
     /// The best workflow for `instruction` on the page at `url` and its
-    /// score, when one reaches the minimum score. The score is the keyword
-    /// overlap (shared keywords over all keywords of both), plus a bonus
-    /// when `url` is on the workflow's site and a small one per success.
+    /// score, when one reaches the minimum score. Only workflows of the
+    /// page's own site (its domain or a parent domain) are considered. The
+    /// score is the keyword overlap (shared keywords over all keywords of
+    /// both) plus a small bonus per success.
     pub fn best_match(&self, instruction: &str, url: Option<&str>) -> Option<(&Workflow, f64)> {
         let words: BTreeSet<String> = keywords(instruction).into_iter().collect();
         if words.is_empty() {
             return None;
         }
-        let site = url.and_then(site_of);
+        let site = url.and_then(site_of)?;
         self.workflows
             .iter()
             .filter_map(|w| {
+                let on_site = !w.domain.is_empty()
+                    && (site == w.domain || site.ends_with(&format!(".{}", w.domain)));
+                if !on_site {
+                    return None;
+                }
                 let overlap = jaccard(&w.keywords(), &words);
                 if overlap == 0.0 {
                     return None;
                 }
-                let on_site = site.as_deref().is_some_and(|s| {
-                    !w.domain.is_empty()
-                        && (s == w.domain || s.ends_with(&format!(".{}", w.domain)))
-                });
                 let score = overlap
-                    + if on_site { DOMAIN_BONUS } else { 0.0 }
                     + SUCCESS_BONUS * f64::from(w.success_count.min(MAX_SUCCESS_BONUS_COUNT));
                 (score >= self.min_score).then_some((w, score))
             })
@@ -269,15 +327,11 @@ impl WorkflowMemory {
         let mut out = format!(
             "A plan that worked before for a similar task (\"{}\" on {}, {} success{}); use it as a guide and adapt it to what you see:",
             w.name,
-            if w.domain.is_empty() {
-                "the same site"
-            } else {
-                &w.domain
-            },
+            w.domain,
             w.success_count,
             if w.success_count == 1 { "" } else { "es" }
         );
-        for (i, step) in w.steps.iter().enumerate() {
+        for (i, step) in w.step_lines().iter().enumerate() {
             out.push_str(&format!("\n{}. {step}", i + 1));
         }
         Some(out)
@@ -290,6 +344,7 @@ fn parse_file(text: &str, path: &Path) -> Result<Vec<Workflow>> {
         .map_err(|e| LumenError::invalid_data(&what, format!("not valid JSON ({e})")))?;
     match value.get("version").and_then(serde_json::Value::as_u64) {
         Some(v) if v == u64::from(FILE_VERSION) => {}
+        Some(1) => return migrate_v1(value, &what),
         Some(v) if v > u64::from(FILE_VERSION) => {
             return Err(LumenError::invalid_data(
                 &what,
@@ -310,9 +365,79 @@ fn parse_file(text: &str, path: &Path) -> Result<Vec<Workflow>> {
     Ok(file.workflows)
 }
 
-/// One action as a reusable step, or `None` for actions not worth
-/// repeating (observation, waiting, state notes, failures).
-fn describe(record: &ActionRecord) -> Option<String> {
+/// Reads a version-1 file, whose steps were free text ("Click \"Search\"",
+/// "Type \"Paris\""): each becomes a step of the kind its verb names, its
+/// quoted text kept only as a sanitised target of a click (typed text is
+/// dropped). Workflows without a site are dropped: they would never be
+/// suggested again. The file is rewritten as version 2 on the next save.
+fn migrate_v1(value: serde_json::Value, what: &str) -> Result<Vec<Workflow>> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct V1 {
+        name: String,
+        trigger: String,
+        steps: Vec<String>,
+        domain: String,
+        success_count: u32,
+    }
+    #[derive(Deserialize)]
+    struct V1File {
+        workflows: Vec<V1>,
+    }
+    let file: V1File = serde_json::from_value(value)
+        .map_err(|e| LumenError::invalid_data(what, format!("unreadable content: {e}")))?;
+    let verb = |line: &str| -> Option<(&'static str, Option<String>)> {
+        let quoted = line.split('"').nth(1).map(str::to_owned);
+        let repeat_free = line.trim_end_matches(" (repeat as needed)");
+        let (kind, target) = match repeat_free.split_whitespace().next()? {
+            "Click" | "Double-click" | "Triple-click" => ("click", quoted),
+            "Type" => ("type", None),
+            "Press" => (
+                "keyPress",
+                repeat_free.split_whitespace().nth(1).map(str::to_owned),
+            ),
+            "Go" if repeat_free.starts_with("Go back") => ("back", None),
+            "Go" if repeat_free.starts_with("Go forward") => ("forward", None),
+            "Go" => ("goto", None),
+            "Scroll" => (
+                "scroll",
+                repeat_free.split_whitespace().nth(1).map(str::to_owned),
+            ),
+            "Drag" => ("drag", None),
+            "Read" => ("terminate", None),
+            _ => return None,
+        };
+        Some((kind, target))
+    };
+    let workflows = file
+        .workflows
+        .into_iter()
+        .filter(|w| !w.domain.is_empty())
+        .map(|w| Workflow {
+            steps: w
+                .steps
+                .iter()
+                .filter_map(|line| {
+                    let (kind, target) = verb(line)?;
+                    let mut step = WorkflowStep::new(kind, target.as_deref());
+                    step.repeat = line.ends_with("(repeat as needed)");
+                    Some(step)
+                })
+                .collect(),
+            name: w.name,
+            trigger: w.trigger,
+            domain: w.domain,
+            success_count: w.success_count,
+        })
+        .collect();
+    Ok(workflows)
+}
+
+/// One action as a reusable step on `domain`, or `None` for actions not
+/// worth repeating (observation, waiting, state notes, failures). Typed
+/// text, URLs' queries and other sites' URLs are left out: page text and
+/// what the model typed never become part of a workflow.
+fn describe(record: &ActionRecord, domain: &str) -> Option<WorkflowStep> {
     if record.blocked.is_some() || !record.execution.ok {
         return None;
     }
@@ -320,43 +445,67 @@ fn describe(record: &ActionRecord) -> Option<String> {
         .execution
         .effect
         .as_ref()
-        .and_then(|e| e.target.as_ref())
-        .and_then(|t| {
-            t.name
-                .as_deref()
-                .filter(|n| !n.trim().is_empty())
-                .map(|n| (n, t))
-        });
-    let point = |verb: &str, x: i32, y: i32| match target {
-        Some((name, _)) => format!("{verb} \"{}\"", clip(name, 60)),
-        None => format!("{verb} at ({x}, {y})"),
-    };
-    Some(match &record.call.action {
-        Action::Click { x, y, .. } => point("Click", *x, *y),
-        Action::DoubleClick { x, y, .. } => point("Double-click", *x, *y),
-        Action::TripleClick { x, y, .. } => point("Triple-click", *x, *y),
-        Action::Type { text } => format!("Type \"{}\"", clip(text, 60)),
-        Action::KeyPress { keys } => format!("Press {}", keys.join("+")),
-        Action::Goto { url } => format!("Go to {url}"),
-        Action::Back => "Go back".to_owned(),
-        Action::Forward => "Go forward".to_owned(),
-        Action::Scroll { direction, .. } => format!(
-            "Scroll {}",
-            match direction {
-                ScrollDirection::Up => "up",
-                ScrollDirection::Down => "down",
-                ScrollDirection::Left => "left",
-                ScrollDirection::Right => "right",
-            }
+        .and_then(|e| e.target.as_ref());
+    let element = target.map(|t| {
+        let role = t.role.as_deref().unwrap_or(&t.tag);
+        let name = t.name.as_deref().map(|n| sanitize(n, MAX_NAME_CHARS));
+        match name.filter(|n| !n.is_empty()) {
+            Some(n) => format!("{role} {n}"),
+            None => role.to_owned(),
+        }
+    });
+    let kind = record.call.action.kind();
+    let step = |target: Option<&str>| Some(WorkflowStep::new(kind, target));
+    match &record.call.action {
+        Action::Click { .. } | Action::DoubleClick { .. } | Action::TripleClick { .. } => {
+            step(element.as_deref())
+        }
+        // Into the field that had focus; never the text.
+        Action::Type { .. } => step(
+            record
+                .execution
+                .effect
+                .as_ref()
+                .and_then(|e| e.focus.as_ref().or(e.target.as_ref()))
+                .and_then(|f| f.role.as_deref().or(Some(f.tag.as_str()))),
         ),
-        Action::Drag { .. } => "Drag the control into place".to_owned(),
-        Action::Delegate { instruction, .. } => format!("Delegate: {}", clip(instruction, 80)),
+        Action::KeyPress { keys } => step(Some(&keys.join("+"))),
+        Action::Goto { url } => {
+            let url = Url::parse(url).ok()?;
+            let same_site = site_of(url.as_str()).is_some_and(|s| s == domain);
+            step(same_site.then(|| url.path()))
+        }
+        Action::Back | Action::Forward | Action::Drag { .. } => step(None),
+        Action::Scroll { direction, .. } => step(Some(match direction {
+            ScrollDirection::Up => "up",
+            ScrollDirection::Down => "down",
+            ScrollDirection::Left => "left",
+            ScrollDirection::Right => "right",
+        })),
         Action::Terminate {
             status: TerminateStatus::Success,
             ..
-        } => "Read the answer on the page and finish".to_owned(),
-        _ => return None,
-    })
+        } => step(None),
+        _ => None,
+    }
+}
+
+/// `text` reduced to letters, digits, spaces and `/._-+`, whitespace
+/// collapsed, cut at `max` characters: nothing that can quote, format or
+/// instruct.
+fn sanitize(text: &str, max: usize) -> String {
+    let kept: String = text
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "/._-+".contains(c) {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    let joined = kept.split_whitespace().collect::<Vec<_>>().join(" ");
+    joined.chars().take(max).collect()
 }
 
 fn clip(s: &str, max: usize) -> String {

@@ -501,7 +501,7 @@ impl PerceptionLoop {
             .and_then(|w| w.lock().ok())
             .and_then(|w| {
                 w.best_match(instruction, Some(&url))
-                    .map(|(w, _)| (w.name.clone(), w.steps.clone()))
+                    .map(|(w, _)| (w.name.clone(), w.step_lines()))
             });
         let prompt = build_system_prompt(&PromptParts {
             instruction,

@@ -489,7 +489,7 @@ async fn site_tips_match_the_url_and_successful_runs_teach_a_workflow() {
     ));
     let turns = vec![
         vec![Action::Type {
-            text: "sharp objects".into(),
+            text: "zebra crossing".into(),
         }],
         vec![done("£3")],
     ];
@@ -514,12 +514,12 @@ async fn site_tips_match_the_url_and_successful_runs_teach_a_workflow() {
     let (_, adapter, l) = setup(vec![vec![done("£3")]], 5);
     let l = l.with_workflows(workflows);
     run(&l, "find the price of sharp objects").await;
+    let prompt = adapter.seen.lock().unwrap()[0].2.clone();
+    assert!(prompt.contains("A WORKFLOW THAT WORKED BEFORE"), "{prompt}");
+    assert!(prompt.contains("1. type"), "{prompt}");
     assert!(
-        adapter.seen.lock().unwrap()[0]
-            .2
-            .contains("A WORKFLOW THAT WORKED BEFORE"),
-        "{}",
-        adapter.seen.lock().unwrap()[0].2
+        !prompt.contains("zebra"),
+        "typed text is never kept: {prompt}"
     );
 }
 
