@@ -149,9 +149,20 @@ pub struct RunState {
     /// The reduced copy of the previous step's screenshot, being made on a
     /// blocking thread while that step's model call and actions run.
     shrinking: Option<Shrinking>,
+    /// Steps and tokens spent by delegated sub-tasks: they count against
+    /// this run's step budget and into its usage.
+    delegated_steps: u32,
+    delegated_usage: lumen_core::TokenUsage,
 }
 
 impl RunState {
+    /// Steps spent: this run's own plus its sub-tasks'.
+    fn steps_spent(&self) -> u32 {
+        self.history
+            .step_count()
+            .saturating_add(self.delegated_steps)
+    }
+
     /// A fresh run.
     pub fn new(config: &LoopConfig) -> Self {
         Self::resume(
@@ -172,6 +183,8 @@ impl RunState {
             last_failed: false,
             shrinking: None,
             notice: None,
+            delegated_steps: 0,
+            delegated_usage: lumen_core::TokenUsage::default(),
         }
     }
 }
@@ -330,13 +343,18 @@ impl PerceptionLoop {
     /// cancelled or fails fatally. Steps continue from
     /// `run.history.step_count()`, so a resumed run loses and repeats none.
     pub async fn run(&self, instruction: &str, run: &mut RunState) -> RunResult {
-        self.bus
-            .emit(StreamEvent::RunStarted {
-                instruction: instruction.to_string(),
-                model: self.adapter.info().model_id.clone(),
-                max_steps: self.config.max_steps,
-            })
-            .await;
+        // A sub-task is part of its parent's run: only the parent starts
+        // and ends the run for the bus's consumers.
+        let top = self.depth == 0;
+        if top {
+            self.bus
+                .emit(StreamEvent::RunStarted {
+                    instruction: instruction.to_string(),
+                    model: self.adapter.info().model_id.clone(),
+                    max_steps: self.config.max_steps,
+                })
+                .await;
+        }
         let outcome = self.steps(instruction, run).await;
         let (status, result, error) = match outcome {
             Ok(Some((TerminateStatus::Success, r))) => (RunStatus::Success, Some(r), None),
@@ -367,18 +385,20 @@ impl PerceptionLoop {
             steps: run.history.step_count(),
             history: run.history.semantic().to_vec(),
             state: run.state.get().cloned(),
-            usage: run.history.usage(),
+            usage: run.history.usage() + run.delegated_usage,
             error,
         };
-        self.bus
-            .emit(StreamEvent::Done {
-                status: result.status,
-                result: result.result.clone(),
-                steps: result.steps,
-                usage: result.usage,
-                state: result.state.clone(),
-            })
-            .await;
+        if top {
+            self.bus
+                .emit(StreamEvent::Done {
+                    status: result.status,
+                    result: result.result.clone(),
+                    steps: result.steps,
+                    usage: result.usage,
+                    state: result.state.clone(),
+                })
+                .await;
+        }
         result
     }
 
@@ -396,7 +416,7 @@ impl PerceptionLoop {
         instruction: &str,
         run: &mut RunState,
     ) -> Result<Option<(TerminateStatus, String)>> {
-        while run.history.step_count() < self.config.max_steps {
+        while run.steps_spent() < self.config.max_steps {
             self.control.wait_while_paused().await;
             if self.control.is_cancelled() || self.control.is_stopped() {
                 return Ok(None);
@@ -963,7 +983,7 @@ impl PerceptionLoop {
                 instruction: sub,
                 max_steps,
             }) => {
-                execution = self.delegate(&sub, max_steps).await?;
+                execution = self.delegate(&sub, max_steps, run).await?;
             }
             _ => {}
         }
@@ -1057,7 +1077,12 @@ impl PerceptionLoop {
     }
 
     /// Runs a child loop on the same tab; its result is the tool result.
-    async fn delegate(&self, instruction: &str, max_steps: Option<u32>) -> Result<ActionExecution> {
+    async fn delegate(
+        &self,
+        instruction: &str,
+        max_steps: Option<u32>,
+        run: &mut RunState,
+    ) -> Result<ActionExecution> {
         if self.depth >= self.config.max_delegation_depth {
             return Ok(ActionExecution::failed(format!(
                 "delegation is limited to {} level(s) and this loop is {} deep: do this \
@@ -1065,10 +1090,19 @@ impl PerceptionLoop {
                 self.config.max_delegation_depth, self.depth
             )));
         }
+        // The sub-task spends this run's budget: at most the steps left
+        // after the current one.
+        let left = self
+            .config
+            .max_steps
+            .saturating_sub(run.steps_spent().saturating_add(1));
+        if left == 0 {
+            return Ok(ActionExecution::failed(
+                "no steps are left in this run's budget for a sub-task: finish it yourself",
+            ));
+        }
         let mut config = self.config.clone();
-        config.max_steps = max_steps
-            .unwrap_or(self.config.child_max_steps)
-            .min(self.config.max_steps);
+        config.max_steps = max_steps.unwrap_or(self.config.child_max_steps).min(left);
         config.plan = None;
         let child = PerceptionLoop {
             config,
@@ -1078,6 +1112,8 @@ impl PerceptionLoop {
         };
         let mut child_run = RunState::new(&child.config);
         let result = Box::pin(child.run(instruction, &mut child_run)).await;
+        run.delegated_steps = run.delegated_steps.saturating_add(result.steps);
+        run.delegated_usage += result.usage;
         if let Some(e) = result
             .error
             .as_ref()

@@ -381,7 +381,7 @@ async fn delegate_runs_a_child_loop_whose_result_returns_as_the_tool_result() {
 async fn delegation_past_the_depth_limit_is_refused() {
     let delegate = |what: &str| Action::Delegate {
         instruction: what.into(),
-        max_steps: Some(3),
+        max_steps: Some(4),
     };
     let (_, adapter, l) = setup(
         vec![
@@ -392,7 +392,7 @@ async fn delegation_past_the_depth_limit_is_refused() {
             vec![done("level 1 done")],
             vec![done("all done")],
         ],
-        6,
+        10,
     );
     assert_eq!(l.config().max_delegation_depth, 2);
     let (r, _) = run(&l, "nest").await;
@@ -407,6 +407,52 @@ async fn delegation_past_the_depth_limit_is_refused() {
         prompts[3].2.contains("TASK:\nlevel 2"),
         "the refusal went back to the level-2 loop"
     );
+}
+
+/// A sub-task spends its parent's budget: it gets at most the steps left
+/// after the current one, its steps count against the parent's, and its
+/// tokens are in the parent's usage. Only the parent starts and ends the
+/// run on the bus.
+#[tokio::test]
+async fn a_sub_task_shares_the_parents_step_and_token_budget() {
+    let (_, adapter, l) = setup(
+        vec![
+            vec![Action::Delegate {
+                instruction: "browse around".into(),
+                max_steps: Some(10),
+            }],
+            vec![click(1, 1)],
+            vec![click(2, 2)],
+            vec![click(3, 3)],
+            vec![done("never asked")],
+        ],
+        4,
+    );
+    let (tx, rx) = event_stream(256);
+    let l = l.with_bus(EventBus::new().with_stream(tx));
+    let (r, _) = run(&l, "delegate everything").await;
+    drop(l);
+    assert_eq!(r.status, RunStatus::MaxSteps, "{:?}", r.result);
+    // One parent step, three child steps, and no fifth model call.
+    assert_eq!(adapter.seen.lock().unwrap().len(), 4);
+    let delegated = &r.history[0].actions[0].execution;
+    assert!(
+        delegated
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("after 3 step(s)"),
+        "{delegated:?}"
+    );
+    assert_eq!(r.usage.input_tokens, 400, "the child's tokens are counted");
+    let events: Vec<_> = futures::StreamExt::collect::<Vec<_>>(rx).await;
+    let count = |kind: &str| {
+        events
+            .iter()
+            .filter(|e| serde_json::to_value(&e.event).unwrap()["type"] == kind)
+            .count()
+    };
+    assert_eq!((count("run_started"), count("done")), (1, 1));
 }
 
 #[tokio::test]
