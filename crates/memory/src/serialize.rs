@@ -125,3 +125,7 @@ pub struct FoldRecord {
     /// The one-line summary.
     pub summary: String,
 }
+
+#[cfg(test)]
+#[path = "serialize_tests.rs"]
+mod tests;

@@ -456,4 +456,91 @@ mod tests {
         let err = parse_chord(&["ctrl".into(), "Hyperdrive".into()]).err();
         assert!(err.is_some_and(|e| e.contains("`Hyperdrive`")));
     }
+
+    use proptest::prelude::*;
+
+    /// Names the parser knows, in several spellings, plus characters.
+    fn known_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::sample::select(vec![
+                "Enter",
+                "Return",
+                "KP_Enter",
+                "Tab",
+                "Escape",
+                "esc",
+                "Backspace",
+                "Delete",
+                "space",
+                "ArrowUp",
+                "Page_Down",
+                "Prior",
+                "Home",
+                "End",
+                "F5",
+                "F24",
+                "KP_7",
+                "ctrl",
+                "Control_R",
+                "shift",
+                "Shift_R",
+                "alt",
+                "AltGr",
+                "meta",
+                "super",
+                "cmd",
+                "minus",
+                "plus",
+                "at",
+                "CapsLock",
+                "ContextMenu",
+            ])
+            .prop_map(str::to_owned),
+            any::<char>().prop_map(|c| c.to_string()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        /// Any strings at all: a chord or an error that says what to fix,
+        /// never a panic.
+        #[test]
+        fn any_strings_parse_or_name_the_problem(keys in proptest::collection::vec(".{0,12}", 0..4)) {
+            match parse_chord(&keys) {
+                Ok(defs) => prop_assert!(!defs.is_empty()),
+                Err(e) => prop_assert!(
+                    e.starts_with("unknown key `") || e.starts_with("no key given"),
+                    "{}", e
+                ),
+            }
+        }
+
+        /// A chord written with its keys' DOM names, joined by `+`, parses
+        /// back to the same keys (right-hand modifiers and keypad keys share
+        /// their DOM name with another key, so they are left out).
+        #[test]
+        fn a_chord_written_with_dom_names_parses_back(names in proptest::collection::vec(known_name(), 1..4)) {
+            let Ok(defs) = parse_chord(&names) else {
+                return Ok(());
+            };
+            if defs.iter().any(|d| d.location > 1) {
+                return Ok(());
+            }
+            for def in &defs {
+                prop_assert_eq!(normalize_key(&def.key), Ok(def.clone()));
+            }
+            // Whitespace keys are trimmed off a chord's ends, so a chord
+            // names them by their key names.
+            let rendered: Vec<String> = defs
+                .iter()
+                .map(|d| match d.key.as_str() {
+                    " " => "Space".to_owned(),
+                    k if k.trim().is_empty() => d.code.clone(),
+                    k => k.to_owned(),
+                })
+                .collect();
+            prop_assert_eq!(parse_chord(&[rendered.join("+")]), Ok(defs));
+        }
+    }
 }
