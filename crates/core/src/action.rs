@@ -383,6 +383,33 @@ pub enum Action {
         /// Its id.
         id: String,
     },
+    /// Set the files of the file input a ref names. Only files inside the
+    /// operator's upload folder are read (`TabOptions::upload_dir` for the
+    /// CDP tab); anything else is refused.
+    FileUpload {
+        /// The ref (`@e7`) of an `<input type=file>`.
+        reference: String,
+        /// Paths of files in the upload folder (relative to it, or absolute
+        /// but inside it).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+        /// Files staged in the upload folder, by plain file name.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        document_ids: Vec<String>,
+    },
+    /// Evaluate a JavaScript expression in the page and answer with its
+    /// value. Off unless the session policy allows page JavaScript from the
+    /// model (`allowModelJavascript`).
+    JavascriptExec {
+        /// The expression (no `return`; the last expression's value is the
+        /// answer; promises are awaited).
+        text: String,
+    },
+    /// Read the console messages (logs, warnings, errors, uncaught
+    /// exceptions) the page wrote since the last read.
+    ReadConsole,
+    /// Read the network requests the page made since the last read.
+    ReadNetwork,
     /// A tool call that could not be decoded. Executing it fails with
     /// `error`, which the model sees; nothing touches the browser.
     Invalid {
@@ -448,6 +475,10 @@ impl Action {
             Action::NewTab => "newTab",
             Action::SwitchTab { .. } => "switchTab",
             Action::CloseTab { .. } => "closeTab",
+            Action::FileUpload { .. } => "fileUpload",
+            Action::JavascriptExec { .. } => "javascriptExec",
+            Action::ReadConsole => "readConsole",
+            Action::ReadNetwork => "readNetwork",
             Action::Invalid { .. } => "invalid",
         }
     }
@@ -467,6 +498,8 @@ impl Action {
             | Action::FindElements { .. }
             | Action::PageText
             | Action::ListTabs
+            | Action::ReadConsole
+            | Action::ReadNetwork
             | Action::Invalid { .. } => ActionCategory::Observe,
             _ => ActionCategory::Productive,
         }

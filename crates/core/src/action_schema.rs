@@ -458,6 +458,10 @@ mod tests {
             | Action::NewTab
             | Action::SwitchTab { .. }
             | Action::CloseTab { .. }
+            | Action::FileUpload { .. }
+            | Action::JavascriptExec { .. }
+            | Action::ReadConsole
+            | Action::ReadNetwork
             | Action::Invalid { .. } => false,
         }
     }

@@ -136,6 +136,20 @@ pub struct FormField {
     pub value: String,
 }
 
+/// What a tab buffered since the last read (console messages, network
+/// requests), one line per entry, oldest first. Page-derived text: the
+/// reader redacts and caps it before a model sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BufferedLines {
+    /// The entries, each one line (the CDP tab cuts each at 1,000
+    /// characters).
+    pub lines: Vec<String>,
+    /// How many older entries were dropped because the buffer was full
+    /// (the CDP tab keeps the last 500 per tab).
+    pub dropped: u64,
+}
+
 /// How far the page is scrolled, CSS pixels from the top left.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScrollOffset {
@@ -312,6 +326,35 @@ pub trait BrowserTab: Send + Sync {
         Ok(ActionOutcome::failed(format!(
             "this browser cannot switch to tab {id}"
         )))
+    }
+
+    /// Sets the files of the file input a ref names: `paths` (relative to
+    /// the operator's upload folder, or absolute inside it) and
+    /// `document_ids` (plain file names staged in that folder). Anything
+    /// outside the folder, or no folder at all, is `ok: false`.
+    async fn upload_files(
+        &self,
+        reference: &str,
+        paths: &[String],
+        document_ids: &[String],
+    ) -> Result<ActionOutcome> {
+        let _ = (paths, document_ids);
+        Ok(ActionOutcome::failed(format!(
+            "this browser cannot upload files to ref {reference}"
+        )))
+    }
+    /// The driven tab's console messages since the tab was attached and
+    /// since the last read (the read drains them). `Ok(None)` when this
+    /// browser cannot read them.
+    async fn read_console(&self) -> Result<Option<BufferedLines>> {
+        Ok(None)
+    }
+    /// The driven tab's network requests since the tab was attached and
+    /// since the last read (the read drains them; requests still in flight
+    /// are listed as such and again once done). `Ok(None)` when this
+    /// browser cannot read them.
+    async fn read_network(&self) -> Result<Option<BufferedLines>> {
+        Ok(None)
     }
 
     // ----- page state the loop keeps (form state, checkpoints) -------------

@@ -62,8 +62,8 @@ pub use action::{
 };
 pub use action_schema::{ActionSchema, CATALOGUE, FieldKind, FieldSchema};
 pub use browser::{
-    BrowserTab, ClickOptions, FormField, Screenshot, ScreenshotOptions, ScrollOffset,
-    SettleOptions, SettleReport,
+    BrowserTab, BufferedLines, ClickOptions, FormField, Screenshot, ScreenshotOptions,
+    ScrollOffset, SettleOptions, SettleReport,
 };
 pub use coords::{ImageScale, Point, Rect, Size, ViewportSize, denormalize, normalize};
 pub use error::{ErrorCode, ErrorInfo, LumenError, ModelErrorKind, Result};

@@ -47,7 +47,7 @@ pub struct DialogInfo {
     pub accepted: bool,
 }
 
-/// A download that started during an action.
+/// A download that started during an action, and how far it got.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DownloadInfo {
@@ -60,6 +60,17 @@ pub struct DownloadInfo {
     pub path: Option<String>,
     /// Whether it completed within the settle window.
     pub completed: bool,
+    /// Whether it failed or was cancelled (a download neither completed nor
+    /// failed is still running).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub failed: bool,
+    /// Why it failed, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A tab that an action opened (popup, `target=_blank`, `window.open`).

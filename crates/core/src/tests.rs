@@ -335,6 +335,8 @@ fn receipt() -> EffectReceipt {
             suggested_filename: "d.csv".into(),
             path: Some("/tmp/d.csv".into()),
             completed: true,
+            failed: false,
+            error: None,
         }),
         target: Some(ElementInfo {
             tag: "button".into(),

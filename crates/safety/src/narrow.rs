@@ -116,6 +116,8 @@ impl PolicyConfig {
     ///
     /// - `blockedDomains` and `blockedLocalPorts` add to the operator's;
     ///   `blockPrivateNetwork` can be turned on, never off.
+    /// - `allowModelJavascript` can be turned off, and on only when the
+    ///   operator has it on; left out it takes the operator's.
     /// - `allowedDomains`, `allowedSchemes`, `allowedActions` and
     ///   `allowedPrivateHosts` must each stay within the operator's (a
     ///   domain under an allowed one, a scheme or action the operator
@@ -237,6 +239,18 @@ impl PolicyConfig {
             }
         }
 
+        let allow_model_javascript = match request.allow_model_javascript {
+            Some(true) if self.allow_model_javascript != Some(true) => {
+                return Err(PolicyError::widens(
+                    "policy.allowModelJavascript",
+                    "the operator does not let the model run page JavaScript; drop \
+                     allowModelJavascript from the request",
+                ));
+            }
+            None => self.allow_model_javascript,
+            asked => asked,
+        };
+
         Ok(PolicyConfig {
             allowed_domains,
             blocked_domains,
@@ -245,6 +259,7 @@ impl PolicyConfig {
             block_private_network,
             allowed_private_hosts,
             blocked_local_ports,
+            allow_model_javascript,
         })
     }
 }
@@ -448,6 +463,39 @@ mod tests {
             assert_eq!(err.kind, PolicyErrorKind::Invalid, "{err}");
             assert_eq!(err.setting, setting);
         }
+    }
+
+    #[test]
+    fn model_javascript_can_only_be_narrowed() {
+        let js = |on: Option<bool>| PolicyConfig {
+            allow_model_javascript: on,
+            ..PolicyConfig::default()
+        };
+        let runs = |p: &PolicyConfig| {
+            SessionPolicy::new(p)
+                .unwrap()
+                .check_action(
+                    &lumen_core::Action::JavascriptExec {
+                        text: "1 + 1".into(),
+                    },
+                    "https://example.com/",
+                )
+                .is_allowed()
+        };
+        // The operator leaves it off (the default) or turns it off: a
+        // request cannot turn it on.
+        for op in [PolicyConfig::operator_default(), js(Some(false))] {
+            widens(&op, &js(Some(true)), "policy.allowModelJavascript");
+            for req in [js(None), js(Some(false))] {
+                assert!(!runs(&op.narrowed_by(&req).unwrap()));
+            }
+        }
+        // The operator turns it on: a request keeps it or turns it off.
+        let op = js(Some(true));
+        assert!(runs(&op.narrowed_by(&js(None)).unwrap()));
+        assert!(runs(&op.narrowed_by(&js(Some(true))).unwrap()));
+        assert!(!runs(&op.narrowed_by(&js(Some(false))).unwrap()));
+        assert!(!runs(&PolicyConfig::default()));
     }
 
     #[test]

@@ -76,6 +76,14 @@ pub struct PolicyConfig {
     /// Ports refused on this machine's addresses (loopback, `0.0.0.0`)
     /// whatever else allows them: the server's own port.
     pub blocked_local_ports: Vec<u16>,
+    /// Let the model run JavaScript of its own in the page (the browser
+    /// toolset's `javascript_exec`, the `javascriptExec` action). Off by
+    /// default: a script can read and change anything the page can, send
+    /// it anywhere the page can reach and act without the screenshot
+    /// showing it. `None` (not said) is off for an operator policy; in a
+    /// request narrowed under one it keeps the operator's choice.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_model_javascript: Option<bool>,
 }
 
 /// Which rule a decision came from.
@@ -99,6 +107,9 @@ pub enum PolicyRule {
     /// address (`blockPrivateNetwork`), or it is this machine's port in
     /// `blockedLocalPorts`.
     PrivateNetwork,
+    /// The model asked to run page JavaScript and `allowModelJavascript`
+    /// is off.
+    ModelJavascript,
 }
 
 /// Why the policy refused something; `reason` is written for the model.
@@ -209,6 +220,7 @@ pub struct SessionPolicy {
     block_private: bool,
     private_allowed: Vec<DomainPattern>,
     local_ports: BTreeSet<u16>,
+    model_javascript: bool,
 }
 
 impl fmt::Debug for SessionPolicy {
@@ -221,6 +233,7 @@ impl fmt::Debug for SessionPolicy {
             .field("block_private", &self.block_private)
             .field("private_allowed", &self.private_allowed)
             .field("local_ports", &self.local_ports)
+            .field("model_javascript", &self.model_javascript)
             .finish()
     }
 }
@@ -236,6 +249,7 @@ impl Default for SessionPolicy {
             block_private: false,
             private_allowed: Vec::new(),
             local_ports: BTreeSet::new(),
+            model_javascript: false,
         }
     }
 }
@@ -288,6 +302,7 @@ impl SessionPolicy {
             block_private: config.block_private_network,
             private_allowed,
             local_ports: config.blocked_local_ports.iter().copied().collect(),
+            model_javascript: config.allow_model_javascript == Some(true),
         })
     }
 
@@ -446,6 +461,7 @@ impl SessionPolicy {
     /// Judges an action before it runs, on the page at `current_url`.
     ///
     /// - A browser action whose kind is not allowed is refused.
+    /// - `javascriptExec` is refused unless `allowModelJavascript` is on.
     /// - `goto` is judged on its target URL.
     /// - While the tab is on a forbidden page, only leaving it (`goto`,
     ///   `back`), waiting and the actions that never touch the browser are
@@ -462,6 +478,15 @@ impl SessionPolicy {
                     "the `{kind}` action is not allowed in this session; allowed actions: {}",
                     allowed.iter().cloned().collect::<Vec<_>>().join(", ")
                 ),
+            });
+        }
+        if matches!(action, Action::JavascriptExec { .. }) && !self.model_javascript {
+            return PolicyDecision::Deny(Denial {
+                rule: PolicyRule::ModelJavascript,
+                reason: "running JavaScript from the model is off in this session; the operator \
+                         turns it on with the policy setting `allowModelJavascript` (`lumen run \
+                         --allow-model-javascript`). Use the page's own controls instead"
+                    .into(),
             });
         }
         match action {

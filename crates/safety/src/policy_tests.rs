@@ -359,3 +359,25 @@ fn page_text_cannot_loosen_the_policy() {
         Some(PolicyRule::DomainNotAllowed)
     );
 }
+
+#[test]
+fn model_javascript_is_refused_unless_the_policy_allows_it_naming_the_setting() {
+    let js = Action::JavascriptExec {
+        text: "document.title".into(),
+    };
+    let off = SessionPolicy::new(&PolicyConfig::default()).unwrap();
+    let d = off.check_action(&js, "https://example.com/");
+    assert_eq!(rule(&d), Some(PolicyRule::ModelJavascript));
+    assert!(
+        d.denial().unwrap().reason.contains("allowModelJavascript"),
+        "{d:?}"
+    );
+    // Reading the console or the network is not page JavaScript.
+    assert!(
+        off.check_action(&Action::ReadConsole, "https://example.com/")
+            .is_allowed()
+    );
+    let config: PolicyConfig = serde_json::from_str(r#"{"allowModelJavascript": true}"#).unwrap();
+    let on = SessionPolicy::new(&config).unwrap();
+    assert!(on.check_action(&js, "https://example.com/").is_allowed());
+}

@@ -75,6 +75,8 @@ fn history(provider: Provider, shot: &Screenshot) -> Vec<WireRecord> {
                     suggested_filename: "invoice.pdf".into(),
                     path: Some("/tmp/downloads/invoice.pdf".into()),
                     completed: true,
+                    failed: false,
+                    error: None,
                 }),
             })
         })
