@@ -21,6 +21,8 @@ pub(crate) struct FakeTab {
     pub(crate) scroll: Mutex<ScrollOffset>,
     /// What `form_fields` answers.
     pub(crate) form: Mutex<Vec<FormField>>,
+    /// What `read_console` answers (drained by the read).
+    pub(crate) console: Mutex<Vec<String>>,
 }
 
 impl FakeTab {
@@ -141,6 +143,12 @@ impl BrowserTab for FakeTab {
     async fn evaluate(&self, expression: &str) -> Result<serde_json::Value> {
         self.log(format!("eval {expression}"));
         Ok(serde_json::Value::from(0))
+    }
+    async fn read_console(&self) -> Result<Option<lumen_core::BufferedLines>> {
+        Ok(Some(lumen_core::BufferedLines {
+            lines: std::mem::take(&mut *self.console.lock().unwrap()),
+            dropped: 2,
+        }))
     }
     async fn form_fields(&self) -> Result<Option<Vec<FormField>>> {
         self.log("form fields".into());

@@ -426,6 +426,44 @@ impl ActionRouter {
                     .collect();
                 return Ok(self.answer(lines.join("\n")));
             }
+            Action::FileUpload {
+                reference,
+                paths,
+                document_ids,
+            } => tab.upload_files(reference, paths, document_ids).await?,
+            // The policy refused it already unless the operator allows it.
+            Action::JavascriptExec { text } => match tab.evaluate(text).await {
+                Ok(value) => {
+                    return Ok(self.answer(match value {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    }));
+                }
+                Err(lumen_core::LumenError::Script { message }) => {
+                    return Ok(ActionExecution::failed(format!(
+                        "the script failed: {message}"
+                    )));
+                }
+                Err(e) => return Err(e),
+            },
+            Action::ReadConsole | Action::ReadNetwork => {
+                let console = matches!(action, Action::ReadConsole);
+                let read = match console {
+                    true => tab.read_console().await?,
+                    false => tab.read_network().await?,
+                };
+                let what = if console {
+                    "console messages"
+                } else {
+                    "network requests"
+                };
+                let Some(read) = read else {
+                    return Ok(ActionExecution::failed(format!(
+                        "this browser cannot read the page's {what}"
+                    )));
+                };
+                return Ok(self.answer(buffered(read, what)));
+            }
             Action::NewTab => tab.new_tab().await?,
             Action::SwitchTab { id } => tab.switch_tab(id).await?,
             Action::CloseTab { id } => tab.close_tab(id).await?,
@@ -499,6 +537,26 @@ impl ActionRouter {
         }
         Ok(())
     }
+}
+
+/// A console or network read as the model reads it: page text (redacted
+/// and capped by [`ActionRouter::answer`]), saying what was dropped.
+fn buffered(read: lumen_core::BufferedLines, what: &str) -> String {
+    let mut text = String::new();
+    if read.dropped > 0 {
+        text.push_str(&format!(
+            "({} older {what} were dropped: the buffer keeps the newest)\n",
+            read.dropped
+        ));
+    }
+    if read.lines.is_empty() {
+        text.push_str(&format!(
+            "(no {what} since the last read; an empty answer does not mean none happened \
+             before the tab was attached)"
+        ));
+    }
+    text.push_str(&read.lines.join("\n"));
+    text
 }
 
 fn point(x: Option<i32>, y: Option<i32>) -> Option<Point> {
@@ -759,6 +817,33 @@ mod tests {
         .await;
         assert!(!none.ok);
         assert_eq!(tab.calls(), vec!["type pw: hunter2!", "settle nav=false"]);
+    }
+
+    #[tokio::test]
+    async fn console_reads_are_redacted_drained_and_say_what_was_dropped() {
+        let tab = FakeTab::new("http://x/");
+        *tab.console.lock().unwrap() = vec!["[log] the token is hunter2".into()];
+        let secrets = lumen_safety::Secrets::new()
+            .with("password", "hunter2")
+            .unwrap();
+        let r = ActionRouter::new().with_secrets(Arc::new(secrets));
+        let first = run(&r, &tab, Action::ReadConsole).await;
+        let text = first.output.unwrap();
+        assert!(first.ok);
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(text.contains("[log] the token is"), "{text}");
+        assert!(
+            text.contains("2 older console messages were dropped"),
+            "{text}"
+        );
+        let again = run(&r, &tab, Action::ReadConsole).await.output.unwrap();
+        assert!(
+            again.contains("no console messages since the last read"),
+            "{again}"
+        );
+        // A tab that cannot read its network says so.
+        let net = run(&r, &tab, Action::ReadNetwork).await;
+        assert!(!net.ok && net.error.unwrap().contains("network requests"));
     }
 
     #[tokio::test]
