@@ -64,6 +64,7 @@ mod imaging;
 pub mod limits;
 mod options;
 mod page_link;
+mod pagelog;
 mod protocol;
 mod remote;
 mod scripts;

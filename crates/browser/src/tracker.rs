@@ -10,8 +10,10 @@ use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::{
     EventDownloadProgress, EventDownloadWillBegin,
 };
+use chromiumoxide::cdp::browser_protocol::log::EventEntryAdded;
 use chromiumoxide::cdp::browser_protocol::network::{
-    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, ResourceType,
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, EventResponseReceived,
+    ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     EventDomContentEventFired, EventFileChooserOpened, EventFrameNavigated,
@@ -19,6 +21,9 @@ use chromiumoxide::cdp::browser_protocol::page::{
     EventLoadEventFired, EventNavigatedWithinDocument, EventWindowOpen,
 };
 use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, EventTargetDestroyed};
+use chromiumoxide::cdp::js_protocol::runtime::{
+    EventConsoleApiCalled, EventExceptionThrown, RemoteObject,
+};
 use futures::FutureExt as _;
 use futures::stream::{BoxStream, StreamExt as _};
 use lumen_core::DialogInfo;
@@ -26,6 +31,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::cdp::{CallError, Conn};
 use crate::options::DialogPolicy;
+use crate::pagelog::{self, PageBuffers};
 use crate::protocol::dialogs;
 
 /// Asks a tracker task to process every event already delivered to it and
@@ -213,8 +219,12 @@ impl EventLog {
 
 enum PageEv {
     Request(Arc<EventRequestWillBeSent>),
-    Finished(String),
-    Failed(String),
+    Response(Arc<EventResponseReceived>),
+    Finished(String, f64),
+    Failed(Arc<EventLoadingFailed>),
+    Console(Arc<EventConsoleApiCalled>),
+    Exception(Arc<EventExceptionThrown>),
+    LogEntry(Arc<EventEntryAdded>),
     StartedLoading(String),
     StoppedLoading(String),
     Navigated(Arc<EventFrameNavigated>),
@@ -235,6 +245,8 @@ pub(crate) struct PageHooks {
     /// allowed folder).
     pub(crate) uploads: Arc<Mutex<Vec<String>>>,
     pub(crate) upload_allowed: bool,
+    /// The tab's console and network entries.
+    pub(crate) buffers: Arc<PageBuffers>,
 }
 
 /// Subscribes to a page's events and spawns the task that feeds `log`.
@@ -257,12 +269,15 @@ pub(crate) async fn track_page(
     }
     let streams: Vec<BoxStream<'static, PageEv>> = vec![
         listen!(EventRequestWillBeSent, PageEv::Request),
+        listen!(EventResponseReceived, PageEv::Response),
         listen!(EventLoadingFinished, |e| PageEv::Finished(
-            e.request_id.inner().clone()
+            e.request_id.inner().clone(),
+            *e.timestamp.inner()
         )),
-        listen!(EventLoadingFailed, |e| PageEv::Failed(
-            e.request_id.inner().clone()
-        )),
+        listen!(EventLoadingFailed, PageEv::Failed),
+        listen!(EventConsoleApiCalled, PageEv::Console),
+        listen!(EventExceptionThrown, PageEv::Exception),
+        listen!(EventEntryAdded, PageEv::LogEntry),
         listen!(EventFrameStartedLoading, |e| PageEv::StartedLoading(
             e.frame_id.inner().clone()
         )),
@@ -288,6 +303,13 @@ pub(crate) async fn track_page(
 fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, hooks: &PageHooks) {
     match ev {
         PageEv::Request(e) => {
+            hooks.buffers.request(
+                e.request_id.inner(),
+                &e.request.method,
+                &e.request.url,
+                *e.timestamp.inner(),
+                e.redirect_response.as_ref().map(|r| r.status),
+            );
             let long_lived = matches!(
                 e.r#type,
                 Some(ResourceType::EventSource | ResourceType::WebSocket)
@@ -305,10 +327,59 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
                 });
             }
         }
-        PageEv::Finished(id) | PageEv::Failed(id) => log.update(|s| {
-            s.inflight.remove(&id);
-            s.last_network = Instant::now();
-        }),
+        PageEv::Response(e) => {
+            hooks.buffers.response(
+                e.request_id.inner(),
+                e.response.status,
+                &e.response.mime_type,
+            );
+        }
+        PageEv::Finished(id, at) => {
+            hooks.buffers.finished(&id, at, None);
+            network_done(log, id);
+        }
+        PageEv::Failed(e) => {
+            let why = match e.canceled {
+                Some(true) => "cancelled",
+                _ => e.error_text.as_str(),
+            };
+            let id = e.request_id.inner().clone();
+            hooks.buffers.finished(&id, *e.timestamp.inner(), Some(why));
+            network_done(log, id);
+        }
+        PageEv::Console(e) => {
+            let level = serde_json::to_value(&e.r#type)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "log".into());
+            let text: Vec<String> = e.args.iter().map(argument).collect();
+            hooks.buffers.console(&level, &text.join(" "));
+        }
+        PageEv::Exception(e) => {
+            let d = &e.exception_details;
+            let text = d
+                .exception
+                .as_ref()
+                .and_then(|x| x.description.clone())
+                .unwrap_or_else(|| d.text.clone());
+            hooks.buffers.console("exception", &text);
+        }
+        PageEv::LogEntry(e) => {
+            let level = serde_json::to_value(&e.entry.level)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "info".into());
+            // Verbose entries (violations, interventions) are noise.
+            if level != "verbose" {
+                let text = match &e.entry.url {
+                    Some(url) if !e.entry.text.contains(url.as_str()) => {
+                        format!("{} ({url})", e.entry.text)
+                    }
+                    _ => e.entry.text.clone(),
+                };
+                hooks.buffers.console(&level, &text);
+            }
+        }
         PageEv::StartedLoading(frame) if frame == main_frame => log.update(|s| {
             s.nav_pending = true;
             s.push(Ev::NavStarted);
@@ -410,6 +481,28 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
         }
         PageEv::WindowOpen => log.record(Ev::WindowOpen),
     }
+}
+
+/// A request ended: it no longer keeps the network busy.
+fn network_done(log: &EventLog, id: String) {
+    log.update(|s| {
+        s.inflight.remove(&id);
+        s.last_network = Instant::now();
+    });
+}
+
+/// A console argument as text.
+fn argument(o: &RemoteObject) -> String {
+    let kind = serde_json::to_value(&o.r#type)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    pagelog::describe(
+        o.value.as_ref(),
+        o.unserializable_value.as_ref().map(|u| u.inner().as_str()),
+        o.description.as_deref(),
+        &kind,
+    )
 }
 
 enum BrowserEv {

@@ -15,6 +15,7 @@ use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE, LOCATION};
 use axum::http::{HeaderValue, Method, StatusCode, Uri};
 use axum::response::Response;
+use futures::StreamExt as _;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -27,6 +28,13 @@ pub const MAX_QUERY_DELAY: Duration = Duration::from_secs(30);
 const DELAY_PARAM: &str = "lumen_delay_ms";
 /// Query parameter that makes one response carry this status.
 const STATUS_PARAM: &str = "lumen_status";
+/// Query parameter that cuts one response's body after this many bytes:
+/// the headers announce the whole file, the first bytes are sent, and the
+/// connection is then aborted (a download that fails mid-body).
+const ABORT_PARAM: &str = "lumen_abort_after";
+/// How long an aborted body waits after its first bytes, so the client has
+/// surely started on it.
+const ABORT_PAUSE: Duration = Duration::from_millis(500);
 
 /// How often to retry when `[::1]` already has our IPv4 port taken.
 const BIND_ATTEMPTS: usize = 8;
@@ -68,8 +76,10 @@ pub struct RequestRecord {
 /// answered like `GET`, so a fixture form may post to a static result page.
 ///
 /// Faults can be injected per request with the query parameters
-/// `lumen_delay_ms=N` (wait N ms, at most [`MAX_QUERY_DELAY`]) and
-/// `lumen_status=N` (answer status N with a short text body), or for a path
+/// `lumen_delay_ms=N` (wait N ms, at most [`MAX_QUERY_DELAY`]),
+/// `lumen_status=N` (answer status N with a short text body) and
+/// `lumen_abort_after=N` (send the first N bytes of the file, then abort the
+/// connection), or for a path
 /// prefix with [`set_delay`](Self::set_delay) and [`fail`](Self::fail). A
 /// query parameter wins over a programmatic fault of the same kind. Delays
 /// run before statuses, so both can be combined.
@@ -376,7 +386,39 @@ async fn respond(shared: &Shared, path: &str, query: Option<&str>) -> Response {
     if let Some(status) = failure {
         return text(status, format!("injected status {status}"));
     }
-    serve_file(&shared.root, path, query).await
+    let response = serve_file(&shared.root, path, query).await;
+    match injected.abort_after {
+        Some(keep) if response.status() == StatusCode::OK => cut_short(response, keep).await,
+        _ => response,
+    }
+}
+
+/// `response` with only its first `keep` bytes sent before the connection
+/// is aborted (its `Content-Length` still announces them all).
+async fn cut_short(response: Response, keep: usize) -> Response {
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "unreadable body".to_owned(),
+        );
+    };
+    let total = bytes.len();
+    let head = bytes.slice(..keep.min(total));
+    let stream = futures::stream::iter([Ok::<_, io::Error>(head)]).chain(futures::stream::once(
+        async move {
+            tokio::time::sleep(ABORT_PAUSE).await;
+            Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "lumen_abort_after: the body was cut on purpose",
+            ))
+        },
+    ));
+    let mut response = Response::from_parts(parts, Body::from_stream(stream));
+    response
+        .headers_mut()
+        .insert(axum::http::header::CONTENT_LENGTH, HeaderValue::from(total));
+    response
 }
 
 /// Faults asked for by the request's own query string.
@@ -384,6 +426,7 @@ async fn respond(shared: &Shared, path: &str, query: Option<&str>) -> Response {
 struct InjectedFaults {
     delay: Option<Duration>,
     status: Option<StatusCode>,
+    abort_after: Option<usize>,
 }
 
 /// Reads `lumen_delay_ms` and `lumen_status` from a raw query string. A
@@ -409,6 +452,12 @@ fn injected_faults(query: Option<&str>) -> Result<InjectedFaults, String> {
                         format!("{STATUS_PARAM} must be a status from 100 to 999, got {value:?}")
                     })?;
                 injected.status = Some(status);
+            }
+            ABORT_PARAM => {
+                let bytes: usize = value
+                    .parse()
+                    .map_err(|_| format!("{ABORT_PARAM} must be a whole number, got {value:?}"))?;
+                injected.abort_after = Some(bytes);
             }
             _ => {}
         }
@@ -535,10 +584,13 @@ mod tests {
     fn query_faults_are_parsed() {
         assert_eq!(injected_faults(None), Ok(InjectedFaults::default()));
         assert_eq!(
-            injected_faults(Some("a=1&lumen_delay_ms=250&lumen_status=503")),
+            injected_faults(Some(
+                "a=1&lumen_delay_ms=250&lumen_status=503&lumen_abort_after=9"
+            )),
             Ok(InjectedFaults {
                 delay: Some(Duration::from_millis(250)),
                 status: Some(StatusCode::SERVICE_UNAVAILABLE),
+                abort_after: Some(9),
             })
         );
     }

@@ -1048,6 +1048,41 @@ fn anthropic_browser_members_decode_to_actions() {
         }]
     );
     assert_eq!(b("get_page_text", json!({})), vec![Action::PageText]);
+    // The opt-in members decode whatever the session allows: the policy
+    // and the tab refuse what is off, naming the setting.
+    assert_eq!(
+        b(
+            "file_upload",
+            json!({"target": {"type": "ref", "ref": "@e9"}, "paths": ["cv.pdf"], "tab_id": "T1"})
+        ),
+        vec![Action::FileUpload {
+            reference: "@e9".into(),
+            paths: vec!["cv.pdf".into()],
+            document_ids: vec![],
+        }]
+    );
+    assert_eq!(
+        b(
+            "file_upload",
+            json!({"target": {"type": "ref", "ref": "@e9"}, "document_ids": ["doc_1.txt"]})
+        ),
+        vec![Action::FileUpload {
+            reference: "@e9".into(),
+            paths: vec![],
+            document_ids: vec!["doc_1.txt".into()],
+        }]
+    );
+    assert_eq!(
+        b("javascript_exec", json!({"text": "document.title"})),
+        vec![Action::JavascriptExec {
+            text: "document.title".into()
+        }]
+    );
+    assert_eq!(b("read_console", json!({})), vec![Action::ReadConsole]);
+    assert_eq!(
+        b("read_network", json!({"tab_id": "T1"})),
+        vec![Action::ReadNetwork]
+    );
     assert_eq!(b("navigate", json!({"url": "back"})), vec![Action::Back]);
     assert_eq!(
         b("navigate", json!({"url": "reload"})),
@@ -1081,7 +1116,29 @@ fn anthropic_browser_members_decode_to_actions() {
             json!({"target": {"type": "coordinate", "x": 1, "y": 1}, "value": "x"}),
         ),
         ("left_click", json!({"target": {"type": "ref"}})),
-        ("javascript_exec", json!({"text": "1"})),
+        ("javascript_exec", json!({})),
+        ("javascript_exec", json!({"text": "  "})),
+        // A file input is named by a ref, and something must be chosen.
+        (
+            "file_upload",
+            json!({"target": {"type": "coordinate", "x": 1, "y": 1}, "paths": ["a.txt"]}),
+        ),
+        (
+            "file_upload",
+            json!({"target": {"type": "ref", "ref": "@e2"}}),
+        ),
+        (
+            "file_upload",
+            json!({"target": {"type": "ref", "ref": "@e2"}, "paths": [], "document_ids": []}),
+        ),
+        (
+            "file_upload",
+            json!({"target": {"type": "ref", "ref": "@e2"}, "paths": [7]}),
+        ),
+        (
+            "file_upload",
+            json!({"target": {"type": "ref", "ref": "@e2"}, "paths": "a.txt"}),
+        ),
         (
             "scroll",
             json!({"target": {"type": "coordinate", "x": 1, "y": 1}, "scroll_direction": "down", "scroll_amount": 50}),

@@ -119,6 +119,11 @@ pub struct AdapterOptions {
     /// choice for the model. [`Tools::Browser`] is Anthropic's browser
     /// toolset; other providers refuse it.
     pub tools: Option<Tools>,
+    /// The browser toolset's opt-in members to offer the model (with
+    /// [`Tools::Browser`]). `lumen::Agent` sets them from the session
+    /// policy and the browser's upload folder; the policy
+    /// and the tab refuse a member that is off whatever is declared here.
+    pub browser_opt_ins: BrowserOptIns,
     /// OpenAI-compatible servers: the most images one request may carry
     /// (vLLM's `--limit-mm-per-prompt`, llama.cpp and LM Studio limits);
     /// older screenshots become a text marker. `None`: no limit.
@@ -146,10 +151,23 @@ impl Default for AdapterOptions {
             openai_chain_responses: false,
             openai_batched_computer_tool: None,
             tools: None,
+            browser_opt_ins: BrowserOptIns::default(),
             max_images: None,
             wire_observer: None,
         }
     }
+}
+
+/// The browser toolset's members that are dangerous enough to be the
+/// operator's choice. Both default to off; `read_console` and
+/// `read_network` (read-only) are always offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct BrowserOptIns {
+    /// Offer `javascript_exec` (the policy must allow
+    /// `allowModelJavascript` too).
+    pub javascript_exec: bool,
+    /// Offer `file_upload` (the tab must have an upload folder too).
+    pub file_upload: bool,
 }
 
 /// A tool family to drive the browser with (`--tools computer|browser`).

@@ -226,11 +226,13 @@ pub(super) async fn setup_page(
 ) -> Result<Arc<PageCtx>> {
     let id = page.target_id().inner().clone();
     let log = EventLog::new();
+    let buffers = Arc::new(crate::pagelog::PageBuffers::default());
     let hooks = PageHooks {
         conn: conn.clone(),
         dialogs: options.dialogs.clone(),
         uploads: uploads.clone(),
         upload_allowed: options.upload_dir.is_some(),
+        buffers: buffers.clone(),
     };
     let (task, flusher) = tracker::track_page(page.clone(), id.clone(), log.clone(), hooks).await?;
     let ctx = Arc::new(PageCtx {
@@ -241,7 +243,16 @@ pub(super) async fn setup_page(
         task,
         ax_refs: Mutex::new(AxRefs::default()),
         secret_fields: Mutex::new(Vec::new()),
+        buffers,
     });
+    // Browser-side messages (a failed load, a blocked request) for the
+    // console buffer; the console API and exceptions come with Runtime.
+    if let Err(e @ CallError::Disconnected(_)) = conn
+        .page_raw(&ctx.page, "Log.enable", serde_json::json!({}))
+        .await
+    {
+        return Err(e.into());
+    }
     conn.page_raw(
         &ctx.page,
         "Page.addScriptToEvaluateOnNewDocument",

@@ -14,7 +14,9 @@
 //! - `receipt`: what an action changed;
 //! - `navigate`: goto, back, forward, reload;
 //! - `settle`: waiting for the page to be ready;
-//! - `transfer`: uploads and downloads.
+//! - `transfer`: uploads (the file chooser, and a file input named by a
+//!   ref) and downloads;
+//! - `pagelog`: console and network reads.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +46,7 @@ mod evaluate;
 mod input;
 mod mask;
 mod navigate;
+mod pagelog;
 mod pages;
 mod receipt;
 mod settle;
@@ -61,6 +64,8 @@ pub(crate) struct PageCtx {
     /// Backend node ids of fields a secret was typed into (masked in
     /// screenshots).
     pub(crate) secret_fields: Mutex<Vec<i64>>,
+    /// Console and network entries since attach, drained by reads.
+    pub(crate) buffers: Arc<crate::pagelog::PageBuffers>,
 }
 
 impl Drop for PageCtx {
@@ -341,6 +346,23 @@ impl BrowserTab for CdpTab {
 
     async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {
         self.scroll_page_to(offset).await
+    }
+
+    async fn upload_files(
+        &self,
+        reference: &str,
+        paths: &[String],
+        document_ids: &[String],
+    ) -> Result<ActionOutcome> {
+        self.upload_to_ref(reference, paths, document_ids).await
+    }
+
+    async fn read_console(&self) -> Result<Option<lumen_core::BufferedLines>> {
+        Ok(Some(self.console_entries().await))
+    }
+
+    async fn read_network(&self) -> Result<Option<lumen_core::BufferedLines>> {
+        Ok(Some(self.network_entries().await))
     }
 
     async fn new_tab(&self) -> Result<ActionOutcome> {

@@ -254,6 +254,8 @@ impl CdpTab {
                             suggested_filename: suggested_filename.clone(),
                             path: None,
                             completed: false,
+                            failed: false,
+                            error: None,
                         });
                     }
                     Ev::DownloadDone {
@@ -264,6 +266,14 @@ impl CdpTab {
                         if let Some(d) = download.as_mut() {
                             d.completed = *completed;
                             d.path = path.clone();
+                            // Chromium ends a download `completed` or
+                            // `canceled` (by the user, the page, or a
+                            // failed connection); anything else is still
+                            // running.
+                            d.failed = !*completed;
+                            d.error = (!*completed).then(|| {
+                                "the browser cancelled it (it failed or was aborted)".to_owned()
+                            });
                         }
                     }
                     _ => {}
@@ -271,6 +281,12 @@ impl CdpTab {
             }
             (new_target, download)
         };
+        let mut download = download;
+        if let Some(d) = download.as_mut().filter(|d| d.failed)
+            && self.shared.options.download_dir.is_none()
+        {
+            d.error = Some("downloads are not enabled in this session".into());
+        }
         if let Some(d) = &download {
             hints.push(match (&d.path, d.completed) {
                 (Some(p), true) => {
@@ -279,6 +295,11 @@ impl CdpTab {
                 _ if self.shared.options.download_dir.is_none() => format!(
                     "A download of {} was refused: downloads are not enabled.",
                     d.suggested_filename
+                ),
+                _ if d.failed => format!(
+                    "A download of {} failed: {}.",
+                    d.suggested_filename,
+                    d.error.as_deref().unwrap_or("no reason given")
                 ),
                 _ => format!(
                     "A download of {} started but did not finish yet.",

@@ -319,9 +319,39 @@ impl ActionDecoder {
                     }]
                 }
                 "type" | "key" | "hold_key" | "wait" => computer(json_with(input, member)),
-                "file_upload" | "javascript_exec" | "read_console" | "read_network" => {
-                    return Err(format!("`{member}` is not enabled in this session"));
+                "file_upload" => {
+                    let strings = |key: &str| -> Result<Vec<String>, String> {
+                        args.opt_array(key)?
+                            .into_iter()
+                            .flatten()
+                            .map(|v| {
+                                v.as_str()
+                                    .filter(|s| !s.trim().is_empty())
+                                    .map(str::to_owned)
+                                    .ok_or_else(|| format!("`{key}` must hold non-empty strings"))
+                            })
+                            .collect()
+                    };
+                    let (paths, document_ids) = (strings("paths")?, strings("document_ids")?);
+                    if paths.is_empty() && document_ids.is_empty() {
+                        return Err("give at least one of `paths` or `document_ids`".into());
+                    }
+                    vec![Action::FileUpload {
+                        reference: reference("target")?,
+                        paths,
+                        document_ids,
+                    }]
                 }
+                "javascript_exec" => match args.str("text")? {
+                    text if text.trim().is_empty() => {
+                        return Err("`text` must hold a JavaScript expression".into());
+                    }
+                    text => vec![Action::JavascriptExec {
+                        text: text.to_owned(),
+                    }],
+                },
+                "read_console" => vec![Action::ReadConsole],
+                "read_network" => vec![Action::ReadNetwork],
                 other => return Err(format!("unknown browser tool `{other}`")),
             })
         })();

@@ -154,6 +154,7 @@ pub struct AnthropicCodec {
     spec: &'static ModelSpec,
     base_url: String,
     tool: ComputerTool,
+    opt_ins: crate::BrowserOptIns,
     max_tokens: u32,
     thinking: Option<Thinking>,
     summary_model: String,
@@ -196,6 +197,7 @@ impl HttpAdapter<AnthropicCodec> {
                 .base_url
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             tool,
+            opt_ins: options.browser_opt_ins,
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             thinking,
             summary_model: options
@@ -241,9 +243,19 @@ impl AnthropicCodec {
         // The toolset carries no name and no display size: the model reads
         // the size off the screenshots. Every member, zoom included, is on.
         let computer = match self.tool {
-            ComputerTool::Toolset20260801 | ComputerTool::BrowserToolset20260801 => {
-                json!({"type": self.tool.tool_type()})
-            }
+            ComputerTool::Toolset20260801 => json!({"type": self.tool.tool_type()}),
+            // The members off by default: the read-only ones on, the
+            // dangerous ones as the operator chose (said either way, so a
+            // change of the API's defaults changes nothing here).
+            ComputerTool::BrowserToolset20260801 => json!({
+                "type": self.tool.tool_type(),
+                "configs": {
+                    "read_console": {"enabled": true},
+                    "read_network": {"enabled": true},
+                    "javascript_exec": {"enabled": self.opt_ins.javascript_exec},
+                    "file_upload": {"enabled": self.opt_ins.file_upload},
+                },
+            }),
             ComputerTool::V20250124 | ComputerTool::V20251124 => {
                 let mut tool = json!({
                     "type": self.tool.tool_type(),

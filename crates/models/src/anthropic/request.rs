@@ -253,19 +253,27 @@ impl MessageBuilder {
             .filter(|t| !known.is_empty() && !known.contains(&t.id))
             .map(|t| json!({"type": "tab_opened", "tab_id": cap(&t.id)}))
             .collect();
-        // A download is known by the call that started it.
+        // A download is known by the call that started it, and told once
+        // per result: as it stands when the call ended (one that finished
+        // or failed during its call needs no `download_started`).
         for (call, d) in std::mem::take(&mut self.downloads) {
             let id = format!("download_{}", safe_id(&call));
-            changes
-                .push(json!({"type": "download_started", "download_id": id, "url": cap(&d.url)}));
-            if d.completed {
-                let mut done =
-                    json!({"type": "download_completed", "download_id": id, "url": cap(&d.url)});
+            let url = cap(&d.url);
+            changes.push(if d.failed {
+                let mut failed = json!({"type": "download_failed", "download_id": id, "url": url});
+                if let Some(error) = &d.error {
+                    failed["error"] = json!(cap(error));
+                }
+                failed
+            } else if d.completed {
+                let mut done = json!({"type": "download_completed", "download_id": id, "url": url});
                 if let Some(path) = &d.path {
                     done["path"] = json!(cap(path));
                 }
-                changes.push(done);
-            }
+                done
+            } else {
+                json!({"type": "download_started", "download_id": id, "url": url})
+            });
         }
         // An empty list of changes is never sent.
         if !changes.is_empty() {

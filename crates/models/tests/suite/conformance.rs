@@ -13,7 +13,7 @@ use lumen_models::compatible::CompatibleAdapter;
 use lumen_models::google::GoogleAdapter;
 use lumen_models::openai::OpenAiAdapter;
 use lumen_models::registry::{MODELS, request_violations};
-use lumen_models::{AdapterOptions, ApiKey, Effort, Provider, Tools};
+use lumen_models::{AdapterOptions, ApiKey, BrowserOptIns, Effort, Provider, Tools};
 use lumen_test_support::mock_provider::Route;
 use lumen_test_support::mock_provider::conformance::schema_violations;
 use serde_json::Value;
@@ -70,13 +70,15 @@ fn history(provider: Provider, shot: &Screenshot) -> Vec<WireRecord> {
                 // A zoom's image rides on its result.
                 image: (i == 1).then(|| shot.image.clone()),
                 output: (i == 1).then(|| "- button \"Buy\" [@e4]".to_owned()),
-                download: (i == 1).then(|| lumen_core::DownloadInfo {
+                // Downloads as each call left them: failed (cancelled),
+                // saved, still running.
+                download: (i < 3).then(|| lumen_core::DownloadInfo {
                     url: "http://127.0.0.1/invoice.pdf".into(),
                     suggested_filename: "invoice.pdf".into(),
-                    path: Some("/tmp/downloads/invoice.pdf".into()),
-                    completed: true,
-                    failed: false,
-                    error: None,
+                    path: (i == 1).then(|| "/tmp/downloads/invoice.pdf".into()),
+                    completed: i == 1,
+                    failed: i == 0,
+                    error: (i == 0).then(|| "the browser cancelled the download".into()),
                 }),
             })
         })
@@ -151,6 +153,17 @@ fn variants() -> Vec<(&'static str, AdapterOptions)> {
             "browser toolset",
             AdapterOptions {
                 tools: Some(Tools::Browser),
+                ..base.clone()
+            },
+        ),
+        (
+            "browser toolset with opt-ins",
+            AdapterOptions {
+                tools: Some(Tools::Browser),
+                browser_opt_ins: BrowserOptIns {
+                    javascript_exec: true,
+                    file_upload: true,
+                },
                 ..base
             },
         ),
@@ -222,17 +235,28 @@ fn every_model_family_sends_requests_its_api_accepts() {
                     let body = body(provider, model, options.clone(), &ctx, stream);
                     let found = violations(provider, &body);
                     checked += 1;
-                    if variant == "browser toolset" && !empty_history {
+                    if variant.starts_with("browser toolset") {
+                        // Read-only members on; the dangerous ones as chosen.
+                        let configs = &body["tools"][0]["configs"];
+                        let opted = variant.ends_with("opt-ins");
+                        assert_eq!(configs["read_console"]["enabled"], true, "{configs}");
+                        assert_eq!(configs["read_network"]["enabled"], true, "{configs}");
+                        assert_eq!(configs["javascript_exec"]["enabled"], opted, "{configs}");
+                        assert_eq!(configs["file_upload"]["enabled"], opted, "{configs}");
+                    }
+                    if variant.starts_with("browser toolset") && !empty_history {
                         let text = body.to_string();
                         assert!(
                             text.contains("\"browser_state\""),
                             "{model}: no browser_state"
                         );
                         assert!(text.contains("\"tab_opened\""), "{model}: no tab_opened");
-                        assert!(
-                            text.contains("\"download_completed\""),
-                            "{model}: no download"
-                        );
+                        for change in ["download_completed", "download_failed"] {
+                            assert!(
+                                text.contains(&format!("\"{change}\"")),
+                                "{model}: no {change}"
+                            );
+                        }
                     }
                     if !found.is_empty() {
                         failures.push(format!(
