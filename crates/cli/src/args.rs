@@ -198,6 +198,16 @@ pub(crate) struct RunArgs {
     /// A TOML config file; flags override it.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Let the model run JavaScript of its own in the page (the browser
+    /// toolset's `javascript_exec`). Off by default: a script can read and
+    /// change anything the page can and send it anywhere.
+    #[arg(long)]
+    pub(crate) allow_model_javascript: bool,
+    /// The folder the model may upload files from (the browser toolset's
+    /// `file_upload`, file choosers). Nothing outside it is read; without
+    /// it, uploads are off.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) upload_dir: Option<PathBuf>,
     /// Policy options.
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,

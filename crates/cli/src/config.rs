@@ -5,6 +5,8 @@
 //! model = "anthropic/claude-sonnet-4-6"
 //! max_steps = 25
 //! allow_domains = ["*.example.com"]
+//! allow_model_javascript = false   # the browser toolset's javascript_exec
+//! upload_dir = "./uploads"          # the folder file_upload may read
 //! [secrets]
 //! PASSWORD = "SHOP_PASSWORD"   # secret name = environment variable
 //! [secret_domains]
@@ -56,6 +58,8 @@ pub(crate) struct FileConfig {
     mode: Option<Mode>,
     attempts: Option<u32>,
     trace_dir: Option<PathBuf>,
+    allow_model_javascript: Option<bool>,
+    upload_dir: Option<PathBuf>,
 }
 
 impl FileConfig {
@@ -95,6 +99,8 @@ pub(crate) struct RunConfig {
     pub(crate) mode: Mode,
     pub(crate) attempts: u32,
     pub(crate) trace_dir: Option<PathBuf>,
+    /// The folder uploads may come from (`None`: uploads are off).
+    pub(crate) upload_dir: Option<PathBuf>,
 }
 
 impl RunConfig {
@@ -162,8 +168,20 @@ impl RunConfig {
         policy
             .blocked_domains
             .extend(pick(&args.block_domains, file.block_domains));
+        if args.allow_model_javascript || file.allow_model_javascript == Some(true) {
+            policy.allow_model_javascript = Some(true);
+        }
         lumen::safety::SessionPolicy::new(&policy)
             .map_err(|e| CliError::config(format!("the policy: {e}")))?;
+        let upload_dir = args.upload_dir.clone().or(file.upload_dir);
+        if let Some(dir) = &upload_dir
+            && !dir.is_dir()
+        {
+            return Err(CliError::config(format!(
+                "--upload-dir {}: not a folder; create it or name an existing one",
+                dir.display()
+            )));
+        }
         let mut secrets = Secrets::new();
         let mut pairs: Vec<(String, String)> = file.secrets.into_iter().collect();
         for spec in &args.secrets {
@@ -217,6 +235,7 @@ impl RunConfig {
             mode,
             attempts,
             trace_dir: args.output.trace_dir.clone().or(file.trace_dir),
+            upload_dir,
         })
     }
 }
@@ -517,5 +536,32 @@ mod tests {
             let err = RunConfig::resolve(&run_args(flags), env).unwrap_err();
             assert!(err.message.contains(fix), "{flags:?}: {}", err.message);
         }
+    }
+
+    #[test]
+    fn the_browser_opt_ins_are_off_unless_asked_for() {
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "k".to_owned());
+        let plain = RunConfig::resolve(&run_args(&[]), env).unwrap();
+        assert_eq!(plain.policy.allow_model_javascript, None);
+        assert_eq!(plain.upload_dir, None);
+        let dir = tempfile::tempdir().unwrap();
+        let on = RunConfig::resolve(
+            &run_args(&[
+                "--allow-model-javascript",
+                "--upload-dir",
+                dir.path().to_str().unwrap(),
+            ]),
+            env,
+        )
+        .unwrap();
+        assert_eq!(on.policy.allow_model_javascript, Some(true));
+        assert_eq!(on.upload_dir.as_deref(), Some(dir.path()));
+        let missing = dir.path().join("nope");
+        let err = RunConfig::resolve(
+            &run_args(&["--upload-dir", missing.to_str().unwrap()]),
+            env,
+        )
+        .unwrap_err();
+        assert!(err.message.contains("--upload-dir"), "{}", err.message);
     }
 }

@@ -161,13 +161,18 @@ fn served(result: Result<(), lumen_server::ServeError>) -> Result<u8, CliError> 
 /// `lumen run`.
 async fn run(args: RunArgs) -> Result<u8, CliError> {
     let config = RunConfig::resolve(&args, |name| std::env::var(name).ok())?;
+    let tab = TabOptions {
+        upload_dir: config.upload_dir.clone(),
+        ..TabOptions::default()
+    };
     let browser = match &config.cdp_url {
         Some(url) => BrowserSource::Cdp {
             url: url.clone(),
-            tab: TabOptions::default(),
+            tab,
         },
         None => BrowserSource::Local(LaunchOptions {
             headless: !config.headed,
+            tab,
             ..LaunchOptions::default()
         }),
     };
@@ -190,7 +195,7 @@ async fn run(args: RunArgs) -> Result<u8, CliError> {
         ..AgentOptions::new(config.model.clone())
     };
     // Catch a bad key or model before a browser starts.
-    lumen::models::create_adapter(&options.model, options.adapter.clone())
+    lumen::models::create_adapter(&options.model, options.adapter_options())
         .map_err(|e| CliError::from_setup(&e, None))?;
     let mode = match config.mode {
         Mode::Plan => RunMode::Plan,

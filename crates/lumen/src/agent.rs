@@ -108,6 +108,28 @@ impl AgentOptions {
     }
 }
 
+impl AgentOptions {
+    /// The adapter options with the browser toolset's opt-ins as the
+    /// session allows them: `javascript_exec` when the policy allows
+    /// model JavaScript, `file_upload` when the browser has an upload
+    /// folder (a custom tab keeps what `adapter` says).
+    pub fn adapter_options(&self) -> AdapterOptions {
+        let upload_dir = match &self.browser {
+            BrowserSource::Local(l) => Some(l.tab.upload_dir.is_some()),
+            BrowserSource::Cdp { tab, .. } => Some(tab.upload_dir.is_some()),
+            BrowserSource::Browserbase(b) => Some(b.tab.upload_dir.is_some()),
+            BrowserSource::Custom(_) => None,
+        };
+        let mut adapter = self.adapter.clone();
+        adapter.browser_opt_ins.javascript_exec =
+            self.session.policy.allow_model_javascript == Some(true);
+        if let Some(on) = upload_dir {
+            adapter.browser_opt_ins.file_upload = on;
+        }
+        adapter
+    }
+}
+
 struct Connected {
     tab: Arc<dyn BrowserTab>,
     adapter: Arc<dyn ModelAdapter>,
@@ -162,10 +184,11 @@ impl Agent {
     async fn connect(&mut self) -> Result<&Connected> {
         if self.connected.is_none() {
             let o = &self.options;
+            let adapter_options = o.adapter_options();
             let adapters = async {
-                let main = lumen_models::create_adapter(&o.model, o.adapter.clone())?;
+                let main = lumen_models::create_adapter(&o.model, adapter_options.clone())?;
                 let planner = match &o.planner_model {
-                    Some(m) => Some(lumen_models::create_adapter(m, o.adapter.clone())?),
+                    Some(m) => Some(lumen_models::create_adapter(m, adapter_options.clone())?),
                     None => None,
                 };
                 Ok::<_, LumenError>((main, planner))
