@@ -107,11 +107,13 @@ pub(crate) enum Ev {
         url: String,
         suggested_filename: String,
     },
-    /// A download finished (`completed` false when cancelled).
+    /// A download finished (`completed` false when cancelled or failed,
+    /// `error` saying why when known).
     DownloadDone {
         guid: String,
         completed: bool,
         path: Option<String>,
+        error: Option<String>,
     },
     /// A page target appeared.
     TargetCreated { id: String, url: String },
@@ -497,6 +499,32 @@ fn argument(o: &RemoteObject) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default();
+    // An object is shown by its preview, as DevTools shows it.
+    if let Some(p) = &o.preview
+        && o.value.is_none()
+    {
+        let array = serde_json::to_value(&p.subtype).ok() == Some(serde_json::json!("array"));
+        let mut parts: Vec<String> = p
+            .properties
+            .iter()
+            .map(|prop| {
+                let mut v = prop.value.clone().unwrap_or_default();
+                if serde_json::to_value(&prop.r#type).ok() == Some(serde_json::json!("string")) {
+                    v = format!("{v:?}");
+                }
+                if array {
+                    v
+                } else {
+                    format!("{}: {v}", prop.name)
+                }
+            })
+            .collect();
+        if p.overflow {
+            parts.push("…".into());
+        }
+        let (open, close) = if array { ("[", "]") } else { ("{", "}") };
+        return format!("{open}{}{close}", parts.join(", "));
+    }
     pagelog::describe(
         o.value.as_ref(),
         o.unserializable_value.as_ref().map(|u| u.inner().as_str()),
@@ -556,6 +584,11 @@ pub(crate) async fn track_browser(
     ];
     let merged = futures::stream::select_all(streams);
     let mut names: HashMap<String, String> = HashMap::new();
+    // Bytes each download had at most, and why the ones we cancelled
+    // failed.
+    let mut received: HashMap<String, f64> = HashMap::new();
+    let mut failed: HashMap<String, String> = HashMap::new();
+    let cancel_conn = conn.clone();
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(run_tracker(merged, rx, move |ev| match ev {
         BrowserEv::Created(e) if e.target_info.r#type == "page" => {
@@ -585,6 +618,29 @@ pub(crate) async fn track_browser(
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
             if state == "inProgress" {
+                // CDP has no "interrupted" state: an interrupted download
+                // stays `inProgress` while Chromium retries it from the
+                // start, so its bytes go back. Such a download failed; it is
+                // cancelled (no hidden retries) and told as failed.
+                let most = received.entry(e.guid.clone()).or_insert(0.0);
+                if e.received_bytes < *most && !failed.contains_key(&e.guid) {
+                    failed.insert(
+                        e.guid.clone(),
+                        format!(
+                            "the connection failed after {:.0} of {:.0} bytes",
+                            *most, e.total_bytes
+                        ),
+                    );
+                    let conn = cancel_conn.clone();
+                    let guid = e.guid.clone();
+                    tokio::spawn(async move {
+                        let params = serde_json::json!({ "guid": guid });
+                        if let Err(err) = conn.browser_raw("Browser.cancelDownload", params).await {
+                            tracing::debug!("cancelling an interrupted download failed: {err}");
+                        }
+                    });
+                }
+                *most = most.max(e.received_bytes);
                 return;
             }
             let completed = state == "completed";
@@ -602,10 +658,12 @@ pub(crate) async fn track_browser(
             } else {
                 None
             };
+            received.remove(&e.guid);
             log.record(Ev::DownloadDone {
                 guid: e.guid.clone(),
                 completed,
                 path,
+                error: failed.remove(&e.guid),
             });
         }
     }));

@@ -262,6 +262,7 @@ impl CdpTab {
                         guid,
                         completed,
                         path,
+                        error,
                     } if Some(guid) == guid_of.as_ref() => {
                         if let Some(d) = download.as_mut() {
                             d.completed = *completed;
@@ -271,9 +272,11 @@ impl CdpTab {
                             // failed connection); anything else is still
                             // running.
                             d.failed = !*completed;
-                            d.error = (!*completed).then(|| {
-                                "the browser cancelled it (it failed or was aborted)".to_owned()
-                            });
+                            d.error = match (completed, error) {
+                                (true, _) => None,
+                                (false, Some(why)) => Some(why.clone()),
+                                (false, None) => Some("it was cancelled".to_owned()),
+                            };
                         }
                     }
                     _ => {}
