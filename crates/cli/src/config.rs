@@ -557,11 +557,8 @@ mod tests {
         assert_eq!(on.policy.allow_model_javascript, Some(true));
         assert_eq!(on.upload_dir.as_deref(), Some(dir.path()));
         let missing = dir.path().join("nope");
-        let err = RunConfig::resolve(
-            &run_args(&["--upload-dir", missing.to_str().unwrap()]),
-            env,
-        )
-        .unwrap_err();
+        let err = RunConfig::resolve(&run_args(&["--upload-dir", missing.to_str().unwrap()]), env)
+            .unwrap_err();
         assert!(err.message.contains("--upload-dir"), "{}", err.message);
     }
 }
