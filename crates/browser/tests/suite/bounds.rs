@@ -22,12 +22,13 @@ async fn hostile_site() -> (FixtureServer, tempfile::TempDir) {
         "<!doctype html><title>plain</title><p>Nothing much here.</p>",
     )
     .unwrap();
-    // 60,000 buttons, each in the tree with a name.
+    // 25,000 buttons, each in the tree with a name (a few over the cap:
+    // Chromium takes seconds per 10,000 nodes on a loaded machine).
     std::fs::write(
         dir.path().join("huge-tree.html"),
         "<!doctype html><title>huge tree</title><body><script>\
          const frag = document.createDocumentFragment();\
-         for (let i = 0; i < 60000; i++) { const b = document.createElement('button');\
+         for (let i = 0; i < 25000; i++) { const b = document.createElement('button');\
          b.textContent = 'button number ' + i; frag.appendChild(b); }\
          document.body.appendChild(frag);</script></body>",
     )
@@ -134,7 +135,7 @@ async fn page_text_of_a_huge_page_is_cut_in_the_page() {
     tab.close().await.unwrap();
 }
 
-/// A tree of 60,000 buttons lists the first nodes up to the cap and ends
+/// A tree of 25,000 buttons lists the first nodes up to the cap and ends
 /// with a marker counting the rest; a megabyte-long name is cut.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_accessibility_tree_over_its_caps_is_cut_with_a_marker() {
@@ -152,7 +153,7 @@ async fn an_accessibility_tree_over_its_caps_is_cut_with_a_marker() {
     // Every button is either listed or counted.
     let listed = snap.nodes.iter().filter(|n| n.role == "button").count();
     let omitted: usize = last.name.split(' ').next().unwrap().parse().unwrap();
-    assert_eq!(listed + omitted, 60_000, "{}", last.name);
+    assert_eq!(listed + omitted, 25_000, "{}", last.name);
     assert!(snap.to_text().len() < 2 << 20);
 
     assert!(tab.goto(&server.url("long-name.html")).await.unwrap().ok);

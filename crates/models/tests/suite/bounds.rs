@@ -116,6 +116,10 @@ async fn read_request(socket: &mut tokio::net::TcpStream) {
     }
 }
 
+/// What the kernel may hold between the test server and the client
+/// (send and receive buffers of a loopback connection, autotuned).
+const SOCKET_SLACK: usize = 48 << 20;
+
 const SSE_HEAD: &str =
     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
 
@@ -136,14 +140,15 @@ async fn stream_error_of(adapter: &dyn ModelAdapter) -> LumenError {
 async fn an_endless_sse_event_fails_every_stream_at_its_cap() {
     for (model, path, _) in ADAPTERS {
         let head = format!("{SSE_HEAD}data: ");
-        let (url, written) = hostile_server(head, vec![b'a'; 64 << 10], 64 << 20).await;
+        let (url, written) = hostile_server(head, vec![b'a'; 64 << 10], 256 << 20).await;
         let a = adapter(format!("{url}{path}"), model);
         let e = stream_error_of(a.as_ref()).await.to_string();
         assert!(e.contains("MAX_SSE_EVENT_BYTES"), "{model}: {e}");
         assert!(e.contains("8 MiB"), "{model}: {e}");
-        // What the server got out: the cap, plus what sat in socket buffers.
+        // What the server got out: the cap, plus what sat in socket
+        // buffers (loopback buffers grow to tens of MiB), far from all.
         let sent = written.load(Ordering::Relaxed);
-        assert!(sent < MAX_SSE_EVENT_BYTES + (8 << 20), "{model}: {sent}");
+        assert!(sent < MAX_SSE_EVENT_BYTES + SOCKET_SLACK, "{model}: {sent}");
     }
 }
 
@@ -166,7 +171,7 @@ async fn an_endless_answer_fails_at_its_cap() {
 #[tokio::test]
 async fn a_huge_non_streamed_answer_fails_at_its_cap() {
     for (model, path, _) in ADAPTERS {
-        let body_len = 64usize << 20;
+        let body_len = 256usize << 20;
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {body_len}\r\n\r\n"
         );
@@ -177,7 +182,7 @@ async fn a_huge_non_streamed_answer_fails_at_its_cap() {
         assert!(e.contains("MAX_JSON_ANSWER_BYTES"), "{model}: {e}");
         assert!(e.contains("16 MiB"), "{model}: {e}");
         let sent = written.load(Ordering::Relaxed);
-        assert!(sent < (16 << 20) + (8 << 20), "{model}: {sent}");
+        assert!(sent < (16 << 20) + SOCKET_SLACK, "{model}: {sent}");
     }
 }
 
