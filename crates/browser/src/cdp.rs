@@ -126,7 +126,15 @@ pub(crate) struct Conn {
     dead: watch::Sender<Option<String>>,
     handler_task: JoinHandle<()>,
     pub(crate) call_timeout: Duration,
+    /// Where `Fetch.requestPaused` events that chromiumoxide cannot parse
+    /// go (the request guard), so no paused request is left unanswered.
+    pub(crate) unparsed_pauses: UnparsedPauses,
 }
+
+/// The request guard's inbox for `Fetch.requestPaused` events the
+/// generated types could not read (raw JSON messages).
+pub(crate) type UnparsedPauses =
+    Arc<std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<serde_json::Value>>>>;
 
 impl Conn {
     /// Connects to a DevTools WebSocket URL and starts polling the handler.
@@ -157,12 +165,15 @@ impl Conn {
             }
         };
         let (dead, _) = watch::channel(None);
-        let handler_task = tokio::spawn(poll_handler(handler, dead.clone()));
+        let unparsed_pauses = UnparsedPauses::default();
+        let handler_task =
+            tokio::spawn(poll_handler(handler, dead.clone(), unparsed_pauses.clone()));
         Ok(Arc::new(Self {
             browser,
             dead,
             handler_task,
             call_timeout,
+            unparsed_pauses,
         }))
     }
 
@@ -401,12 +412,26 @@ impl Drop for Conn {
 /// `Network.requestWillBeSentExtraInfo`) are counted and logged at debug
 /// level with exponential back-off; transport errors mark the connection
 /// dead.
-async fn poll_handler(mut handler: Handler, dead: watch::Sender<Option<String>>) {
+async fn poll_handler(
+    mut handler: Handler,
+    dead: watch::Sender<Option<String>>,
+    unparsed_pauses: UnparsedPauses,
+) {
     static UNPARSEABLE: AtomicU64 = AtomicU64::new(0);
     let mut other_errors: u64 = 0;
     while let Some(next) = handler.next().await {
         match next {
             Ok(()) => {}
+            Err(CdpError::InvalidMessage(text, _)) if text.contains("\"Fetch.requestPaused\"") => {
+                // A paused request must always be answered: hand it over raw.
+                let sender = unparsed_pauses
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                if let (Some(tx), Ok(v)) = (sender, serde_json::from_str(&text)) {
+                    let _ = tx.send(v);
+                }
+            }
             Err(CdpError::InvalidMessage(_, err)) => {
                 let n = UNPARSEABLE.fetch_add(1, Ordering::Relaxed) + 1;
                 if n.is_power_of_two() {

@@ -250,6 +250,20 @@ pub trait BrowserTab: Send + Sync {
     /// Closes the tab (and the browser, when the tab owns it).
     async fn close(&self) -> Result<()>;
 
+    /// Has the browser ask `filter` about every request before it is sent
+    /// (every tab, popup and frame of the browser, redirects included) and
+    /// refuse the ones it denies; refused requests are reported in the
+    /// receipts' `blocked_requests`. Installing again replaces the filter.
+    /// `Ok(false)`, the default, means this browser cannot filter requests:
+    /// the loop then only judges where actions led, after the fact.
+    async fn install_request_filter(
+        &self,
+        filter: std::sync::Arc<dyn crate::request_filter::RequestFilter>,
+    ) -> Result<bool> {
+        let _ = filter;
+        Ok(false)
+    }
+
     /// Presses `key` and keeps it down: held modifiers apply to the mouse
     /// events that follow until [`key_up`](Self::key_up).
     async fn key_down(&self, key: &str) -> Result<ActionOutcome> {

@@ -53,6 +53,7 @@ pub mod image;
 pub mod model;
 pub mod outcome;
 pub mod page;
+pub mod request_filter;
 pub mod run;
 pub mod usage;
 
@@ -81,6 +82,7 @@ pub use outcome::{
     ElementInfo, TabInfo,
 };
 pub use page::{AxNode, AxSnapshot};
+pub use request_filter::{BlockKind, BlockedRequest, RequestFilter, RequestVerdict};
 pub use run::{LoopResult, RecordedEvent, Recorder, RunResult, RunStatus, StreamEvent};
 pub use usage::TokenUsage;
 

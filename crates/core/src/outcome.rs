@@ -124,6 +124,10 @@ pub struct EffectReceipt {
     /// Pointer position after the action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pointer: Option<Point>,
+    /// Requests the session's [`RequestFilter`](crate::RequestFilter)
+    /// refused while the action ran (oldest first, at most 16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_requests: Vec<crate::request_filter::BlockedRequest>,
 }
 
 impl EffectReceipt {

@@ -349,6 +349,12 @@ fn receipt() -> EffectReceipt {
         focus: None,
         page_changed: Some(true),
         pointer: Some(Point::new(3, 4)),
+        blocked_requests: vec![crate::BlockedRequest {
+            url: "http://blocked.test/".into(),
+            reason: "blocked.test is blocked in this session".into(),
+            kind: crate::BlockKind::Navigation,
+            resource_type: "Document".into(),
+        }],
     }
 }
 

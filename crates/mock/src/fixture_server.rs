@@ -113,6 +113,7 @@ struct Shared {
 struct Faults {
     delays: Vec<(String, Duration)>,
     failures: Vec<(String, StatusCode)>,
+    redirects: Vec<(String, String)>,
 }
 
 impl FixtureServer {
@@ -251,8 +252,19 @@ impl FixtureServer {
         faults.failures.push((prefix, status));
     }
 
-    /// Removes every delay and failure set with [`set_delay`](Self::set_delay)
-    /// and [`fail`](Self::fail).
+    /// Answers every request whose path starts with `path_prefix` with
+    /// `302 Found` to `location` (any URL, another host included), after
+    /// any delay. Replaces an earlier redirect for the same prefix.
+    pub fn redirect(&self, path_prefix: &str, location: &str) {
+        let prefix = normalize_prefix(path_prefix);
+        let mut faults = lock(&self.shared.faults);
+        faults.redirects.retain(|(existing, _)| *existing != prefix);
+        faults.redirects.push((prefix, location.to_owned()));
+    }
+
+    /// Removes every delay, failure and redirect set with
+    /// [`set_delay`](Self::set_delay), [`fail`](Self::fail) and
+    /// [`redirect`](Self::redirect).
     pub fn clear_faults(&self) {
         *lock(&self.shared.faults) = Faults::default();
     }
@@ -363,8 +375,14 @@ async fn respond(shared: &Shared, path: &str, query: Option<&str>) -> Response {
         Ok(injected) => injected,
         Err(message) => return text(StatusCode::BAD_REQUEST, message),
     };
-    let (delay, failure) = {
+    let (delay, failure, redirect) = {
         let faults = lock(&shared.faults);
+        let redirect = faults
+            .redirects
+            .iter()
+            .filter(|(prefix, _)| path.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, location)| location.clone());
         (
             injected
                 .delay
@@ -372,6 +390,7 @@ async fn respond(shared: &Shared, path: &str, query: Option<&str>) -> Response {
             injected
                 .status
                 .or_else(|| longest_match(&faults.failures, path)),
+            redirect,
         )
     };
 
@@ -385,6 +404,13 @@ async fn respond(shared: &Shared, path: &str, query: Option<&str>) -> Response {
     }
     if let Some(status) = failure {
         return text(status, format!("injected status {status}"));
+    }
+    if let Some(location) = redirect
+        && let Ok(value) = HeaderValue::from_str(&location)
+    {
+        let mut response = text(StatusCode::FOUND, format!("redirected to {location}"));
+        response.headers_mut().insert(LOCATION, value);
+        return response;
     }
     let response = serve_file(&shared.root, path, query).await;
     match injected.abort_after {

@@ -156,6 +156,7 @@ impl CdpTab {
             tasks,
             ws_url,
             options,
+            request_guard: std::sync::OnceLock::new(),
         };
         Ok(Self {
             shared: Arc::new(shared),

@@ -16,7 +16,8 @@
 //! - `settle`: waiting for the page to be ready;
 //! - `transfer`: uploads (the file chooser, and a file input named by a
 //!   ref) and downloads;
-//! - `pagelog`: console and network reads.
+//! - `pagelog`: console and network reads;
+//! - `guard`: the request filter (network-layer policy).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +44,7 @@ use crate::tracker::{EventLog, Flusher};
 mod capture;
 mod connect;
 mod evaluate;
+mod guard;
 mod input;
 mod mask;
 mod navigate;
@@ -95,6 +97,8 @@ struct Shared {
     remote: Option<RemoteSession>,
     tasks: Vec<JoinHandle<()>>,
     ws_url: String,
+    /// The request filter, once installed.
+    request_guard: std::sync::OnceLock<Arc<guard::RequestGuard>>,
 }
 
 impl Drop for Shared {
@@ -379,5 +383,12 @@ impl BrowserTab for CdpTab {
 
     async fn close(&self) -> Result<()> {
         self.shut_down().await
+    }
+
+    async fn install_request_filter(
+        &self,
+        filter: Arc<dyn lumen_core::RequestFilter>,
+    ) -> Result<bool> {
+        self.install_filter(filter).await
     }
 }

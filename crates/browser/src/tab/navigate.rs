@@ -53,11 +53,13 @@ impl CdpTab {
         match f(ctx.clone()).await {
             Ok(None) => {}
             Ok(Some(problem)) => {
-                return Ok(ActionOutcome::failed(problem).with_effect(EffectReceipt {
+                let mut out = ActionOutcome::failed(problem).with_effect(EffectReceipt {
                     url_before: Some(url_before.clone()),
                     url_after: Some(url_before),
                     ..EffectReceipt::default()
-                }));
+                });
+                self.note_blocked(&mut out);
+                return Ok(out);
             }
             Err(e) => return page_level(e),
         }
@@ -136,6 +138,7 @@ impl CdpTab {
         };
         out = out.with_effect(receipt);
         out.hints.extend(hints);
+        self.note_blocked(&mut out);
         Ok(out)
     }
 

@@ -143,6 +143,9 @@ impl CdpTab {
         )
         .await?;
         lock(&self.shared.pages).push(ctx.clone());
+        if let Some(guard) = self.shared.request_guard.get() {
+            self.watch_responses(guard, &ctx).await;
+        }
         Ok(ctx)
     }
 

@@ -118,10 +118,12 @@ impl CdpTab {
             )));
         }
         if !self.shared.receipts.load(Ordering::Relaxed) {
-            return match f(ctx).await {
-                Ok(()) => Ok(ActionOutcome::ok()),
-                Err(e) => page_level(e),
+            let mut out = match f(ctx).await {
+                Ok(()) => ActionOutcome::ok(),
+                Err(e) => return page_level(e),
             };
+            self.note_blocked(&mut out);
+            return Ok(out);
         }
         let seq_page = ctx.log.lock().seq();
         let seq_browser = self.shared.browser_log.lock().seq();
@@ -129,8 +131,12 @@ impl CdpTab {
         if let Err(e) = f(ctx.clone()).await {
             return page_level(e);
         }
-        self.receipt(ctx, before, seq_page, seq_browser, pointer)
-            .await
+        let mut out = self
+            .receipt(ctx, before, seq_page, seq_browser, pointer)
+            .await?;
+        // Requests the filter refused meanwhile (guard.rs).
+        self.note_blocked(&mut out);
+        Ok(out)
     }
 
     async fn receipt(

@@ -7,3 +7,4 @@ mod page_link;
 mod page_state;
 mod pages;
 mod perceive;
+mod request_filter;

@@ -1,0 +1,377 @@
+//! The request guard: every request of the browser is judged by the
+//! session's [`RequestFilter`] before it is sent, with CDP `Fetch`
+//! interception on the **browser** session (one `Fetch.enable` there
+//! pauses the requests of every target: tabs, popups, out-of-process
+//! frames, workers), and refused ones are failed before they leave.
+//!
+//! - Allowed: `Fetch.continueRequest`. Refused: `Fetch.failRequest` with
+//!   `BlockedByClient`: a refused navigation shows Chromium's "blocked"
+//!   error page (`chrome-error://chromewebdata/`), which the loop's
+//!   after-effect check then takes the tab back from. (`Aborted` would
+//!   leave the tab on its page, but a `Page.navigate` whose redirect is
+//!   aborted never answers in Chromium 156, and the next one hangs behind
+//!   it.)
+//! - Every paused request is answered, whatever happens: a filter that
+//!   panics or takes longer than [`JUDGE_DEADLINE`] refuses it (fail
+//!   closed); an event chromiumoxide cannot parse arrives raw
+//!   ([`crate::cdp::UnparsedPauses`]).
+//! - Refusals go to a bounded log the receipts drain
+//!   ([`CdpTab::note_blocked`]).
+//! - The DNS-rebinding backstop: each driven page's responses are checked
+//!   on the address the browser really connected to
+//!   (`Network.responseReceived`'s `remoteIPAddress`,
+//!   [`RequestFilter::judge_address`]); a refused one takes the page to
+//!   `about:blank` and is reported.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::cdp::browser_protocol::fetch::EventRequestPaused;
+use chromiumoxide::cdp::browser_protocol::network::EventResponseReceived;
+use futures::StreamExt as _;
+use lumen_core::{
+    ActionOutcome, BlockKind, BlockedRequest, EffectReceipt, RequestFilter, RequestVerdict, Result,
+};
+use tokio::task::JoinHandle;
+
+use super::{CdpTab, PageCtx, lock};
+use crate::cdp::Conn;
+
+/// Longest time a filter may take over one request (a slow DNS lookup)
+/// before the request is refused.
+pub(crate) const JUDGE_DEADLINE: Duration = Duration::from_secs(5);
+/// Refusals kept for the receipts.
+const LOG_CAPACITY: usize = 256;
+/// Refusals one receipt reports.
+const PER_RECEIPT: usize = 16;
+
+/// One paused request, from the typed event or the raw fallback.
+#[derive(Debug)]
+struct Paused {
+    id: String,
+    url: String,
+    resource_type: String,
+    frame_id: String,
+}
+
+impl Paused {
+    fn from_typed(e: &EventRequestPaused) -> Self {
+        Self {
+            id: e.request_id.inner().clone(),
+            url: e.request.url.clone(),
+            resource_type: e.resource_type.as_ref().to_owned(),
+            frame_id: e.frame_id.inner().clone(),
+        }
+    }
+
+    fn from_raw(v: &serde_json::Value) -> Option<Self> {
+        let p = &v["params"];
+        Some(Self {
+            id: p["requestId"].as_str()?.to_owned(),
+            url: p["request"]["url"].as_str().unwrap_or_default().to_owned(),
+            resource_type: p["resourceType"].as_str().unwrap_or_default().to_owned(),
+            frame_id: p["frameId"].as_str().unwrap_or_default().to_owned(),
+        })
+    }
+}
+
+/// The installed filter, the refusal log and the tasks feeding them.
+pub(crate) struct RequestGuard {
+    filter: RwLock<Arc<dyn RequestFilter>>,
+    log: Mutex<VecDeque<(u64, BlockedRequest)>>,
+    next_seq: AtomicU64,
+    /// The last sequence number a receipt reported.
+    reported: AtomicU64,
+    /// Requests answered and the total time spent judging them (µs).
+    pub(crate) judged: AtomicU64,
+    pub(crate) judge_micros: AtomicU64,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Pages whose responses are watched (by target id).
+    watched: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for RequestGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestGuard")
+            .field("judged", &self.judged.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        for t in lock(&self.tasks).iter() {
+            t.abort();
+        }
+    }
+}
+
+impl RequestGuard {
+    fn filter(&self) -> Arc<dyn RequestFilter> {
+        self.filter
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn record(&self, blocked: BlockedRequest) {
+        tracing::info!(url = %blocked.url, kind = ?blocked.kind, "request blocked: {}", blocked.reason);
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut log = lock(&self.log);
+        log.push_back((seq, blocked));
+        while log.len() > LOG_CAPACITY {
+            log.pop_front();
+        }
+    }
+
+    /// Refusals no receipt has reported yet (at most [`PER_RECEIPT`], the
+    /// newest), marking them reported.
+    fn take_unreported(&self) -> Vec<BlockedRequest> {
+        let log = lock(&self.log);
+        let from = self.reported.load(Ordering::Relaxed);
+        let fresh: Vec<&(u64, BlockedRequest)> = log.iter().filter(|(s, _)| *s > from).collect();
+        if let Some((last, _)) = fresh.last() {
+            self.reported.store(*last, Ordering::Relaxed);
+        }
+        let skip = fresh.len().saturating_sub(PER_RECEIPT);
+        fresh
+            .into_iter()
+            .skip(skip)
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+}
+
+impl CdpTab {
+    /// Installs `filter` on the whole browser (see the module docs);
+    /// installing again swaps the filter.
+    pub(super) async fn install_filter(&self, filter: Arc<dyn RequestFilter>) -> Result<bool> {
+        if let Some(guard) = self.shared.request_guard.get() {
+            *guard.filter.write().unwrap_or_else(|p| p.into_inner()) = filter;
+            return Ok(true);
+        }
+        let conn = self.shared.conn.clone();
+        let guard = Arc::new(RequestGuard {
+            filter: RwLock::new(filter),
+            log: Mutex::default(),
+            next_seq: AtomicU64::new(0),
+            reported: AtomicU64::new(0),
+            judged: AtomicU64::new(0),
+            judge_micros: AtomicU64::new(0),
+            tasks: Mutex::default(),
+            watched: Mutex::default(),
+        });
+        let mut typed = conn
+            .guard(
+                "event_listener",
+                conn.call_timeout,
+                conn.browser.event_listener::<EventRequestPaused>(),
+            )
+            .await?;
+        let (tx, mut raw) = tokio::sync::mpsc::unbounded_channel();
+        *lock(&conn.unparsed_pauses) = Some(tx);
+        let weak = Arc::downgrade(&guard);
+        let task_conn = conn.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let paused = tokio::select! {
+                    e = typed.next() => match e {
+                        Some(e) => Paused::from_typed(&e),
+                        None => return,
+                    },
+                    v = raw.recv() => match v.as_ref().and_then(Paused::from_raw) {
+                        Some(p) => p,
+                        None if v.is_none() => return,
+                        None => continue,
+                    },
+                };
+                let Some(guard) = weak.upgrade() else { return };
+                tokio::spawn(answer(task_conn.clone(), guard, paused));
+            }
+        });
+        lock(&guard.tasks).push(task);
+        conn.browser_raw(
+            "Fetch.enable",
+            serde_json::json!({ "patterns": [{ "urlPattern": "*", "requestStage": "Request" }] }),
+        )
+        .await?;
+        let guard = match self.shared.request_guard.set(guard.clone()) {
+            Ok(()) => guard,
+            // Another install won the race: keep its guard.
+            Err(_) => return Ok(true),
+        };
+        let pages: Vec<Arc<PageCtx>> = lock(&self.shared.pages).clone();
+        for ctx in pages {
+            self.watch_responses(&guard, &ctx).await;
+        }
+        Ok(true)
+    }
+
+    /// Starts the rebinding backstop on a page we drive (once per page).
+    pub(super) async fn watch_responses(&self, guard: &Arc<RequestGuard>, ctx: &Arc<PageCtx>) {
+        {
+            let mut watched = lock(&guard.watched);
+            if watched.contains(&ctx.id) {
+                return;
+            }
+            watched.push(ctx.id.clone());
+        }
+        let conn = self.shared.conn.clone();
+        let listener = conn
+            .guard(
+                "event_listener",
+                conn.call_timeout,
+                ctx.page.event_listener::<EventResponseReceived>(),
+            )
+            .await;
+        let Ok(mut events) = listener else {
+            tracing::debug!("no response watch on tab {}", ctx.id);
+            return;
+        };
+        let weak = Arc::downgrade(guard);
+        let page = ctx.page.clone();
+        let task = tokio::spawn(async move {
+            while let Some(e) = events.next().await {
+                let Some(guard) = weak.upgrade() else { return };
+                let Some(ip) = e
+                    .response
+                    .remote_ip_address
+                    .as_deref()
+                    .map(|s| s.trim_start_matches('[').trim_end_matches(']'))
+                    .and_then(|s| s.parse::<IpAddr>().ok())
+                else {
+                    continue;
+                };
+                let url = e.response.url.clone();
+                let RequestVerdict::Deny { reason } = guard.filter().judge_address(&url, ip) else {
+                    continue;
+                };
+                guard.record(BlockedRequest {
+                    url: url.clone(),
+                    reason: reason.clone(),
+                    kind: BlockKind::Rebinding,
+                    resource_type: e.r#type.as_ref().to_owned(),
+                });
+                // The page already holds the answer: take the tab away from
+                // it (not back: the page before may be the one that asked).
+                if let Err(err) = conn
+                    .page_raw(
+                        &page,
+                        "Page.navigate",
+                        serde_json::json!({ "url": "about:blank" }),
+                    )
+                    .await
+                {
+                    tracing::warn!("leaving a page that reached a forbidden address failed: {err}");
+                }
+            }
+        });
+        lock(&guard.tasks).push(task);
+    }
+
+    /// Adds the refusals not reported yet to an action's outcome: the
+    /// receipt's `blocked_requests` and a hint per refusal.
+    pub(super) fn note_blocked(&self, out: &mut ActionOutcome) {
+        let Some(guard) = self.shared.request_guard.get() else {
+            return;
+        };
+        let blocked = guard.take_unreported();
+        if blocked.is_empty() {
+            return;
+        }
+        out.hints
+            .extend(blocked.iter().map(BlockedRequest::describe));
+        out.effect
+            .get_or_insert_with(|| Box::new(EffectReceipt::default()))
+            .blocked_requests = blocked;
+    }
+
+    /// How many requests the guard answered and their mean judging time
+    /// (µs), for measurements; `None` without a filter.
+    pub fn request_filter_stats(&self) -> Option<(u64, u64)> {
+        let g = self.shared.request_guard.get()?;
+        let n = g.judged.load(Ordering::Relaxed);
+        Some((n, g.judge_micros.load(Ordering::Relaxed) / n.max(1)))
+    }
+}
+
+/// Judges one paused request and answers it: always exactly one
+/// `continueRequest` or `failRequest`.
+async fn answer(conn: Arc<Conn>, guard: Arc<RequestGuard>, p: Paused) {
+    let started = Instant::now();
+    let filter = guard.filter();
+    let url = p.url.clone();
+    let judged = tokio::time::timeout(
+        JUDGE_DEADLINE,
+        tokio::task::spawn_blocking(move || filter.judge(&url)),
+    )
+    .await;
+    let verdict = match judged {
+        Ok(Ok(v)) => v,
+        Ok(Err(_)) => RequestVerdict::Deny {
+            reason: "the request filter failed on it".to_owned(),
+        },
+        Err(_) => RequestVerdict::Deny {
+            reason: format!(
+                "the policy could not judge it within {}s",
+                JUDGE_DEADLINE.as_secs()
+            ),
+        },
+    };
+    let result = match &verdict {
+        RequestVerdict::Allow => {
+            conn.browser_raw(
+                "Fetch.continueRequest",
+                serde_json::json!({ "requestId": p.id }),
+            )
+            .await
+        }
+        RequestVerdict::Deny { reason } => {
+            let kind = kind_of(&conn, &p).await;
+            // Recorded first, so the action that caused it finds it.
+            guard.record(BlockedRequest {
+                url: p.url.clone(),
+                reason: reason.clone(),
+                kind,
+                resource_type: p.resource_type.clone(),
+            });
+            conn.browser_raw(
+                "Fetch.failRequest",
+                serde_json::json!({ "requestId": p.id, "errorReason": "BlockedByClient" }),
+            )
+            .await
+        }
+    };
+    if let Err(e) = result {
+        // The target went away meanwhile, or the browser did.
+        tracing::debug!("answering a paused request to {} failed: {e}", p.url);
+    }
+    guard.judged.fetch_add(1, Ordering::Relaxed);
+    guard
+        .judge_micros
+        .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+}
+
+/// A document request is a navigation when its frame is a tab's main
+/// frame (whose id is the tab's target id), else a subframe's.
+async fn kind_of(conn: &Conn, p: &Paused) -> BlockKind {
+    if p.resource_type != "Document" {
+        return BlockKind::Subresource;
+    }
+    let targets = conn
+        .browser_raw("Target.getTargets", serde_json::json!({}))
+        .await
+        .unwrap_or_default();
+    let top = targets["targetInfos"].as_array().is_some_and(|a| {
+        a.iter()
+            .any(|t| t["targetId"] == p.frame_id.as_str() && t["type"] == "page")
+    });
+    if top {
+        BlockKind::Navigation
+    } else {
+        BlockKind::Subframe
+    }
+}
