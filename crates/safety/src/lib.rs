@@ -14,6 +14,11 @@
 //!   `blockPrivateNetwork` it also refuses private, loopback and link-local
 //!   addresses ([`address`]), judged on the resolved address by
 //!   [`SessionPolicy::check_url_resolved`].
+//! - [`PolicyRequestFilter`]: the policy at the network layer, a
+//!   [`RequestFilter`](lumen_core::RequestFilter) a browser asks about
+//!   every request before sending it (names judged on what they resolve
+//!   to, resolutions cached briefly), and about the address it reached
+//!   (the DNS-rebinding backstop).
 //! - The operator policy ([`PolicyConfig::operator_default`],
 //!   [`PolicyConfig::narrowed_by`]): what `lumen serve`, `mcp` and `ipc`
 //!   allow at most; a client's policy may only narrow it.
@@ -64,7 +69,8 @@ pub use guard::{ActionGuard, BlockedBy, GuardDecision, ProviderSafetyChecks};
 pub use narrow::{PolicyError, PolicyErrorKind};
 pub use pattern::DomainPattern;
 pub use policy::{
-    Denial, PolicyConfig, PolicyDecision, PolicyRule, Remedy, SessionPolicy, Violation,
+    Denial, PolicyConfig, PolicyDecision, PolicyRequestFilter, PolicyRule, Remedy, SessionPolicy,
+    Violation, apply_blocked_requests, request_filter,
 };
 pub use secrets::{SecretError, Secrets};
 pub use verify::{CustomGate, ModelVerifier, UrlMatchesGate, Verdict, parse_verdict, verdict_of};

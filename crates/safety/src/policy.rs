@@ -412,50 +412,12 @@ impl SessionPolicy {
     ///
     /// Blocking (the system resolver): call it off the async threads.
     pub fn check_url_resolved(&self, raw: &str) -> PolicyDecision {
-        if let Some(d) = self.url_denial(raw) {
-            return PolicyDecision::Deny(d);
-        }
-        let Some(url) = parse_url(raw) else {
-            return PolicyDecision::Allow;
-        };
-        let Some(host) = host_of(&url) else {
-            return PolicyDecision::Allow;
-        };
-        let Host::Domain(name) = &host else {
-            return PolicyDecision::Allow;
-        };
-        let check_private = self.private_checked(&host);
-        if !check_private && self.local_ports.is_empty() {
-            return PolicyDecision::Allow;
-        }
-        let port = url.port_or_known_default().unwrap_or(0);
-        let addrs = match address::resolve(name, port) {
-            Ok(addrs) => addrs,
-            Err(e) if check_private => {
-                return PolicyDecision::Deny(Denial {
-                    rule: PolicyRule::PrivateNetwork,
-                    reason: format!(
-                        "{name} could not be resolved to check that it is not a private address ({e}); private addresses are refused (blockPrivateNetwork)"
-                    ),
-                });
-            }
-            Err(_) => return PolicyDecision::Allow,
-        };
-        for addr in addrs {
-            let ip = addr.ip();
-            if address::is_local(ip) && self.local_ports.contains(&port) {
-                return PolicyDecision::Deny(local_port_denial(&host, port));
-            }
-            if check_private && let Some(range) = address::private_range(ip) {
-                return PolicyDecision::Deny(Denial {
-                    rule: PolicyRule::PrivateNetwork,
-                    reason: format!(
-                        "{name} resolves to {ip}, a {range} address; private, loopback and link-local addresses are refused (blockPrivateNetwork)"
-                    ),
-                });
-            }
-        }
-        PolicyDecision::Allow
+        self.check_url_resolved_with(raw, |host, port| {
+            Ok(address::resolve(host, port)?
+                .into_iter()
+                .map(|a| a.ip())
+                .collect())
+        })
     }
 
     /// Judges an action before it runs, on the page at `current_url`.
@@ -595,6 +557,12 @@ pub(crate) fn normalize_scheme(raw: &str) -> std::result::Result<String, String>
 fn is_blank(url: &Url) -> bool {
     url.scheme() == "about" && url.path() == "blank"
 }
+
+// The policy at the network layer (`network.rs`): a child module, so it
+// reads the rules above.
+#[path = "network.rs"]
+mod network;
+pub use network::{PolicyRequestFilter, RESOLVE_TTL, apply_blocked_requests, request_filter};
 
 #[cfg(test)]
 #[path = "policy_tests.rs"]
