@@ -249,6 +249,8 @@ pub(crate) struct PageHooks {
     pub(crate) upload_allowed: bool,
     /// The tab's console and network entries.
     pub(crate) buffers: Arc<PageBuffers>,
+    /// Our own navigation commands in flight (`PageCtx::leaving`).
+    pub(crate) leaving: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Subscribes to a page's events and spawns the task that feeds `log`.
@@ -423,8 +425,19 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
         }),
         PageEv::Dialog(e) => {
             let kind = e.r#type.as_ref().to_owned();
+            // A page cannot keep the tab when we navigate it ourselves.
+            let forced = kind == "beforeunload"
+                && hooks.leaving.load(std::sync::atomic::Ordering::SeqCst) > 0;
+            let policy = if forced {
+                DialogPolicy {
+                    beforeunload: crate::options::DialogAction::Accept,
+                    ..hooks.dialogs.clone()
+                }
+            } else {
+                hooks.dialogs.clone()
+            };
             let (accept, (method, params)) =
-                dialogs::answer(&hooks.dialogs, &kind, e.default_prompt.as_deref());
+                dialogs::answer(&policy, &kind, e.default_prompt.as_deref());
             log.record(Ev::Dialog(DialogInfo {
                 kind: kind.clone(),
                 message: e.message.clone(),

@@ -228,12 +228,14 @@ pub(super) async fn setup_page(
     let id = page.target_id().inner().clone();
     let log = EventLog::new();
     let buffers = Arc::new(crate::pagelog::PageBuffers::default());
+    let leaving = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let hooks = PageHooks {
         conn: conn.clone(),
         dialogs: options.dialogs.clone(),
         uploads: uploads.clone(),
         upload_allowed: options.upload_dir.is_some(),
         buffers: buffers.clone(),
+        leaving: leaving.clone(),
     };
     let (task, flusher) = tracker::track_page(page.clone(), id.clone(), log.clone(), hooks).await?;
     let ctx = Arc::new(PageCtx {
@@ -245,6 +247,7 @@ pub(super) async fn setup_page(
         ax_refs: Mutex::new(AxRefs::default()),
         secret_fields: Mutex::new(Vec::new()),
         buffers,
+        leaving,
     });
     // Browser-side messages (a failed load, a blocked request) for the
     // console buffer; the console API and exceptions come with Runtime.

@@ -68,6 +68,10 @@ pub(crate) struct PageCtx {
     pub(crate) secret_fields: Mutex<Vec<i64>>,
     /// Console and network entries since attach, drained by reads.
     pub(crate) buffers: Arc<crate::pagelog::PageBuffers>,
+    /// Navigation commands of ours in flight on this page (goto, back,
+    /// forward, reload): while any is, a `beforeunload` dialog is accepted
+    /// whatever the dialog policy says, so a page cannot trap the tab.
+    pub(crate) leaving: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Drop for PageCtx {

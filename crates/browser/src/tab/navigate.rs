@@ -12,6 +12,26 @@ use crate::cdp::CallError;
 use crate::protocol::pages;
 use crate::tracker::Ev;
 
+/// Marks one of our navigation commands in flight on a page for as long
+/// as it lives (`PageCtx::leaving`): a `beforeunload` handler cannot
+/// trap a goto, back, forward or reload (nor the loop's undo, which uses
+/// them).
+struct Leaving(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Leaving {
+    fn start(ctx: &PageCtx) -> Self {
+        ctx.leaving
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(ctx.leaving.clone())
+    }
+}
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 impl CdpTab {
     /// Waits (up to `max`) for a navigation after event `seq` to commit.
     async fn wait_for_navigation(&self, ctx: &PageCtx, seq: u64, max: Duration) -> bool {
@@ -43,6 +63,7 @@ impl CdpTab {
         Fut: Future<Output = Result<Option<String>>>,
     {
         let ctx = self.active();
+        let _leaving = Leaving::start(&ctx);
         let seq = ctx.log.lock().seq();
         let url_before = ctx.log.lock().url.clone();
         let url_before = if url_before.is_empty() {

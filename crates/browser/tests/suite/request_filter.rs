@@ -307,3 +307,53 @@ async fn a_response_from_a_forbidden_address_takes_the_tab_away() {
     assert_eq!(rig.tab.url().await.unwrap(), "about:blank");
     rig.tab.close().await.unwrap();
 }
+
+/// The loop undoes a forbidden navigation with `back` (then `goto`): a page
+/// whose `beforeunload` handler asks to stay (armed by a real click, so
+/// Chromium shows the dialog) must not trap it, whatever the dialog policy
+/// says about dialogs the page raises on its own (the default dismisses
+/// them, which kept the tab and made the command wait 30 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_beforeunload_handler_cannot_trap_goto_or_back() {
+    let server = FixtureServer::start().await.unwrap();
+    let tab = CdpTab::launch(LaunchOptions {
+        executable: Some(locate_chromium().unwrap()),
+        ..LaunchOptions::default()
+    })
+    .await
+    .unwrap();
+    let arm = || async {
+        tab.click(Point { x: 50, y: 295 }, ClickOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            tab.evaluate("window.lumen.beforeunloadArmed")
+                .await
+                .unwrap(),
+            true
+        );
+    };
+    tab.goto(&server.url("links/page2.html")).await.unwrap();
+    tab.goto(&server.url("dialogs.html")).await.unwrap();
+    arm().await;
+    let started = Instant::now();
+    let out = tab.goto(&server.url("links/page1.html")).await.unwrap();
+    assert!(out.ok, "{out:?}");
+    assert!(tab.url().await.unwrap().ends_with("/links/page1.html"));
+    let dialog = out.effect.as_ref().and_then(|e| e.dialog.clone()).unwrap();
+    assert_eq!(
+        (dialog.kind.as_str(), dialog.accepted),
+        ("beforeunload", true)
+    );
+
+    tab.goto(&server.url("dialogs.html")).await.unwrap();
+    arm().await;
+    let out = tab.back().await.unwrap();
+    assert!(out.ok, "{out:?}");
+    assert!(tab.url().await.unwrap().ends_with("/links/page1.html"));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "no navigation waited for its deadline"
+    );
+    tab.close().await.unwrap();
+}
