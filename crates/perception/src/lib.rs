@@ -42,6 +42,7 @@ pub mod repeat;
 pub mod router;
 
 mod perception_loop;
+mod undo;
 pub use perception_loop::{LoopConfig, PerceptionLoop, RunState, StepHook};
 
 #[cfg(test)]

@@ -922,26 +922,30 @@ impl PerceptionLoop {
         }
 
         // The policy also holds after the action: undo what landed somewhere
-        // forbidden and tell the model.
-        if let Some(effect) = execution.effect.as_deref() {
-            let violations = self.guard.policy().check_effect(effect);
+        // forbidden, check the undo worked (undo.rs) and tell the model.
+        // Navigations the browser refused before they were sent (the
+        // request filter) fail the action too.
+        if let Some(effect) = execution.effect.clone() {
+            let violations = self.guard.policy().check_effect(&effect);
+            let refused = lumen_safety::apply_blocked_requests(&effect, &mut execution);
             if !violations.is_empty() {
-                for v in &violations {
-                    match &v.remedy {
-                        lumen_safety::Remedy::NavigateBack => {
-                            self.guarded(self.tab.back()).await?;
-                        }
-                        lumen_safety::Remedy::CloseTab { tab_id } => {
-                            // Close the forbidden tab; a browser that cannot
-                            // manage tabs is at least taken back.
-                            let closed = self.guarded(self.tab.close_tab(tab_id)).await?;
-                            if !closed.ok {
-                                self.guarded(self.tab.back()).await?;
-                            }
-                        }
-                    }
-                }
+                let policy = self.guard.policy();
+                let before = effect.url_before.as_deref();
+                let fallback = self
+                    .guarded(crate::undo::undo(
+                        self.tab.as_ref(),
+                        policy,
+                        &violations,
+                        before,
+                    ))
+                    .await?;
                 Violation::apply_all(&violations, &mut execution);
+                if let (Some(note), Some(error)) = (fallback, execution.error.as_mut()) {
+                    error.push(' ');
+                    error.push_str(&note);
+                }
+            }
+            if refused || !violations.is_empty() {
                 let reason = execution.error.clone().unwrap_or_default();
                 self.bus
                     .emit(StreamEvent::ActionBlocked {

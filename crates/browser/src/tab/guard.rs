@@ -127,21 +127,26 @@ impl RequestGuard {
         }
     }
 
-    /// Refusals no receipt has reported yet (at most [`PER_RECEIPT`], the
-    /// newest), marking them reported.
-    fn take_unreported(&self) -> Vec<BlockedRequest> {
+    /// Refusals no receipt has reported yet, split at `since` (the
+    /// sequence number when the action started): those before it and
+    /// those during it, at most [`PER_RECEIPT`] each (the newest); all are
+    /// marked reported.
+    fn take_unreported(&self, since: u64) -> (Vec<BlockedRequest>, Vec<BlockedRequest>) {
         let log = lock(&self.log);
         let from = self.reported.load(Ordering::Relaxed);
         let fresh: Vec<&(u64, BlockedRequest)> = log.iter().filter(|(s, _)| *s > from).collect();
         if let Some((last, _)) = fresh.last() {
             self.reported.store(*last, Ordering::Relaxed);
         }
-        let skip = fresh.len().saturating_sub(PER_RECEIPT);
-        fresh
-            .into_iter()
-            .skip(skip)
-            .map(|(_, b)| b.clone())
-            .collect()
+        let newest = |list: Vec<&(u64, BlockedRequest)>| {
+            let skip = list.len().saturating_sub(PER_RECEIPT);
+            list.into_iter()
+                .skip(skip)
+                .map(|(_, b)| b.clone())
+                .collect::<Vec<_>>()
+        };
+        let (before, during): (Vec<_>, Vec<_>) = fresh.into_iter().partition(|(s, _)| *s <= since);
+        (newest(before), newest(during))
     }
 }
 
@@ -233,6 +238,7 @@ impl CdpTab {
         };
         let weak = Arc::downgrade(guard);
         let page = ctx.page.clone();
+        let leaving = ctx.leaving.clone();
         let task = tokio::spawn(async move {
             while let Some(e) = events.next().await {
                 let Some(guard) = weak.upgrade() else { return };
@@ -256,15 +262,18 @@ impl CdpTab {
                     resource_type: e.r#type.as_ref().to_owned(),
                 });
                 // The page already holds the answer: take the tab away from
-                // it (not back: the page before may be the one that asked).
-                if let Err(err) = conn
+                // it (not back: the page before may be the one that asked),
+                // its beforeunload handler accepted (tab/navigate.rs).
+                leaving.fetch_add(1, Ordering::SeqCst);
+                let left = conn
                     .page_raw(
                         &page,
                         "Page.navigate",
                         serde_json::json!({ "url": "about:blank" }),
                     )
-                    .await
-                {
+                    .await;
+                leaving.fetch_sub(1, Ordering::SeqCst);
+                if let Err(err) = left {
                     tracing::warn!("leaving a page that reached a forbidden address failed: {err}");
                 }
             }
@@ -272,21 +281,38 @@ impl CdpTab {
         lock(&guard.tasks).push(task);
     }
 
-    /// Adds the refusals not reported yet to an action's outcome: the
-    /// receipt's `blocked_requests` and a hint per refusal.
-    pub(super) fn note_blocked(&self, out: &mut ActionOutcome) {
+    /// Where the refusal log stands: take it when an action starts and
+    /// give it to [`note_blocked`](Self::note_blocked) when it ends.
+    pub(super) fn blocked_mark(&self) -> u64 {
+        self.shared
+            .request_guard
+            .get()
+            .map_or(0, |g| g.next_seq.load(Ordering::Relaxed))
+    }
+
+    /// Adds the refusals not reported yet to an action's outcome: those
+    /// during the action go into the receipt's `blocked_requests` with a
+    /// hint each; earlier ones (a timer that fired between actions, a
+    /// form post that left just after the last receipt) become hints
+    /// saying so, without being blamed on this action.
+    pub(super) fn note_blocked(&self, out: &mut ActionOutcome, mark: u64) {
         let Some(guard) = self.shared.request_guard.get() else {
             return;
         };
-        let blocked = guard.take_unreported();
-        if blocked.is_empty() {
+        let (before, during) = guard.take_unreported(mark);
+        out.hints.extend(
+            before
+                .iter()
+                .map(|b| format!("Before this action: {}", b.describe())),
+        );
+        if during.is_empty() {
             return;
         }
         out.hints
-            .extend(blocked.iter().map(BlockedRequest::describe));
+            .extend(during.iter().map(BlockedRequest::describe));
         out.effect
             .get_or_insert_with(|| Box::new(EffectReceipt::default()))
-            .blocked_requests = blocked;
+            .blocked_requests = during;
     }
 
     /// How many requests the guard answered and their mean judging time

@@ -64,6 +64,7 @@ impl CdpTab {
     {
         let ctx = self.active();
         let _leaving = Leaving::start(&ctx);
+        let mark = self.blocked_mark();
         let seq = ctx.log.lock().seq();
         let url_before = ctx.log.lock().url.clone();
         let url_before = if url_before.is_empty() {
@@ -79,7 +80,7 @@ impl CdpTab {
                     url_after: Some(url_before),
                     ..EffectReceipt::default()
                 });
-                self.note_blocked(&mut out);
+                self.note_blocked(&mut out, mark);
                 return Ok(out);
             }
             Err(e) => return page_level(e),
@@ -159,7 +160,7 @@ impl CdpTab {
         };
         out = out.with_effect(receipt);
         out.hints.extend(hints);
-        self.note_blocked(&mut out);
+        self.note_blocked(&mut out, mark);
         Ok(out)
     }
 

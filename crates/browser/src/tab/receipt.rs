@@ -117,12 +117,13 @@ impl CdpTab {
                 p.x, p.y, vp.width, vp.height
             )));
         }
+        let mark = self.blocked_mark();
         if !self.shared.receipts.load(Ordering::Relaxed) {
             let mut out = match f(ctx).await {
                 Ok(()) => ActionOutcome::ok(),
                 Err(e) => return page_level(e),
             };
-            self.note_blocked(&mut out);
+            self.note_blocked(&mut out, mark);
             return Ok(out);
         }
         let seq_page = ctx.log.lock().seq();
@@ -135,7 +136,7 @@ impl CdpTab {
             .receipt(ctx, before, seq_page, seq_browser, pointer)
             .await?;
         // Requests the filter refused meanwhile (guard.rs).
-        self.note_blocked(&mut out);
+        self.note_blocked(&mut out, mark);
         Ok(out)
     }
 

@@ -49,6 +49,9 @@ pub struct Session {
     tab: Arc<dyn BrowserTab>,
     adapter: Arc<dyn ModelAdapter>,
     planner: Option<Arc<dyn ModelAdapter>>,
+    /// The policy as a request filter, until installed on the tab
+    /// ([`install_request_filter`](Self::install_request_filter)).
+    request_filter: Option<Arc<dyn lumen_core::RequestFilter>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -94,6 +97,7 @@ impl Session {
         stream: Option<EventSender>,
     ) -> Result<Self> {
         let policy = SessionPolicy::new(&options.policy)?;
+        let request_filter = lumen_safety::request_filter(&policy);
         let mut guard = ActionGuard::new(policy);
         for hook in &options.hooks {
             guard = guard.with_hook(hook.clone());
@@ -158,7 +162,24 @@ impl Session {
             tab,
             adapter,
             planner: None,
+            request_filter,
         })
+    }
+
+    /// Has the tab refuse, before they are sent, the requests the policy
+    /// denies (every tab, popup, frame and redirect of the browser; see
+    /// docs/security.md). Done once, before the first page is opened; an
+    /// open policy installs nothing. A tab that cannot filter requests
+    /// keeps the after-the-fact checks only.
+    pub async fn install_request_filter(&mut self) -> Result<()> {
+        if let Some(filter) = self.request_filter.take()
+            && !self.tab.install_request_filter(filter).await?
+        {
+            tracing::debug!(
+                "this browser cannot filter requests; the policy judges where actions led"
+            );
+        }
+        Ok(())
     }
 
     /// Runs the loop on `instruction` until it ends, from the page the tab
@@ -167,6 +188,9 @@ impl Session {
     /// failures are inside the result; only setup problems are errors, and
     /// there are none left here.
     pub async fn run(&mut self, instruction: &str) -> RunResult {
+        if let Err(e) = self.install_request_filter().await {
+            tracing::warn!("the request filter could not be installed: {e}");
+        }
         self.perception.run(instruction, &mut self.run).await
     }
 

@@ -49,6 +49,7 @@ impl Session {
         start_url: Option<&str>,
         mode: RunMode,
     ) -> Result<RunResult> {
+        self.install_request_filter().await?;
         if let Some(url) = start_url {
             self.open(url).await?;
         }

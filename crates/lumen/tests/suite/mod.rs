@@ -2,5 +2,6 @@ mod browser_toolset;
 mod browser_toolset_members;
 mod e2e;
 mod modes;
+mod network_policy;
 mod safety;
 mod zoom;
