@@ -11,9 +11,10 @@ use std::sync::Arc;
 use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::memory::cache::{dhash, similarity};
 use lumen::models::AdapterOptions;
+use lumen::perception::pipeline::{ActionContext, ActionPipeline};
 use lumen::perception::router::ActionRouter;
 use lumen::safety::policy::with_default_scheme;
-use lumen::safety::{PolicyConfig, PolicyDecision, Remedy, SessionPolicy};
+use lumen::safety::{ActionGuard, PolicyConfig, PolicyDecision, SessionPolicy};
 use lumen::{
     Action, ActionCall, BrowserTab, Image, ModelAdapter, RecordedEvent, RunStatus,
     ScreenshotOptions, Session, SessionOptions, Size, StreamEvent,
@@ -167,48 +168,25 @@ impl Replay<'_> {
             && acted)
     }
 
-    /// Why the policy refuses `action` on the page as it is now (a goto on
-    /// the address its host resolves to), if it does.
+    /// Why the policy refuses a `goto` to the address its host resolves to
+    /// (the pipeline judges everything else, and the name).
     async fn refusal(&self, action: &Action) -> Option<String> {
-        let decision = match action {
-            Action::Goto { url } => judged(self.judge, &with_default_scheme(url)).await,
-            other => {
-                let current = self.tab.url().await.unwrap_or_default();
-                self.judge.check_action(other, &current)
-            }
+        let Action::Goto { url } = action else {
+            return None;
         };
-        decision
+        judged(self.judge, &with_default_scheme(url))
+            .await
             .denial()
             .map(|d| format!("refused by the policy: {}", d.reason))
     }
 
-    /// The failure of an executed action, if any: its own, or a forbidden
-    /// place it led to (undone first: the tab goes to about:blank, a new
-    /// tab is closed).
-    async fn after(&self, exec: lumen::ActionExecution) -> Option<String> {
-        let violations = exec
-            .effect
-            .as_ref()
-            .map(|e| self.judge.check_effect(e))
-            .unwrap_or_default();
-        for v in &violations {
-            let _ = match &v.remedy {
-                Remedy::CloseTab { tab_id } => self.tab.close_tab(tab_id).await,
-                Remedy::NavigateBack => self.tab.goto("about:blank").await,
-            };
-        }
-        if let Some(v) = violations.first() {
-            return Some(v.feedback());
-        }
-        match exec.ok {
-            true => None,
-            false => Some(exec.error.unwrap_or_else(|| "no reason given".to_owned())),
-        }
-    }
-
     async fn run(&self, steps: &[Step]) -> Result<u8, CliError> {
         let (tab, vars, dir, args) = (self.tab, self.vars, self.dir, self.args);
-        let router = ActionRouter::new();
+        // The same pipeline as a live run: hooks and policy, the router, the
+        // after-effect policy (a forbidden landing undone and checked),
+        // redaction.
+        let pipeline =
+            ActionPipeline::new(ActionGuard::new(self.judge.clone()), ActionRouter::new());
         let say = |value: serde_json::Value, line: String| {
             let mut out = std::io::stdout().lock();
             let _ = if args.json {
@@ -288,10 +266,23 @@ impl Replay<'_> {
                     action: substitute_action(&call.action, vars),
                     ..call.clone()
                 };
+                let at = ActionContext {
+                    step: s.step,
+                    instruction: self.instruction,
+                    viewport,
+                };
                 let failure = match self.refusal(&call.action).await {
                     Some(why) => Some(why),
-                    None => match router.execute(&call, tab.as_ref(), viewport).await {
-                        Ok(e) => self.after(e).await,
+                    None => match pipeline.run(&call, tab.as_ref(), at).await {
+                        Ok(h) => match (h.blocked, h.undone, h.execution.ok) {
+                            (Some(why), _, _) | (None, Some(why), _) => Some(why),
+                            (None, None, true) => None,
+                            (None, None, false) => Some(
+                                h.execution
+                                    .error
+                                    .unwrap_or_else(|| "no reason given".to_owned()),
+                            ),
+                        },
                         Err(e) => Some(e.to_string()),
                     },
                 };

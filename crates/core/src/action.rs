@@ -483,6 +483,33 @@ impl Action {
         }
     }
 
+    /// The loop's own request, for a control action (terminate, delegate,
+    /// fold, screenshot, writeState); `None` for every action a browser
+    /// carries out. Told apart here, once: the router only sees browser
+    /// actions.
+    pub fn control(&self) -> Option<crate::ControlRequest> {
+        use crate::ControlRequest as C;
+        Some(match self {
+            Action::Terminate { status, result } => C::Terminate {
+                status: *status,
+                result: result.clone(),
+            },
+            Action::Delegate {
+                instruction,
+                max_steps,
+            } => C::Delegate {
+                instruction: instruction.clone(),
+                max_steps: *max_steps,
+            },
+            Action::Fold { summary } => C::Fold {
+                summary: summary.clone(),
+            },
+            Action::Screenshot => C::Screenshot,
+            Action::WriteState { data } => C::WriteState { data: data.clone() },
+            _ => return None,
+        })
+    }
+
     /// The family this action belongs to.
     pub fn category(&self) -> ActionCategory {
         match self {

@@ -222,6 +222,11 @@ pub enum ControlRequest {
         /// The one-line record.
         summary: String,
     },
+    /// The model replaced the task state.
+    WriteState {
+        /// The new state.
+        data: crate::TaskState,
+    },
 }
 
 /// What the router reports for one action: the tab's outcome plus what the

@@ -23,6 +23,8 @@ pub(crate) struct FakeTab {
     pub(crate) form: Mutex<Vec<FormField>>,
     /// What `read_console` answers (drained by the read).
     pub(crate) console: Mutex<Vec<String>>,
+    /// A receipt the next click reports (and the URL it lands on).
+    pub(crate) next_effect: Mutex<Option<lumen_core::EffectReceipt>>,
 }
 
 impl FakeTab {
@@ -72,14 +74,23 @@ impl BrowserTab for FakeTab {
         None
     }
     async fn click(&self, at: Point, o: ClickOptions) -> Result<ActionOutcome> {
-        Ok(self.log(format!(
+        let out = self.log(format!(
             "click {},{} {:?} x{} mods={}",
             at.x,
             at.y,
             o.button,
             o.click_count,
             o.modifiers.cdp_mask()
-        )))
+        ));
+        Ok(match self.next_effect.lock().unwrap().take() {
+            Some(effect) => {
+                if let Some(to) = &effect.url_after {
+                    *self.url.lock().unwrap() = to.clone();
+                }
+                out.with_effect(effect)
+            }
+            None => out,
+        })
     }
     async fn hover(&self, at: Point) -> Result<ActionOutcome> {
         Ok(self.log(format!("hover {},{}", at.x, at.y)))

@@ -1,12 +1,16 @@
 //! The perception loop: screenshot → model → action(s) → screenshot.
 //!
 //! [`PerceptionLoop`] runs the steps: screenshot, model stream,
-//! each action through guard → router → after-effect policy → verifier as it
-//! arrives, then the assistant turn and its tool results recorded in order.
+//! each action through the [`pipeline::ActionPipeline`] as it arrives, then
+//! the assistant turn and its tool results recorded in order.
 //! Around it, each piece usable alone:
-//! - [`router::ActionRouter`]: the one place where actions reach the browser,
-//!   with adaptive settling (or fixed [`router::RouterTiming`]) and secrets
-//!   filled at type time.
+//! - [`pipeline::ActionPipeline`]: the one way any action reaches the
+//!   browser, whoever chose it (the loop, the cache, the gate, `lumen
+//!   replay`, direct tools): hooks → policy → router → after-effect policy
+//!   → verification → redaction.
+//! - [`router::ActionRouter`]: the pipeline's dispatch to the tab, with
+//!   adaptive settling (or fixed [`router::RouterTiming`]) and secrets
+//!   filled at type time. It sees browser actions only.
 //! - [`repeat::RepeatDetector`]: repeat, passive-run and URL-stall detection
 //!   with sticky, escalating nudges (levels 5, 8, 12).
 //! - [`gate::ConfidenceGate`]: several samples and a majority vote on hard
@@ -36,6 +40,7 @@ pub mod checkpoint;
 pub mod control;
 pub mod gate;
 pub mod monitor;
+pub mod pipeline;
 pub mod planner;
 pub mod prompt;
 pub mod repeat;

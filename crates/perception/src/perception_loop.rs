@@ -28,20 +28,21 @@ use std::time::Instant;
 use futures::StreamExt;
 use lumen_core::{
     Action, ActionCall, ActionExecution, ActionRecord, BrowserTab, ControlRequest, ErrorInfo,
-    HookContext, Image, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelResponse,
-    Result, RunResult, RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext,
-    StreamEvent, TaskState, TerminateStatus, ToolResult, Verifier, VerifyInput,
+    Image, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelResponse, Result, RunResult,
+    RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext, StreamEvent, TaskState,
+    TerminateStatus, ToolResult, Verifier, VerifyInput,
 };
 use lumen_memory::{
     ActionCache, CacheKey, CacheLookup, HistoryConfig, HistoryManager, SiteKB, StateStore,
     WorkflowMemory, shrink_image,
 };
-use lumen_safety::{ActionGuard, ActionVerifier, Violation};
+use lumen_safety::ActionGuard;
 
 use crate::checkpoint::CheckpointManager;
 use crate::control::RunControl;
 use crate::gate::ConfidenceGate;
 use crate::monitor::{EventBus, now_ms};
+use crate::pipeline::{ActionContext, ActionPipeline};
 use crate::prompt::{PromptParts, build_system_prompt};
 use crate::repeat::RepeatDetector;
 use crate::router::ActionRouter;
@@ -97,8 +98,7 @@ impl Default for LoopConfig {
 pub struct PerceptionLoop {
     tab: Arc<dyn BrowserTab>,
     adapter: Arc<dyn ModelAdapter>,
-    router: ActionRouter,
-    guard: ActionGuard,
+    pipeline: ActionPipeline,
     verifier: Option<Arc<dyn Verifier>>,
     bus: EventBus,
     control: RunControl,
@@ -228,8 +228,8 @@ impl PerceptionLoop {
         Self {
             tab,
             adapter,
-            router,
-            guard: ActionGuard::default(),
+            pipeline: ActionPipeline::new(ActionGuard::default(), router)
+                .with_verification(config.action_verifier),
             verifier: None,
             bus: EventBus::new(),
             control: RunControl::new(),
@@ -284,14 +284,17 @@ impl PerceptionLoop {
     /// Sets the router (settle mode, secrets). Its zoom captures are sized
     /// to this loop's model.
     pub fn with_router(mut self, router: ActionRouter) -> Self {
-        self.router = router.with_capture(self.capture_options());
-        self.bus = self.bus.with_secrets(self.router.shared_secrets());
+        self.pipeline
+            .set_router(router.with_capture(self.capture_options()));
+        self.bus = self
+            .bus
+            .with_secrets(self.pipeline.router().shared_secrets());
         self
     }
 
     /// Sets the hooks and policy.
     pub fn with_guard(mut self, guard: ActionGuard) -> Self {
-        self.guard = guard;
+        self.pipeline.set_guard(guard);
         self
     }
 
@@ -304,7 +307,7 @@ impl PerceptionLoop {
     /// Sets the event bus (monitors, live stream). It redacts with the
     /// router's secrets, whichever of the two is set first.
     pub fn with_bus(mut self, bus: EventBus) -> Self {
-        self.bus = bus.with_secrets(self.router.shared_secrets());
+        self.bus = bus.with_secrets(self.pipeline.router().shared_secrets());
         self
     }
 
@@ -325,7 +328,13 @@ impl PerceptionLoop {
     /// Replaces the settings (e.g. to add a plan between runs).
     pub fn with_config(mut self, config: LoopConfig) -> Self {
         self.config = config;
-        self.router = self.router.clone().with_capture(self.capture_options());
+        let router = self
+            .pipeline
+            .router()
+            .clone()
+            .with_capture(self.capture_options());
+        self.pipeline.set_router(router);
+        self.pipeline.set_verification(self.config.action_verifier);
         self
     }
 
@@ -460,7 +469,7 @@ impl PerceptionLoop {
             run.repeat.reset();
             run.notice = Some(format!(
                 "You were stuck, so the browser was taken back to {} (checkpoint of step {}). Try a different approach from here.",
-                self.router.secrets().redact(&cp.url),
+                self.pipeline.secrets().redact(&cp.url),
                 cp.step + 1
             ));
             url = self.guarded(self.tab.url()).await?;
@@ -468,7 +477,7 @@ impl PerceptionLoop {
         // A secret can sit in a URL (a token in a query string, typed into a
         // search): the events, the history, the prompt and the model see the
         // URL with placeholders.
-        let url = self.router.secrets().redact(&url).into_owned();
+        let url = self.pipeline.secrets().redact(&url).into_owned();
         self.bus
             .emit(StreamEvent::StepStarted {
                 step,
@@ -864,21 +873,20 @@ impl PerceptionLoop {
             });
             return Ok(());
         }
-        let hook_ctx = HookContext {
-            step,
-            url,
-            instruction,
-        };
-        let decision = self.guard.check(&call, &hook_ctx).await;
-        if let Some(execution) = decision.to_execution() {
-            let secrets = self.router.secrets();
-            let reason = match &decision {
-                lumen_safety::GuardDecision::Block { reason, .. } => {
-                    secrets.redact(reason).into_owned()
-                }
-                lumen_safety::GuardDecision::Allow => String::new(),
-            };
-            let execution = redacted_execution(secrets, execution);
+        // Hooks, policy (at the URL the tab is on now), router, the
+        // after-effect policy, verification and redaction: one pipeline.
+        let handled = self
+            .guarded(self.pipeline.run(
+                &call,
+                self.tab.as_ref(),
+                ActionContext {
+                    step,
+                    instruction,
+                    viewport: shot.viewport,
+                },
+            ))
+            .await?;
+        if let Some(reason) = handled.blocked {
             self.bus
                 .emit(StreamEvent::ActionBlocked {
                     step,
@@ -890,72 +898,23 @@ impl PerceptionLoop {
             done.push(Done {
                 record: ActionRecord {
                     call,
-                    execution,
+                    execution: handled.execution,
                     blocked: Some(reason),
                 },
                 terminated: None,
             });
             return Ok(());
         }
-
-        let mut execution = match &call.action {
-            Action::WriteState { data } => match run.state.write(data.clone()) {
-                Ok(()) => {
-                    self.bus
-                        .emit(StreamEvent::StateWritten {
-                            step,
-                            state: data.clone(),
-                        })
-                        .await;
-                    ActionExecution::ok()
-                }
-                Err(e) => ActionExecution::failed(e.to_string()),
-            },
-            _ => {
-                self.guarded(self.router.execute(&call, self.tab.as_ref(), shot.viewport))
-                    .await?
-            }
-        };
-
-        if self.config.action_verifier && call.action.touches_browser() {
-            ActionVerifier::new().apply(&call.action, &mut execution);
+        if let Some(reason) = handled.undone {
+            self.bus
+                .emit(StreamEvent::ActionBlocked {
+                    step,
+                    call: call.clone(),
+                    reason,
+                })
+                .await;
         }
-
-        // The policy also holds after the action: undo what landed somewhere
-        // forbidden, check the undo worked (undo.rs) and tell the model.
-        // Navigations the browser refused before they were sent (the
-        // request filter) fail the action too.
-        if let Some(effect) = execution.effect.clone() {
-            let violations = self.guard.policy().check_effect(&effect);
-            let refused = lumen_safety::apply_blocked_requests(&effect, &mut execution);
-            if !violations.is_empty() {
-                let policy = self.guard.policy();
-                let before = effect.url_before.as_deref();
-                let fallback = self
-                    .guarded(crate::undo::undo(
-                        self.tab.as_ref(),
-                        policy,
-                        &violations,
-                        before,
-                    ))
-                    .await?;
-                Violation::apply_all(&violations, &mut execution);
-                if let (Some(note), Some(error)) = (fallback, execution.error.as_mut()) {
-                    error.push(' ');
-                    error.push_str(&note);
-                }
-            }
-            if refused || !violations.is_empty() {
-                let reason = execution.error.clone().unwrap_or_default();
-                self.bus
-                    .emit(StreamEvent::ActionBlocked {
-                        step,
-                        call: call.clone(),
-                        reason,
-                    })
-                    .await;
-            }
-        }
+        let mut execution = handled.execution;
 
         let mut accepted = None;
         match execution.control.clone() {
@@ -989,12 +948,20 @@ impl PerceptionLoop {
             }) => {
                 execution = self.delegate(&sub, max_steps, run).await?;
             }
+            Some(ControlRequest::WriteState { data }) => match run.state.write(data.clone()) {
+                Ok(()) => {
+                    self.bus
+                        .emit(StreamEvent::StateWritten { step, state: data })
+                        .await;
+                    execution = ActionExecution::ok();
+                }
+                Err(e) => execution = ActionExecution::failed(e.to_string()),
+            },
+            // A screenshot is the next step's; nothing else to do.
             _ => {}
         }
-        // What the page says back (errors, hints, output, the receipt's
-        // URLs) may quote a filled-in secret; the model, the history, the
-        // run's result and the events get placeholders.
-        let execution = redacted_execution(self.router.secrets(), execution);
+        // A sub-task's answer or a rejection may quote a secret too.
+        let execution = self.pipeline.redacted(execution);
 
         self.bus
             .emit(StreamEvent::ActionResult {
@@ -1157,7 +1124,7 @@ impl PerceptionLoop {
     /// (see [`unquotable`]), and at most [`FORM_FIELDS`] fields are listed.
     async fn form_state(&self) -> Option<String> {
         let fields = self.tab.form_fields().await.ok().flatten()?;
-        let secrets = self.router.secrets();
+        let secrets = self.pipeline.secrets();
         let shown = |text: &str, max: usize| unquotable(&shorten_chars(&secrets.redact(text), max));
         let omitted = fields.len().saturating_sub(FORM_FIELDS);
         let fields = &fields[..fields.len().min(FORM_FIELDS)];
@@ -1227,21 +1194,6 @@ fn shorten_chars(text: &str, max: usize) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
-}
-
-/// `execution` with every secret redacted (all its text, the effect
-/// receipt included; an image is kept as it is). One that cannot be
-/// redacted is replaced by a failure saying so.
-fn redacted_execution(
-    secrets: &lumen_safety::Secrets,
-    mut execution: ActionExecution,
-) -> ActionExecution {
-    let image = execution.image.take();
-    let mut out = secrets.redact_serde(execution).unwrap_or_else(|_| {
-        ActionExecution::failed("the result quoted a secret and could not be redacted")
-    });
-    out.image = image;
-    out
 }
 
 fn tool_result(r: &ActionRecord) -> ToolResult {

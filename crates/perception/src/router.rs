@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lumen_core::{
-    Action, ActionCall, ActionExecution, BrowserTab, ClickOptions, ControlRequest, Point, Rect,
-    Result, ScreenshotOptions, SettleOptions, Size,
+    Action, ActionCall, ActionExecution, BrowserTab, ClickOptions, Point, Rect, Result,
+    ScreenshotOptions, SettleOptions, Size,
 };
 use lumen_safety::Secrets;
 
@@ -309,9 +309,6 @@ impl ActionRouter {
             Action::Goto { url } => tab.goto(url).await?,
             Action::Back => tab.back().await?,
             Action::Forward => tab.forward().await?,
-            Action::Screenshot => {
-                return Ok(ActionExecution::control(ControlRequest::Screenshot));
-            }
             // The region at full resolution (rendered larger, up to the
             // model's image limits), shown to the model with the result.
             Action::Zoom { region } => {
@@ -475,35 +472,11 @@ impl ActionRouter {
                 });
                 return Ok(exec);
             }
-            Action::Terminate { status, result } => {
-                return Ok(ActionExecution::control(ControlRequest::Terminate {
-                    status: *status,
-                    result: result.clone(),
-                }));
-            }
-            Action::Delegate {
-                instruction,
-                max_steps,
-            } => {
-                return Ok(ActionExecution::control(ControlRequest::Delegate {
-                    instruction: instruction.clone(),
-                    max_steps: *max_steps,
-                }));
-            }
-            Action::Fold { summary } => {
-                return Ok(ActionExecution::control(ControlRequest::Fold {
-                    summary: summary.clone(),
-                }));
-            }
             Action::Invalid { error, .. } => return Ok(ActionExecution::failed(error.clone())),
-            Action::WriteState { .. } => {
-                return Ok(ActionExecution::failed(
-                    "writeState is answered by the loop, not the router",
-                ));
-            }
+            // Control actions are the caller's (see `Action::control`).
             other => {
                 return Ok(ActionExecution::failed(format!(
-                    "action `{}` is not supported by this router",
+                    "action `{}` is not a browser action: the loop carries it out",
                     other.kind()
                 )));
             }
@@ -683,34 +656,35 @@ mod tests {
     async fn control_actions_never_touch_the_browser() {
         let tab = FakeTab::new("http://x/");
         let r = ActionRouter::new();
-        let t = run(
-            &r,
-            &tab,
+        // The pipeline hands control actions back to the loop; given to the
+        // router anyway, they fail without touching the tab.
+        for action in [
             Action::Terminate {
                 status: TerminateStatus::Success,
                 result: "42".into(),
             },
-        )
-        .await;
-        assert!(t.is_terminate());
-        let d = run(
-            &r,
-            &tab,
             Action::Delegate {
                 instruction: "sub".into(),
                 max_steps: Some(3),
             },
-        )
-        .await;
-        assert_eq!(
-            d.control,
-            Some(ControlRequest::Delegate {
-                instruction: "sub".into(),
-                max_steps: Some(3)
-            })
-        );
-        let s = run(&r, &tab, Action::Screenshot).await;
-        assert_eq!(s.control, Some(ControlRequest::Screenshot));
+            Action::Screenshot,
+            Action::Fold {
+                summary: "done".into(),
+            },
+            Action::WriteState {
+                data: Default::default(),
+            },
+        ] {
+            let e = run(&r, &tab, action.clone()).await;
+            assert!(
+                !e.ok
+                    && e.error
+                        .as_deref()
+                        .unwrap_or("")
+                        .contains("not a browser action"),
+                "{action:?}: {e:?}"
+            );
+        }
         let z = run(
             &r,
             &tab,
@@ -727,20 +701,6 @@ mod tests {
         // A zoom is no control request: the router captures its region.
         assert_eq!(z.control, None);
         assert!(z.ok && z.image.is_some(), "{z:?}");
-        let f = run(
-            &r,
-            &tab,
-            Action::Fold {
-                summary: "done".into(),
-            },
-        )
-        .await;
-        assert_eq!(
-            f.control,
-            Some(ControlRequest::Fold {
-                summary: "done".into()
-            })
-        );
         let c = run(&r, &tab, Action::CursorPosition).await;
         assert_eq!(c.hints, vec!["the pointer has not been moved yet"]);
         let i = run(

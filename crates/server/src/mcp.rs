@@ -9,7 +9,8 @@
 //! - `open {url}`, `click {x, y, button?}`, `type {text}`, `press {keys}`,
 //!   `scroll {direction, amount?, x?, y?}`: one action each on a browser kept
 //!   for the session (launched on first use), executed by the same
-//!   `ActionRouter` as the loop (settling, effect receipts); the answer is
+//!   `ActionPipeline` as the loop (policy, settling, effect receipts, the
+//!   after-effect policy, redaction); the answer is
 //!   the action's outcome as JSON. The operator policy
 //!   ([`ServeOptions::policy`]) judges each one: `open` on the address its
 //!   host resolves to (`open file:///etc/passwd` is refused), any action on
@@ -23,9 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use lumen::browser::CdpTab;
+use lumen::perception::pipeline::{ActionContext, ActionPipeline};
 use lumen::perception::router::ActionRouter;
 use lumen::safety::policy::with_default_scheme;
-use lumen::safety::{PolicyDecision, Remedy, SessionPolicy, Violation};
+use lumen::safety::{ActionGuard, PolicyDecision, SessionPolicy};
 use lumen::{Action, ActionCall, BrowserTab, ScreenshotOptions};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -211,11 +213,11 @@ impl LumenMcp {
             Ok(p) => p,
             Err(e) => return failed(format!("the operator policy is invalid: {e}")),
         };
-        let current = tab.url().await.unwrap_or_default();
-        let mut verdict = policy.check_action(&action, &current);
-        if let (PolicyDecision::Allow, Action::Goto { url }) = (&verdict, &action) {
+        // A goto is judged on the address its host resolves to; the
+        // pipeline judges the rest (the page the tab is on, the name).
+        if let Action::Goto { url } = &action {
             let (judge, target) = (policy.clone(), with_default_scheme(url));
-            verdict = tokio::task::spawn_blocking(move || judge.check_url_resolved(&target))
+            let verdict = tokio::task::spawn_blocking(move || judge.check_url_resolved(&target))
                 .await
                 .unwrap_or_else(|e| {
                     PolicyDecision::Deny(lumen::safety::Denial {
@@ -223,32 +225,32 @@ impl LumenMcp {
                         reason: format!("the URL could not be judged: {e}"),
                     })
                 });
-        }
-        if let PolicyDecision::Deny(d) = verdict {
-            let body = json!({"ok": false, "error": format!("refused by the operator policy: {}", d.reason), "rule": d.rule, "url": current});
-            return CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
+            if let PolicyDecision::Deny(d) = verdict {
+                let current = tab.url().await.unwrap_or_default();
+                let body = json!({"ok": false, "error": format!("refused by the operator policy: {}", d.reason), "rule": d.rule, "url": current});
+                return CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
+            }
         }
         let id = format!("mcp_{}", self.calls.fetch_add(1, Ordering::Relaxed));
         let call = ActionCall::new(id, action);
         let tab_dyn: &dyn BrowserTab = tab.as_ref();
-        match ActionRouter::new().execute(&call, tab_dyn, viewport).await {
-            Ok(mut exec) => {
-                let violations = exec
-                    .effect
-                    .as_ref()
-                    .map(|e| policy.check_effect(e))
-                    .unwrap_or_default();
-                for v in &violations {
-                    // Undo: close a forbidden new tab; take the tab itself
-                    // to about:blank (always allowed, shows nothing).
-                    let _ = match &v.remedy {
-                        Remedy::CloseTab { tab_id } => tab.close_tab(tab_id).await,
-                        Remedy::NavigateBack => tab.goto("about:blank").await,
-                    };
-                }
-                Violation::apply_all(&violations, &mut exec);
+        // The same pipeline as a run: policy, router, the after-effect
+        // policy (a forbidden landing undone and checked), redaction.
+        let pipeline = ActionPipeline::new(ActionGuard::new(policy), ActionRouter::new());
+        let at = ActionContext {
+            step: 0,
+            instruction: "",
+            viewport,
+        };
+        match pipeline.run(&call, tab_dyn, at).await {
+            Ok(handled) => {
                 let url = tab.url().await.unwrap_or_default();
-                let body = json!({"ok": exec.ok, "error": exec.error, "hints": exec.hints, "effect": exec.effect, "url": url});
+                let exec = handled.execution;
+                let error = match &handled.blocked {
+                    Some(why) => Some(format!("refused by the operator policy: {why}")),
+                    None => exec.error.clone(),
+                };
+                let body = json!({"ok": exec.ok, "error": error, "hints": exec.hints, "effect": exec.effect, "url": url});
                 let content = vec![ContentBlock::text(body.to_string())];
                 if exec.ok {
                     CallToolResult::success(content)
