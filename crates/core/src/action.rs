@@ -436,6 +436,52 @@ pub enum ActionCategory {
 }
 
 impl Action {
+    /// Every `type` tag ([`Action::kind`]), in declaration order: what a
+    /// policy's `allowedActions` may name.
+    pub const KINDS: &'static [&'static str] = &[
+        "click",
+        "doubleClick",
+        "tripleClick",
+        "drag",
+        "hover",
+        "mouseDown",
+        "mouseUp",
+        "scroll",
+        "type",
+        "keyPress",
+        "holdKey",
+        "wait",
+        "goto",
+        "back",
+        "forward",
+        "screenshot",
+        "cursorPosition",
+        "zoom",
+        "writeState",
+        "terminate",
+        "delegate",
+        "fold",
+        "keyDown",
+        "keyUp",
+        "readPage",
+        "findElements",
+        "pageText",
+        "formInput",
+        "scrollToRef",
+        "clickRef",
+        "hoverRef",
+        "reload",
+        "listTabs",
+        "newTab",
+        "switchTab",
+        "closeTab",
+        "fileUpload",
+        "javascriptExec",
+        "readConsole",
+        "readNetwork",
+        "invalid",
+    ];
+
     /// The `type` tag, e.g. `"doubleClick"`.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -171,6 +171,12 @@ fn every_action_round_trips_and_has_a_pinned_shape() {
     for (a, j) in actions.iter().zip(&json) {
         assert_eq!(j["type"], a.kind(), "{j}");
     }
+    // Action::KINDS lists every kind, once.
+    for a in &actions {
+        assert!(Action::KINDS.contains(&a.kind()), "{} is missing", a.kind());
+    }
+    let unique: std::collections::BTreeSet<_> = Action::KINDS.iter().collect();
+    assert_eq!(unique.len(), Action::KINDS.len(), "a kind is listed twice");
     insta::assert_json_snapshot!("actions", json);
 }
 

@@ -17,31 +17,7 @@ use crate::address;
 use crate::pattern::{DomainPattern, host_of, parse_url};
 
 /// The `type` tags of every [`Action`], for validating `allowedActions`.
-pub const ACTION_TYPES: &[&str] = &[
-    "click",
-    "doubleClick",
-    "tripleClick",
-    "drag",
-    "hover",
-    "mouseDown",
-    "mouseUp",
-    "scroll",
-    "type",
-    "keyPress",
-    "holdKey",
-    "wait",
-    "goto",
-    "back",
-    "forward",
-    "screenshot",
-    "cursorPosition",
-    "zoom",
-    "writeState",
-    "terminate",
-    "delegate",
-    "fold",
-    "invalid",
-];
+pub const ACTION_TYPES: &[&str] = Action::KINDS;
 
 /// The schemes every policy allows.
 pub const DEFAULT_SCHEMES: &[&str] = &["http", "https"];

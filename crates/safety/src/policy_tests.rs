@@ -381,3 +381,27 @@ fn model_javascript_is_refused_unless_the_policy_allows_it_naming_the_setting() 
     let on = SessionPolicy::new(&config).unwrap();
     assert!(on.check_action(&js, "https://example.com/").is_allowed());
 }
+
+/// `allowedActions` may name every action kind, the browser toolset's
+/// included (they used to be refused as unknown).
+#[test]
+fn allowed_actions_may_name_every_kind() {
+    for kind in Action::KINDS {
+        let p = SessionPolicy::new(&PolicyConfig {
+            allowed_actions: Some(vec![kind.to_string()]),
+            ..PolicyConfig::default()
+        });
+        assert!(p.is_ok(), "{kind}");
+    }
+    let p = SessionPolicy::new(&PolicyConfig {
+        allowed_actions: Some(vec!["readPage".into(), "clickRef".into()]),
+        ..PolicyConfig::default()
+    })
+    .unwrap();
+    let read = Action::ReadPage {
+        interactive_only: true,
+        root: None,
+        depth: None,
+    };
+    assert!(p.check_action(&read, "https://a.test/").is_allowed());
+}
