@@ -20,7 +20,7 @@
 //! 5. **verification** of the receipt (when enabled);
 //! 6. **redaction**: every secret in the result becomes its placeholder.
 
-use lumen_core::{ActionCall, ActionExecution, BrowserTab, HookContext, LumenError, Result, Size};
+use lumen_core::{ActionCall, ActionExecution, BrowserTab, HookContext, Result, Size};
 use lumen_safety::{ActionGuard, ActionVerifier, GuardDecision, Secrets, Violation};
 
 use crate::router::ActionRouter;
@@ -192,7 +192,10 @@ impl ActionPipeline {
                 error.push_str(&note);
             }
         }
-        Ok((refused || !violations.is_empty()).then(|| execution.error.clone().unwrap_or_default()))
+        Ok(
+            (refused || !violations.is_empty())
+                .then(|| execution.error.clone().unwrap_or_default()),
+        )
     }
 }
 
