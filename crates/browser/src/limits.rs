@@ -34,7 +34,7 @@ pub const MAX_AX_FIELD_CHARS: usize = 2_000;
 
 /// The ref of the node that ends a snapshot cut at a cap (a `note` whose
 /// name counts the nodes left out). It names no element.
-pub const OMITTED_REF: &str = "@omitted";
+pub const OMITTED_REF: &str = lumen_core::AxSnapshot::OMITTED_REF;
 
 /// The most one CDP message may take on `PageLink`'s WebSocket.
 pub const MAX_CDP_MESSAGE_BYTES: usize = 256 << 20;

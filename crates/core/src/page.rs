@@ -36,6 +36,10 @@ pub struct AxSnapshot {
 }
 
 impl AxSnapshot {
+    /// The ref of the note node that ends a snapshot cut at a cap (it says
+    /// how many nodes were left out).
+    pub const OMITTED_REF: &'static str = "@omitted";
+
     /// An indented text outline, one node per line:
     /// `  - button "Submit" [@e7]`.
     pub fn to_text(&self) -> String {

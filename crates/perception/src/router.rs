@@ -90,7 +90,12 @@ fn outline(
     let lines: Vec<String> = nodes[start..end]
         .iter()
         .filter(|n| depth.is_none_or(|d| n.depth.saturating_sub(base) <= d))
-        .filter(|n| !interactive_only || n.is_interactive())
+        // A cut snapshot's note is kept: the model must know it is cut.
+        .filter(|n| {
+            !interactive_only
+                || n.is_interactive()
+                || n.reference == lumen_core::AxSnapshot::OMITTED_REF
+        })
         .map(|n| n.line(base))
         .collect();
     Ok(lines.join("\n"))
@@ -650,6 +655,29 @@ mod tests {
         let tab = FakeTab::new("http://x/");
         assert!(run(&ActionRouter::new(), &tab, Action::Forward).await.ok);
         assert_eq!(tab.calls(), vec!["forward", "settle nav=false"]);
+    }
+
+    #[test]
+    fn an_interactive_outline_keeps_the_note_of_a_cut_snapshot() {
+        let node = |reference: &str, role: &str, focusable| lumen_core::AxNode {
+            reference: reference.into(),
+            role: role.into(),
+            name: "x".into(),
+            value: None,
+            depth: 0,
+            focusable,
+        };
+        let snapshot = lumen_core::AxSnapshot {
+            url: "http://x/".into(),
+            nodes: vec![
+                node("@e1", "paragraph", false),
+                node("@e2", "button", true),
+                node(lumen_core::AxSnapshot::OMITTED_REF, "note", false),
+            ],
+        };
+        let text = outline(&snapshot, true, None, None).unwrap();
+        assert!(!text.contains("@e1") && text.contains("@e2"), "{text}");
+        assert!(text.contains(lumen_core::AxSnapshot::OMITTED_REF), "{text}");
     }
 
     #[tokio::test]
