@@ -40,7 +40,7 @@ impl CdpTab {
                 watcher_conn.mark_dead(reason);
             }
         });
-        Self::setup(conn, options.tab, Some(process), None, vec![watcher]).await
+        Self::setup(conn, options.tab, Some(process), None, vec![watcher], None).await
     }
 
     /// Connects to a running browser by DevTools WebSocket URL
@@ -56,7 +56,7 @@ impl CdpTab {
         let conn = Conn::connect(&ws, options.call_timeout)
             .await
             .map_err(LumenError::from)?;
-        Self::setup(conn, options, None, None, Vec::new()).await
+        Self::setup(conn, options, None, None, Vec::new(), None).await
     }
 
     /// Creates a Browserbase session (API key + project) and connects to it.
@@ -70,15 +70,16 @@ impl CdpTab {
         let conn = Conn::connect(&session.connect_url, options.tab.call_timeout)
             .await
             .map_err(LumenError::from)?;
-        Self::setup(conn, options.tab, None, Some(session), Vec::new()).await
+        Self::setup(conn, options.tab, None, Some(session), Vec::new(), None).await
     }
 
-    async fn setup(
+    pub(super) async fn setup(
         conn: Arc<Conn>,
         options: TabOptions,
         process: Option<ChromiumProcess>,
         remote: Option<RemoteSession>,
         mut tasks: Vec<JoinHandle<()>>,
+        context: Option<String>,
     ) -> Result<Self> {
         let browser_log = EventLog::new();
         let t = conn.call_timeout;
@@ -89,7 +90,7 @@ impl CdpTab {
         )
         .await?;
         tasks.push(browser_task);
-        let download = match &options.download_dir {
+        let mut download = match &options.download_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|e| {
                     LumenError::config("download_dir", format!("{}: {e}", dir.display()))
@@ -102,6 +103,9 @@ impl CdpTab {
             }
             None => serde_json::json!({ "behavior": "deny", "eventsEnabled": true }),
         };
+        if let Some(id) = &context {
+            download["browserContextId"] = serde_json::json!(id);
+        }
         if let Err(e) = conn
             .browser_raw("Browser.setDownloadBehavior", download)
             .await
@@ -118,7 +122,14 @@ impl CdpTab {
             .guard(
                 "Target.createTarget",
                 t,
-                conn.browser.new_page("about:blank"),
+                conn.browser.new_page(
+                    chromiumoxide::cdp::browser_protocol::target::CreateTargetParams {
+                        browser_context_id: context.clone().map(Into::into),
+                        ..chromiumoxide::cdp::browser_protocol::target::CreateTargetParams::new(
+                            "about:blank",
+                        )
+                    },
+                ),
             )
             .await?;
         // A browser we launched starts with its own blank tab: close it so
@@ -153,6 +164,7 @@ impl CdpTab {
             uploads,
             receipts: AtomicBool::new(options.receipts),
             remote,
+            context,
             tasks,
             ws_url,
             options,
@@ -182,6 +194,8 @@ impl CdpTab {
             process.kill();
             let _ = tokio::time::timeout(Duration::from_secs(2), process.wait_exit()).await;
             process.remove_profile();
+        } else if conn.dead_reason().is_none() && self.dispose_context().await {
+            // Disposing the context closed its pages.
         } else if conn.dead_reason().is_none() {
             let id = self.active_tab_id();
             let _ = conn

@@ -43,6 +43,7 @@ use crate::tracker::{EventLog, Flusher};
 
 mod capture;
 mod connect;
+mod context;
 mod evaluate;
 mod guard;
 mod input;
@@ -99,6 +100,8 @@ struct Shared {
     /// Whether actions measure receipts (starts as `options.receipts`).
     receipts: AtomicBool,
     remote: Option<RemoteSession>,
+    /// The browser context of a tab opened by [`CdpTab::open_isolated`].
+    context: Option<String>,
     tasks: Vec<JoinHandle<()>>,
     ws_url: String,
     /// The request filter, once installed.

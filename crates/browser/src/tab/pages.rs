@@ -72,7 +72,7 @@ impl CdpTab {
             .conn()
             .browser_raw("Target.getTargets", serde_json::json!({}))
             .await?;
-        Ok(pages::page_tabs(&list, Some(&active)))
+        Ok(pages::page_tabs(&self.own_targets(list), Some(&active)))
     }
 
     /// Drives another open tab (one from [`tabs`](Self::tabs)).
@@ -100,6 +100,7 @@ impl CdpTab {
             .conn()
             .browser_raw("Target.getTargets", serde_json::json!({}))
             .await?;
+        let targets = self.own_targets(targets);
         let exists = targets["targetInfos"]
             .as_array()
             .is_some_and(|a| a.iter().any(|t| t["targetId"] == id && t["type"] == "page"));
@@ -153,10 +154,7 @@ impl CdpTab {
     pub(super) async fn open_tab(&self) -> Result<ActionOutcome> {
         let created = self
             .conn()
-            .browser_raw(
-                "Target.createTarget",
-                serde_json::json!({ "url": "about:blank" }),
-            )
+            .browser_raw("Target.createTarget", self.target_params("about:blank"))
             .await?;
         let Some(id) = created["targetId"].as_str().map(str::to_owned) else {
             return Ok(ActionOutcome::failed("the browser opened no tab"));
@@ -187,6 +185,9 @@ impl CdpTab {
 
     /// Closes a tab by id and waits (bounded) until it is gone.
     pub(super) async fn close_other_tab(&self, id: &str) -> Result<ActionOutcome> {
+        if !self.owns_target(id).await? {
+            return Ok(ActionOutcome::failed(format!("there is no open tab {id}")));
+        }
         let conn = self.shared.conn.clone();
         let closed = conn
             .browser_raw("Target.closeTarget", serde_json::json!({ "targetId": id }))

@@ -1,5 +1,6 @@
-//! One execution of a run: a slot, a browser context, the session, and
-//! whatever happens, an ending recorded and announced.
+//! One execution of a run: a slot, a fresh browser context in a pooled
+//! browser, the session, and whatever happens, an ending recorded and
+//! announced.
 //!
 //! - **A panic inside the run's task** (the loop, a hook, the recorder) is
 //!   caught at the execution's boundary: the run ends `failed` with a
@@ -33,7 +34,9 @@ use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread};
 use crate::store::{self, Mode, RunState};
 
 /// Browsers kept for reuse between runs (at most one per slot). Each run
-/// gets a fresh browser context in one (see [`RunManager::drive`]).
+/// drives a browser context of its own in one ([`CdpTab::open_isolated`]),
+/// disposed when the execution ends: runs share the browser process and
+/// nothing else (no cookies, storage, cache, service workers or tabs).
 #[derive(Debug)]
 pub(super) struct BrowserPool {
     launch: lumen::browser::LaunchOptions,
@@ -360,18 +363,35 @@ impl RunManager {
         }
         let w = writer.insert(Writer::start(entry.clone(), log, offset, self.hub.clone()));
         let recorder = w.recorder(entry.clone(), self.options.test_hooks.panic_at_step);
-        let tab = tokio::select! {
+        let browser = tokio::select! {
             biased;
             reason = control.cancelled() => return Err(LumenError::Cancelled { reason }),
-            tab = self.pool.take() => tab?,
+            browser = self.pool.take() => browser?,
+        };
+        // The run's own browser context: nothing an earlier run (perhaps
+        // another client's) stored is visible to it, and nothing it stores
+        // outlives it.
+        let tab = match browser.open_isolated().await {
+            Ok(tab) => Arc::new(tab),
+            Err(e) => {
+                if !browser.is_disconnected() {
+                    self.pool.give(browser).await;
+                }
+                return Err(e);
+            }
         };
         let result = self
             .drive_on(entry, control, tab.clone(), snapshot, recorder)
             .await;
-        let lost = matches!(&result, Err(LumenError::BrowserDisconnected { .. }))
+        // Disposes the context: its pages, cookies, storage, cache and
+        // service workers. (Dropped without this, after a panic, the
+        // context goes with its connection: `disposeOnDetach`.)
+        let _ = tab.close().await;
+        let lost = browser.is_disconnected()
+            || matches!(&result, Err(LumenError::BrowserDisconnected { .. }))
             || matches!(&result, Ok(r) if r.error.as_ref().is_some_and(|e| e.code == lumen::ErrorCode::BrowserDisconnected));
         if !lost {
-            self.pool.give(tab).await;
+            self.pool.give(browser).await;
         }
         result
     }

@@ -16,6 +16,7 @@ mod front_door;
 mod hardening;
 mod http_api;
 mod ipc;
+mod isolation;
 mod mcp;
 mod modes;
 mod policy;

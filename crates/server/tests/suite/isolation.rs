@@ -1,0 +1,95 @@
+//! Runs share pooled browsers, never browser state: each run drives a
+//! browser context of its own.
+
+use std::time::Duration;
+
+use lumen_server::Server;
+use lumen_test_support::FixtureServer;
+use serde_json::json;
+
+use super::{Client, Env};
+
+/// Reports what it finds from earlier visits (cookie, local storage,
+/// IndexedDB databases, service workers), then stores its own, then says
+/// so.
+const PAGE: &str = r#"<!doctype html><title>memory</title><body>memory
+<script>
+(async () => {
+  const found = new URLSearchParams({
+    cookie: document.cookie,
+    local: localStorage.getItem('secret') || '',
+    workers: String((await navigator.serviceWorker.getRegistrations()).length),
+    databases: String((await indexedDB.databases()).length),
+  });
+  await fetch('report.txt?' + found);
+  document.cookie = 'secret=run-one; max-age=3600; path=/';
+  localStorage.setItem('secret', 'run-one');
+  await new Promise((ok, err) => {
+    const open = indexedDB.open('secret-db');
+    open.onsuccess = ok;
+    open.onerror = err;
+  });
+  await navigator.serviceWorker.register('sw.js');
+  await fetch('stored.txt');
+})();
+</script>"#;
+
+#[tokio::test]
+async fn a_run_sees_nothing_an_earlier_run_stored_in_the_same_browser() {
+    let env = Env::new().await;
+    let pages = tempfile::tempdir().unwrap();
+    std::fs::write(pages.path().join("memory.html"), PAGE).unwrap();
+    std::fs::write(
+        pages.path().join("sw.js"),
+        "self.addEventListener('fetch', () => {});",
+    )
+    .unwrap();
+    let site = FixtureServer::start_at(pages.path()).await.unwrap();
+    let reports = || {
+        site.requests()
+            .into_iter()
+            .filter(|r| r.path == "/report.txt")
+            .map(|r| r.query.unwrap_or_default())
+            .collect::<Vec<_>>()
+    };
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+
+    // Run 1 opens the page, which stores a cookie, local storage, a
+    // database and a service worker while the run is held paused before
+    // its first step; then it is cancelled.
+    let first = c
+        .create(json!({"instruction": "Look", "startUrl": site.url("memory.html"), "maxSteps": 2}))
+        .await;
+    c.post(&format!("/v1/runs/{first}/pause"), json!({})).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !site.requests().iter().any(|r| r.path == "/stored.txt") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "run 1's page never stored its state: {:?}",
+            site.requests()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.post(&format!("/v1/runs/{first}/cancel"), json!({})).await;
+    c.wait_status(&first, "cancelled").await;
+    let expected_empty = "cookie=&local=&workers=0&databases=0";
+    assert_eq!(reports(), vec![expected_empty.to_string()]);
+
+    // Run 2, in the same pooled browser (one slot), finds none of it.
+    env.done("nothing here");
+    let second = c
+        .create(json!({"instruction": "Look", "startUrl": site.url("memory.html"), "maxSteps": 2}))
+        .await;
+    c.wait_status(&second, "completed").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while reports().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "run 2's page never reported"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(reports()[1], expected_empty, "run 2 saw run 1's state");
+    server.shutdown().await;
+}
