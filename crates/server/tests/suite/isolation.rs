@@ -29,7 +29,12 @@ const PAGE: &str = r#"<!doctype html><title>memory</title><body>memory
     open.onsuccess = ok;
     open.onerror = err;
   });
-  await navigator.serviceWorker.register('sw.js');
+  // A service worker too, where the browser lets one register (the
+  // session's request filter may hold its script back): bounded wait.
+  await Promise.race([
+    navigator.serviceWorker.register('sw.js').catch(() => {}),
+    new Promise((ok) => setTimeout(ok, 3000)),
+  ]);
   await fetch('stored.txt');
 })();
 </script>"#;
