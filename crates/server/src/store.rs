@@ -558,4 +558,65 @@ mod tests {
             1
         );
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn events() -> impl Strategy<Value = Vec<String>> {
+            proptest::collection::vec((0u32..50, any::<bool>()), 0..12).prop_map(|steps| {
+                steps
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (step, done))| {
+                        let e = if done { completed(step) } else { started(step) };
+                        event(i as u64, e)
+                    })
+                    .collect()
+            })
+        }
+
+        /// A line that is not an event: any bytes but a newline.
+        fn garbage() -> impl Strategy<Value = Vec<u8>> {
+            proptest::collection::vec(
+                any::<u8>().prop_filter("no newline", |b| *b != b'\n'),
+                1..40,
+            )
+            .prop_filter("not blank", |l| !l.iter().all(u8::is_ascii_whitespace))
+        }
+
+        proptest! {
+            #[test]
+            fn any_bytes_parse_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..400), after in proptest::option::of(0u64..20)) {
+                let log = parse_events(&bytes, after);
+                prop_assert!(log.events.iter().all(|e| after.is_none_or(|a| e.seq > a)));
+            }
+
+            #[test]
+            fn valid_lines_survive_corrupt_neighbours(
+                lines in events(),
+                noise in proptest::collection::vec(proptest::option::of(garbage()), 0..13),
+            ) {
+                let mut bytes = Vec::new();
+                let mut corrupt = 0;
+                for (i, line) in lines.iter().enumerate() {
+                    if let Some(Some(g)) = noise.get(i) {
+                        // Garbage that happens to be an event is not noise.
+                        if serde_json::from_slice::<RecordedEvent>(g).is_err() {
+                            bytes.extend(g);
+                            bytes.push(b'\n');
+                            corrupt += 1;
+                        }
+                    }
+                    bytes.extend(line.as_bytes());
+                    bytes.push(b'\n');
+                }
+                let log = parse_events(&bytes, None);
+                let seqs: Vec<u64> = log.events.iter().map(|e| e.seq).collect();
+                prop_assert_eq!(seqs, (0..lines.len() as u64).collect::<Vec<_>>());
+                prop_assert_eq!(log.skipped, corrupt);
+            }
+        }
+    }
 }

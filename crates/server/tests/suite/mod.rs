@@ -20,6 +20,7 @@ mod isolation;
 mod mcp;
 mod modes;
 mod policy;
+mod properties;
 mod streams;
 
 pub(crate) const MODEL: &str = "compatible/qwen2.5-vl";
