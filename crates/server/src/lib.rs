@@ -55,7 +55,9 @@ pub use mcp::{mcp, mcp_stdio};
 #[doc(hidden)]
 pub use options::TestHooks;
 pub use options::{ServeOptions, TOKEN_ENV};
-pub use runs::{Live, RunEntry, RunManager, SERVER_RESTART, SERVER_SHUTDOWN, USER_CANCEL};
+pub use runs::{
+    CANCEL_REASONS, Live, RunEntry, RunManager, SERVER_RESTART, SERVER_SHUTDOWN, USER_CANCEL,
+};
 pub use store::{Mode, RunInfo, RunState};
 
 /// Why the service could not start or failed.

@@ -168,7 +168,7 @@ pub(crate) fn document() -> Value {
             "/v1/runs/{id}": {"get": control("One run: status, progress, result, usage", None, ("200", run_response("The run")), &[])},
             "/v1/runs/{id}/cancel": {"post": control(
                 "Cancel a queued, running, paused or interrupted run",
-                Some(json!({"type": "object", "properties": {"reason": {"type": "string", "default": "user_explicit_cancel"}}})),
+                Some(json!({"type": "object", "properties": {"reason": {"type": "string", "enum": crate::CANCEL_REASONS, "default": "user_explicit_cancel"}}})),
                 ("202", run_response("Cancellation requested")),
                 &[("400", "Invalid body"), ("409", "The run has already ended")],
             )},

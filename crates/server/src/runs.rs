@@ -42,6 +42,15 @@ pub const SERVER_SHUTDOWN: &str = "server_shutdown";
 pub const SERVER_RESTART: &str = "server_restart";
 /// The default cancel reason.
 pub const USER_CANCEL: &str = "user_explicit_cancel";
+/// The reasons a client may give for a cancel (the server API seed's fixed
+/// set); anything else is a 400 naming them.
+pub const CANCEL_REASONS: &[&str] = &[
+    "user_interrupted",
+    USER_CANCEL,
+    "timeout",
+    "sibling_error",
+    SERVER_SHUTDOWN,
+];
 
 /// Something live subscribers (SSE, WebSocket, IPC) receive.
 #[derive(Debug, Clone)]
@@ -423,7 +432,8 @@ impl RunManager {
         *lock(&entry.task) = Some(task);
     }
 
-    /// `POST /v1/runs/{id}/cancel` with an optional `{"reason"}`: cancels
+    /// `POST /v1/runs/{id}/cancel` with an optional `{"reason"}` (one of
+    /// [`CANCEL_REASONS`], default `user_explicit_cancel`): cancels
     /// a queued, running or paused run (it ends `cancelled` at its next
     /// await point) or an interrupted one (at once). The status is checked
     /// and changed under the run's lock, so of two racing requests one
@@ -432,9 +442,16 @@ impl RunManager {
     pub async fn cancel(&self, id: &str, body: &[u8]) -> Result<RunInfo, ApiError> {
         let entry = self.entry(id)?;
         let obj = control_body(body, &["reason"])?;
-        let reason = opt_string(&obj, "reason")?
-            .filter(|r| !r.trim().is_empty())
-            .unwrap_or_else(|| USER_CANCEL.to_string());
+        let reason = opt_string(&obj, "reason")?.unwrap_or_else(|| USER_CANCEL.to_string());
+        if !CANCEL_REASONS.contains(&reason.as_str()) {
+            return Err(ApiError::invalid_field(
+                "reason",
+                format!(
+                    "{reason:?} is not a cancel reason; use one of: {}",
+                    CANCEL_REASONS.join(", ")
+                ),
+            ));
+        }
         let persist = {
             let mut info = lock(&entry.info);
             match info.status {

@@ -189,6 +189,33 @@ async fn cancel_with_a_reason_and_a_full_queue_is_429() {
     let run = c.wait_status(&b, "cancelled").await;
     assert_eq!(run["cancelReason"], "user_explicit_cancel");
 
+    // Reasons are the fixed set; anything else names them.
+    for bad in [
+        json!({"reason": "because"}),
+        json!({"reason": ""}),
+        json!({"reason": 7}),
+    ] {
+        let (status, err) = c.post(&format!("/v1/runs/{a}/cancel"), bad.clone()).await;
+        assert_eq!(status, 400, "{bad}: {err}");
+        assert_eq!(err["error"]["field"], "reason", "{err}");
+    }
+    let (_, err) = c
+        .post(
+            &format!("/v1/runs/{a}/cancel"),
+            json!({"reason": "because"}),
+        )
+        .await;
+    assert!(
+        err["error"]["message"].as_str().unwrap().contains(
+            "user_interrupted, user_explicit_cancel, timeout, sibling_error, server_shutdown"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        c.run(&a).await["status"],
+        "running",
+        "a refused cancel changes nothing"
+    );
     let (status, _) = c
         .post(
             &format!("/v1/runs/{a}/cancel"),
