@@ -411,6 +411,31 @@ pub const CATALOGUE: &[ActionSchema] = &[
         description: "Close a finished sub-goal with a one-line summary kept in the prompt.",
         fields: &[field("summary", K::Text)],
     },
+    ActionSchema {
+        tag: "pageText",
+        description: "Read the text of the page (capped), for what the screenshot does not show.",
+        fields: &[],
+    },
+    ActionSchema {
+        tag: "listTabs",
+        description: "List the open tabs: id, title and URL, the one in use marked.",
+        fields: &[],
+    },
+    ActionSchema {
+        tag: "newTab",
+        description: "Open a new blank tab and use it.",
+        fields: &[],
+    },
+    ActionSchema {
+        tag: "switchTab",
+        description: "Use another open tab.",
+        fields: &[field("id", K::Text).note("The tab's id, from the tab list.")],
+    },
+    ActionSchema {
+        tag: "closeTab",
+        description: "Close an open tab.",
+        fields: &[field("id", K::Text).note("The tab's id, from the tab list.")],
+    },
 ];
 
 #[cfg(test)]
@@ -443,21 +468,21 @@ mod tests {
             | Action::WriteState { .. }
             | Action::Terminate { .. }
             | Action::Delegate { .. }
-            | Action::Fold { .. } => true,
+            | Action::Fold { .. }
+            | Action::PageText
+            | Action::ListTabs
+            | Action::NewTab
+            | Action::SwitchTab { .. }
+            | Action::CloseTab { .. } => true,
             Action::KeyDown { .. }
             | Action::KeyUp { .. }
             | Action::ReadPage { .. }
             | Action::FindElements { .. }
-            | Action::PageText
             | Action::FormInput { .. }
             | Action::ScrollToRef { .. }
             | Action::ClickRef { .. }
             | Action::HoverRef { .. }
             | Action::Reload
-            | Action::ListTabs
-            | Action::NewTab
-            | Action::SwitchTab { .. }
-            | Action::CloseTab { .. }
             | Action::FileUpload { .. }
             | Action::JavascriptExec { .. }
             | Action::ReadConsole
@@ -500,11 +525,15 @@ mod tests {
 
     #[test]
     fn the_catalogue_holds_every_action_the_server_advertises_once() {
-        // The first 22 kinds, in declaration order: the model-facing
-        // vocabulary (ref, tab and reading actions come from toolsets).
+        // The first 22 kinds in declaration order, then page text and the
+        // tab actions (ref actions come from toolsets).
         let tags: Vec<&str> = CATALOGUE.iter().map(|a| a.tag).collect();
-        assert_eq!(tags, &Action::KINDS[..22]);
+        assert_eq!(&tags[..22], &Action::KINDS[..22]);
         assert_eq!(Action::KINDS[21], "fold");
+        assert_eq!(
+            &tags[22..],
+            ["pageText", "listTabs", "newTab", "switchTab", "closeTab"]
+        );
         assert_eq!(ActionSchema::find("scroll").unwrap().tag, "scroll");
         assert!(ActionSchema::find("readPage").is_none());
     }

@@ -296,6 +296,15 @@ impl ActionDecoder {
                 "fold" => Action::Fold {
                     summary: args.str("summary")?.to_owned(),
                 },
+                "get_page_text" | "page_text" => Action::PageText,
+                "list_tabs" => Action::ListTabs,
+                "new_tab" => Action::NewTab,
+                "switch_tab" => Action::SwitchTab {
+                    id: args.str("id")?.to_owned(),
+                },
+                "close_tab" => Action::CloseTab {
+                    id: args.str("id")?.to_owned(),
+                },
                 "delegate" => Action::Delegate {
                     instruction: args.str("instruction")?.to_owned(),
                     max_steps: match args.opt_num("max_steps")? {

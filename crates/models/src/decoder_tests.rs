@@ -295,6 +295,38 @@ fn anthropic_own_tools() {
     );
 }
 
+/// Tabs and page text, which a computer tool cannot do, decode the same
+/// through every adapter's own tools.
+#[test]
+fn own_tab_and_page_text_tools_decode_everywhere() {
+    let d = same();
+    let table = [
+        ("get_page_text", json!({}), Action::PageText),
+        ("list_tabs", json!({}), Action::ListTabs),
+        ("new_tab", json!({}), Action::NewTab),
+        (
+            "switch_tab",
+            json!({"id": "T2"}),
+            Action::SwitchTab { id: "T2".into() },
+        ),
+        (
+            "close_tab",
+            json!({"id": "T2"}),
+            Action::CloseTab { id: "T2".into() },
+        ),
+    ];
+    for (name, input, want) in table {
+        assert_eq!(d.anthropic(name, &input), vec![want.clone()], "{name}");
+        assert_eq!(
+            d.lumen_tool(name, &input, CoordinateSpace::Normalized),
+            vec![want],
+            "{name}"
+        );
+    }
+    let bad = d.anthropic("switch_tab", &json!({}));
+    assert!(matches!(bad[..], [Action::Invalid { .. }]), "{bad:?}");
+}
+
 #[test]
 fn anthropic_malformed_input_is_an_invalid_action() {
     let d = same();

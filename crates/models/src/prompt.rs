@@ -173,6 +173,44 @@ pub(crate) const OWN_TOOLS: &[Offer] = &[
         action: "delegate",
         args: &[Arg::of("instruction"), Arg::of("maxSteps")],
     },
+    // What a computer tool cannot do: tabs and the page's text. Named as
+    // the Claude browser toolset names its members, which replace them
+    // there.
+    Offer {
+        name: "get_page_text",
+        action: "pageText",
+        args: &[],
+    },
+    Offer {
+        name: "list_tabs",
+        action: "listTabs",
+        args: &[],
+    },
+    Offer {
+        name: "new_tab",
+        action: "newTab",
+        args: &[],
+    },
+    Offer {
+        name: "switch_tab",
+        action: "switchTab",
+        args: &[Arg::of("id")],
+    },
+    Offer {
+        name: "close_tab",
+        action: "closeTab",
+        args: &[Arg::of("id")],
+    },
+];
+
+/// The own tools a toolset that has its own version of them replaces.
+pub(crate) const BROWSER_TOOLSET_HAS: &[&str] = &[
+    "navigate",
+    "get_page_text",
+    "list_tabs",
+    "new_tab",
+    "switch_tab",
+    "close_tab",
 ];
 
 /// Lumen's own tools as (name, description, JSON Schema of the arguments),

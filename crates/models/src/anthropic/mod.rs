@@ -272,8 +272,8 @@ impl AnthropicCodec {
         let mut tools = vec![computer];
         let browser = self.tool == ComputerTool::BrowserToolset20260801;
         for (name, description, schema) in prompt::own_tools() {
-            // The browser toolset has its own `navigate`.
-            if browser && name == "navigate" {
+            // The browser toolset has its own navigation, tabs and text.
+            if browser && prompt::BROWSER_TOOLSET_HAS.contains(&name) {
                 continue;
             }
             tools.push(json!({"name": name, "description": description, "input_schema": schema}));

@@ -124,7 +124,15 @@ impl GoogleCodec {
             .into_iter()
             .filter(|(name, _, _)| *name != "navigate")
             .map(|(name, description, schema)| {
-                json!({"name": name, "description": description, "parameters": gemini_schema(&schema)})
+                // Gemini refuses an OBJECT without properties: a tool with
+                // no arguments declares no parameters.
+                let empty = schema["properties"].as_object().is_none_or(|p| p.is_empty());
+                match empty {
+                    true => json!({"name": name, "description": description}),
+                    false => {
+                        json!({"name": name, "description": description, "parameters": gemini_schema(&schema)})
+                    }
+                }
             })
             .collect();
         let mut contents = build_contents(ctx);
