@@ -75,6 +75,9 @@ mod ws;
 pub use ax::{AxNode, AxSnapshot};
 pub use browser_commands::{activate_tab, browser_command, page_info, page_tabs};
 pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
-pub use page_link::{ElementSpot, FillResult, LinkedSnapshot, PageLink, SavedRef};
+pub use page_link::{
+    CheckResult, ElementQuery, ElementSpot, ElementTarget, FillResult, LinkedSnapshot, PageLink,
+    SavedRef, SelectResult,
+};
 pub use protocol::keys::{KeyDef, normalize_key, parse_chord};
 pub use tab::CdpTab;

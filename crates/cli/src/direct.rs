@@ -28,6 +28,8 @@ use serde_json::{Value, json};
 
 use crate::exit::CliError;
 
+mod elements;
+
 /// `lumen browser`.
 #[derive(Debug, Args)]
 pub(crate) struct BrowserArgs {
@@ -99,11 +101,33 @@ enum BrowserCommand {
     Tabs,
     /// Drive tab number N (from `tabs`).
     Tab { index: usize },
-    /// Wait for a time (ms), for text on the page, or for the URL to contain
-    /// a string.
+    /// Check a checkbox, radio button or switch (`@e3` or a CSS selector):
+    /// a click, only when it is not checked yet.
+    Check { target: String },
+    /// Uncheck a checkbox or switch: a click, only when it is checked.
+    Uncheck { target: String },
+    /// Choose the options of a `<select>` by value or label.
+    Select {
+        target: String,
+        #[arg(required = true)]
+        values: Vec<String>,
+    },
+    /// Read an element's text, value, attribute or box, or the page's title
+    /// or URL.
+    #[command(subcommand)]
+    Get(elements::Get),
+    /// Whether an element is visible, enabled or checked (`true`/`false`).
+    #[command(subcommand)]
+    Is(elements::Is),
+    /// The refs of the elements with a role, text or label (takes a
+    /// snapshot).
+    #[command(subcommand)]
+    Find(elements::Find),
+    /// Wait for a time (`wait 500`), an element (`wait selector CSS`, or
+    /// `wait CSS`), text (`wait text T`) or a URL (`wait url PART`).
     Wait {
-        /// Milliseconds to wait.
-        ms: Option<u64>,
+        /// `MS`, `CSS`, or `selector|text|url VALUE`.
+        what: Vec<String>,
         /// Wait until the page shows this text.
         #[arg(long)]
         text: Option<String>,
@@ -258,14 +282,19 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         let now = link.url().await.unwrap_or_default();
         return print(&args, json!({"url": now}), now);
     }
-    if let BrowserCommand::Url | BrowserCommand::Title = args.command {
+    if let BrowserCommand::Url
+    | BrowserCommand::Title
+    | BrowserCommand::Get(elements::Get::Url | elements::Get::Title) = args.command
+    {
         // The browser knows both: no need to attach to the page at all.
         let state = opened(&session)?;
         let (url, title) = lumen::browser::page_info(&state.ws_url, &state.target, CALL_TIMEOUT)
             .await
             .map_err(|e| unreachable_session(&session, &state, e))?;
         return match args.command {
-            BrowserCommand::Url => print(&args, json!({"url": url}), url),
+            BrowserCommand::Url | BrowserCommand::Get(elements::Get::Url) => {
+                print(&args, json!({"url": url}), url)
+            }
             _ => print(&args, json!({"title": title}), title),
         };
     }
@@ -406,23 +435,8 @@ async fn on_page(
             depth,
             scope,
         } => {
-            let (mark, earlier) = match &state.refs {
-                Some(r) => (Some(r.mark.as_str()), r.nodes.as_slice()),
-                None => (None, &[][..]),
-            };
-            let taken = link
-                .snapshot(scope.as_deref(), mark, earlier)
-                .await
-                .map_err(|e| match e {
-                    LumenError::InvalidData { .. } => CliError::failure(e.to_string()),
-                    other => fail(other),
-                })?;
-            state.refs = Some(SavedRefs {
-                mark: taken.mark,
-                nodes: taken.refs,
-            });
-            save(session, state)?;
-            let snap = filter(taken.snapshot, *interactive, *compact, *depth);
+            let taken = snapshot(link, state, session, scope.as_deref()).await?;
+            let snap = filter(taken, *interactive, *compact, *depth);
             let text = snap.to_text();
             Ok((serde_json::to_value(&snap).unwrap_or(Value::Null), text))
         }
@@ -498,50 +512,21 @@ async fn on_page(
             Ok((json!({"index": index, "url": t.url}), t.url.clone()))
         }
         BrowserCommand::Wait {
-            ms,
+            what,
             text,
             url,
             timeout,
-        } => {
-            if let Some(ms) = ms {
-                tokio::time::sleep(Duration::from_millis(*ms)).await;
-            }
-            let deadline = Instant::now() + Duration::from_millis(*timeout);
-            loop {
-                let text_ok = match text {
-                    Some(t) => link
-                        .evaluate(&format!(
-                            "(document.body ? document.body.innerText : '').includes({t:?})"
-                        ))
-                        .await
-                        .map_err(fail)?
-                        .as_bool()
-                        .unwrap_or(false),
-                    None => true,
-                };
-                let url_ok = match url {
-                    Some(u) => link.url().await.map_err(fail)?.contains(u.as_str()),
-                    None => true,
-                };
-                if text_ok && url_ok {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    return Err(CliError::failure(format!(
-                        "gave up after {timeout} ms waiting for {}",
-                        [
-                            text.as_ref().map(|t| format!("the text {t:?}")),
-                            url.as_ref().map(|u| format!("a URL containing {u:?}")),
-                        ]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(" and ")
-                    )));
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Ok((json!({"ok": true}), "ok".to_owned()))
+        } => wait(link, what, text.clone(), url.clone(), *timeout).await,
+        BrowserCommand::Check { target } => elements::check(link, state, target, true).await,
+        BrowserCommand::Uncheck { target } => elements::check(link, state, target, false).await,
+        BrowserCommand::Select { target, values } => {
+            elements::select(link, state, target, values).await
+        }
+        BrowserCommand::Get(what) => elements::get(link, state, what).await,
+        BrowserCommand::Is(what) => elements::is(link, state, what).await,
+        BrowserCommand::Find(how) => {
+            let snap = snapshot(link, state, session, None).await?;
+            elements::find(&snap, how)
         }
         BrowserCommand::Cookies { action, pair } => match action.as_deref().unwrap_or("get") {
             "get" => {
@@ -642,6 +627,113 @@ async fn on_page(
         | BrowserCommand::Url
         | BrowserCommand::Title => Ok((Value::Null, String::new())),
     }
+}
+
+/// Takes a snapshot (scoped to a CSS selector's subtrees) and saves its
+/// refs, numbered on from the document's earlier ones.
+async fn snapshot(
+    link: &PageLink,
+    state: &mut State,
+    session: &str,
+    scope: Option<&str>,
+) -> Result<AxSnapshot, CliError> {
+    let (mark, earlier) = match &state.refs {
+        Some(r) => (Some(r.mark.as_str()), r.nodes.as_slice()),
+        None => (None, &[][..]),
+    };
+    let taken = link
+        .snapshot(scope, mark, earlier)
+        .await
+        .map_err(|e| match e {
+            LumenError::InvalidData { .. } => CliError::failure(e.to_string()),
+            other => fail(other),
+        })?;
+    state.refs = Some(SavedRefs {
+        mark: taken.mark,
+        nodes: taken.refs,
+    });
+    save(session, state)?;
+    Ok(taken.snapshot)
+}
+
+/// `wait`: a time, then until every condition holds (an element matching a
+/// selector with a box, text on the page, a URL containing a string),
+/// polled every 50 ms up to `timeout` ms.
+async fn wait(
+    link: &PageLink,
+    what: &[String],
+    mut text: Option<String>,
+    mut url: Option<String>,
+    timeout: u64,
+) -> Result<(Value, String), CliError> {
+    let mut selector = None;
+    match what {
+        [] => {}
+        [ms] if ms.parse::<u64>().is_ok() => {
+            tokio::time::sleep(Duration::from_millis(ms.parse().unwrap_or(0))).await;
+        }
+        [kind, value] if kind == "selector" => selector = Some(value.clone()),
+        [kind, value] if kind == "text" => text = Some(value.clone()),
+        [kind, value] if kind == "url" => url = Some(value.clone()),
+        [css] if !matches!(css.as_str(), "selector" | "text" | "url") => {
+            selector = Some(css.clone());
+        }
+        _ => {
+            return Err(CliError::config(
+                "usage: lumen browser wait MS | CSS | selector CSS | text TEXT | url PART \
+                 [--timeout MS]",
+            ));
+        }
+    }
+    let deadline = Instant::now() + Duration::from_millis(timeout);
+    loop {
+        let selector_ok = match &selector {
+            Some(css) => {
+                link.visible_matches(css).await.map_err(|e| match e {
+                    LumenError::InvalidData { .. } => CliError::failure(e.to_string()),
+                    other => fail(other),
+                })? > 0
+            }
+            None => true,
+        };
+        let text_ok = match &text {
+            Some(t) => link
+                .evaluate(&format!(
+                    "(document.body ? document.body.innerText : '').includes({})",
+                    json!(t)
+                ))
+                .await
+                .map_err(fail)?
+                .as_bool()
+                .unwrap_or(false),
+            None => true,
+        };
+        let url_ok = match &url {
+            Some(u) => link.url().await.map_err(fail)?.contains(u.as_str()),
+            None => true,
+        };
+        if selector_ok && text_ok && url_ok {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(CliError::failure(format!(
+                "gave up after {timeout} ms waiting for {}",
+                [
+                    selector
+                        .as_ref()
+                        .map(|s| format!("an element matching {s:?} to show")),
+                    text.as_ref().map(|t| format!("the text {t:?}")),
+                    url.as_ref().map(|u| format!("a URL containing {u:?}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" and ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok((json!({"ok": true}), "ok".to_owned()))
 }
 
 fn fail(e: LumenError) -> CliError {

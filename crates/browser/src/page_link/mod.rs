@@ -11,7 +11,8 @@
 //! order allows, and waits only for what it started (a navigation).
 //!
 //! This file holds the link, its calls, input, capture and navigation; its
-//! snapshots with refs and what acts on them (locate, fill) are in `refs`.
+//! snapshots with refs and what acts on them (locate, fill) are in `refs`,
+//! element queries and form controls (get, is, check, select) in `elements`.
 //! The socket is [`ws`](crate::ws)'s, the commands [`protocol`](crate::protocol)'s.
 
 use std::time::{Duration, Instant};
@@ -25,8 +26,10 @@ use crate::options::DialogPolicy;
 use crate::protocol::{keys, mouse, pages, runtime, screenshot, typing};
 use crate::ws::Wire;
 
+mod elements;
 mod refs;
 
+pub use elements::{CheckResult, ElementQuery, ElementTarget, SelectResult};
 pub use refs::{ElementSpot, FillResult, LinkedSnapshot, SavedRef};
 
 /// How long the page may take to answer the first command of a link.

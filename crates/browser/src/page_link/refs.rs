@@ -109,7 +109,7 @@ const FILL_FN: &str = r#"function(mark, prop, text) {
 }"#;
 
 /// The page-side check behind [`PageLink::locate`].
-const LOCATE_FN: &str = r#"function(mark, prop) {
+pub(super) const LOCATE_FN: &str = r#"function(mark, prop) {
   if (window[prop] !== mark) return { kind: 'doc' };
   if (!this.isConnected) return { kind: 'gone' };
   const el = this.nodeType === 1 ? this : this.parentElement;
@@ -395,7 +395,7 @@ impl PageLink {
     /// sent alongside; only when the registry does not hold it (a snapshot
     /// by an older lumen, or the element was collected) is the DOM node
     /// resolved through CDP, two exchanges more.
-    async fn on_element(
+    pub(super) async fn on_element(
         &self,
         target: SavedRef<'_>,
         function: &str,
@@ -543,7 +543,7 @@ impl PageLink {
 }
 
 /// Reads the answer of `LOCATE_FN`.
-fn spot_of(v: Value) -> Result<ElementSpot> {
+pub(super) fn spot_of(v: Value) -> Result<ElementSpot> {
     #[derive(Deserialize)]
     struct Spot {
         kind: String,

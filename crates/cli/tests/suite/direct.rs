@@ -9,20 +9,20 @@ use serde_json::Value;
 
 use super::harness::{code, lumen, text};
 
-struct Session {
-    site: FixtureServer,
-    state: tempfile::TempDir,
+pub(super) struct Session {
+    pub(super) site: FixtureServer,
+    pub(super) state: tempfile::TempDir,
 }
 
 impl Session {
-    async fn new() -> Session {
+    pub(super) async fn new() -> Session {
         Session {
             site: FixtureServer::start().await.unwrap(),
             state: tempfile::tempdir().unwrap(),
         }
     }
 
-    async fn cmd(&self, args: &[&str]) -> Output {
+    pub(super) async fn cmd(&self, args: &[&str]) -> Output {
         lumen(self.state.path())
             .env("LUMEN_STATE_DIR", self.state.path())
             .arg("browser")
@@ -33,19 +33,19 @@ impl Session {
     }
 
     /// Runs a command that must succeed; returns its stdout, trimmed.
-    async fn ok(&self, args: &[&str]) -> String {
+    pub(super) async fn ok(&self, args: &[&str]) -> String {
         let out = self.cmd(args).await;
         assert_eq!(code(&out), 0, "{args:?}: {}", text(&out.stderr));
         text(&out.stdout).trim().to_owned()
     }
 
-    async fn eval(&self, js: &str) -> Value {
+    pub(super) async fn eval(&self, js: &str) -> Value {
         serde_json::from_str(&self.ok(&["--json", "eval", js]).await).unwrap()
     }
 
     /// The ref of the first snapshot node with this role whose name
     /// contains `name`.
-    async fn find(&self, role: &str, name: &str) -> String {
+    pub(super) async fn find(&self, role: &str, name: &str) -> String {
         let snap: Value =
             serde_json::from_str(&self.ok(&["--json", "snapshot", "-i"]).await).unwrap();
         snap["nodes"]

@@ -1,6 +1,7 @@
 //! Integration suites, one module per area.
 
 mod direct;
+mod direct_elements;
 mod errors;
 mod harness;
 mod policy;
