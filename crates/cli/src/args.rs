@@ -232,9 +232,25 @@ pub(crate) struct DemoArgs {
 pub(crate) struct ReplayArgs {
     /// The trace folder (or its `events.jsonl`).
     pub(crate) trace: PathBuf,
-    /// Replace `{{name}}` in recorded typed text and URLs (repeatable).
+    /// Set a variable (repeatable): a `{{name}}` placeholder in recorded
+    /// typed text and URLs, or a value the model typed that appears in the
+    /// task (`v1`, `v2`… in the order first typed; the replay lists them).
     #[arg(long = "var", value_name = "NAME=VALUE")]
     pub(crate) vars: Vec<String>,
+    /// Retry an action that failed up to N times (pausing `--delay`, at
+    /// least half a second, between tries) before its step fails. Actions
+    /// the policy refuses are not retried.
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub(crate) max_retries: u32,
+    /// Report a step whose actions still fail as skipped and go on with the
+    /// next one instead of ending the replay (exit code 5 at the end).
+    #[arg(long)]
+    pub(crate) skip_failures: bool,
+    /// Pause this many milliseconds between steps.
+    #[arg(long, default_value_t = 0, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(0..=600_000))]
+    pub(crate) delay: u64,
     /// How alike (0–1, perceptual hash) a page must look to its recording.
     #[arg(long, default_value_t = 0.92, value_name = "SIMILARITY")]
     pub(crate) threshold: f64,

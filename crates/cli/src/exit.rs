@@ -16,6 +16,9 @@ pub(crate) const CONFIG: u8 = 2;
 pub(crate) const MAX_STEPS: u8 = 3;
 /// `lumen replay`: the page no longer looks as recorded.
 pub(crate) const DIVERGED: u8 = 4;
+/// `lumen replay --skip-failures`: the replay reached its end, but steps
+/// whose actions failed were skipped.
+pub(crate) const SKIPPED: u8 = 5;
 /// Cancelled (Ctrl-C): 128 + SIGINT, as shells report it.
 pub(crate) const CANCELLED: u8 = 130;
 

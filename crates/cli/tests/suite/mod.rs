@@ -6,6 +6,7 @@ mod errors;
 mod harness;
 mod policy;
 mod replay;
+mod replay_options;
 mod report;
 mod run;
 mod serve;

@@ -3,10 +3,17 @@
 //! screenshot by perceptual hash (lumen-memory's dHash); if they differ
 //! beyond the threshold it stops with a divergence report, else it replays
 //! the step's actions that succeeded when recorded.
+//!
+//! Values the model typed that appear in the task become variables
+//! ([`vars`]); `--max-retries` retries a failed action, `--skip-failures`
+//! goes on past a step whose actions fail, `--delay` paces the steps.
+
+mod vars;
 
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::memory::cache::{dhash, similarity};
@@ -25,6 +32,10 @@ use crate::args::ReplayArgs;
 use crate::exit::{self, CliError};
 use crate::timeline::describe;
 use crate::trace::{EVENTS, SCREENSHOTS};
+use vars::Variable;
+
+/// The shortest pause between two tries of an action.
+const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
 /// One recorded step to replay.
 #[derive(Debug)]
@@ -48,7 +59,6 @@ pub(crate) async fn run(args: ReplayArgs) -> Result<u8, CliError> {
             .unwrap_or_default();
         (dir, args.trace.clone())
     };
-    let vars = parse_vars(&args.vars)?;
     if !(0.0..=1.0).contains(&args.threshold) {
         return Err(CliError::config(
             "--threshold is a similarity between 0 and 1",
@@ -74,14 +84,21 @@ pub(crate) async fn run(args: ReplayArgs) -> Result<u8, CliError> {
     // options close it, and every recorded URL is judged by them.
     let policy = crate::config::policy_from(&args.policy, PolicyConfig::default())?;
     let judge = SessionPolicy::new(&policy).map_err(|e| CliError::config(e.to_string()))?;
-    let (instruction, steps, viewport) = load(&dir, &events_path)?;
+    let (recorded_task, mut steps, viewport) = load(&dir, &events_path)?;
     let Some(first) = steps.first() else {
         return Err(CliError::config(format!(
             "{} records no step to replay",
             events_path.display()
         )));
     };
-    let start = substitute(&first.url, &vars);
+    let first_url = first.url.clone();
+    let mut actions: Vec<(u32, &mut Vec<ActionCall>)> = steps
+        .iter_mut()
+        .map(|s| (s.step + 1, &mut s.actions))
+        .collect();
+    let variables = vars::detect(&recorded_task, &mut actions, &first_url, &args.vars)?;
+    let instruction = vars::instruction(&recorded_task, &variables);
+    let start = vars::substitute(&first_url, &variables);
     if let PolicyDecision::Deny(d) = judged(&judge, &start).await {
         return Err(CliError::config(format!(
             "the recorded start URL {start} is refused by the policy: {}",
@@ -102,7 +119,7 @@ pub(crate) async fn run(args: ReplayArgs) -> Result<u8, CliError> {
                 tab: &tab,
                 healer: healer.as_ref(),
                 instruction: &instruction,
-                vars: &vars,
+                vars: &variables,
                 policy: &policy,
                 judge: &judge,
                 dir: &dir,
@@ -125,7 +142,7 @@ struct Replay<'a> {
     tab: &'a Arc<CdpTab>,
     healer: Option<&'a Arc<dyn ModelAdapter>>,
     instruction: &'a str,
-    vars: &'a [(String, String)],
+    vars: &'a [Variable],
     policy: &'a PolicyConfig,
     judge: &'a SessionPolicy,
     dir: &'a Path,
@@ -147,7 +164,11 @@ impl Replay<'_> {
             },
         )
         .map_err(|e| CliError::failure(e.to_string()))?;
-        let recorded: Vec<String> = s.actions.iter().map(|c| describe(&c.action)).collect();
+        let recorded: Vec<String> = s
+            .actions
+            .iter()
+            .map(|c| describe(&vars::substitute_action(&c.action, self.vars)))
+            .collect();
         let task = format!(
             "{}\n\n(Replaying a recorded run of this task. The page no longer looks as it did at \
              step {}, where the recording did: {}. Do what that step meant to do on the page as it \
@@ -180,24 +201,102 @@ impl Replay<'_> {
             .map(|d| format!("refused by the policy: {}", d.reason))
     }
 
+    /// One line of output: `value` with `--json`, else `line`.
+    fn say(&self, value: serde_json::Value, line: String) {
+        let mut out = std::io::stdout().lock();
+        let _ = if self.args.json {
+            writeln!(out, "{value}")
+        } else {
+            writeln!(out, "{line}")
+        };
+        let _ = out.flush();
+    }
+
+    /// Runs `call` once through the pipeline: `Ok` if it worked, else why
+    /// not and whether trying again could help.
+    async fn attempt(
+        &self,
+        pipeline: &ActionPipeline,
+        call: &ActionCall,
+        at: ActionContext<'_>,
+    ) -> Result<(), (String, bool)> {
+        if let Some(why) = self.refusal(&call.action).await {
+            return Err((why, false));
+        }
+        match pipeline.run(call, self.tab.as_ref(), at).await {
+            // Refused by a hook or the policy, or undone for where it
+            // landed: the same again next time.
+            Ok(h) => match (h.blocked, h.undone, h.execution.ok) {
+                (Some(why), _, _) | (None, Some(why), _) => Err((why, false)),
+                (None, None, true) => Ok(()),
+                (None, None, false) => Err((
+                    h.execution
+                        .error
+                        .unwrap_or_else(|| "no reason given".to_owned()),
+                    true,
+                )),
+            },
+            Err(e) => Err((e.to_string(), true)),
+        }
+    }
+
+    /// Runs `call`, retried up to `--max-retries` times; the error and the
+    /// number of tries if it still failed.
+    async fn act(
+        &self,
+        pipeline: &ActionPipeline,
+        n: u32,
+        call: &ActionCall,
+        at: ActionContext<'_>,
+    ) -> Result<(), (String, u32)> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.attempt(pipeline, call, at).await {
+                Ok(()) => return Ok(()),
+                Err((why, retry)) if !retry || tries > self.args.max_retries => {
+                    return Err((why, tries));
+                }
+                Err((why, _)) => {
+                    self.say(
+                        json!({"step": n, "status": "retrying", "action": call.action,
+                               "error": why, "attempt": tries, "maxRetries": self.args.max_retries}),
+                        format!(
+                            "↺ step {n}: {} failed ({why}); retry {tries} of {}",
+                            describe(&call.action),
+                            self.args.max_retries
+                        ),
+                    );
+                    tokio::time::sleep(Duration::from_millis(self.args.delay).max(RETRY_PAUSE))
+                        .await;
+                }
+            }
+        }
+    }
+
     async fn run(&self, steps: &[Step]) -> Result<u8, CliError> {
         let (tab, vars, dir, args) = (self.tab, self.vars, self.dir, self.args);
+        if !vars.is_empty() {
+            let listing: Vec<String> = vars.iter().map(|v| format!("  {}", v.describe())).collect();
+            self.say(
+                json!({"status": "variables", "variables": vars.iter().map(Variable::to_json).collect::<Vec<_>>()}),
+                format!(
+                    "variables (set with --var NAME=VALUE):\n{}",
+                    listing.join("\n")
+                ),
+            );
+        }
         // The same pipeline as a live run: hooks and policy, the router, the
         // after-effect policy (a forbidden landing undone and checked),
         // redaction.
         let pipeline =
             ActionPipeline::new(ActionGuard::new(self.judge.clone()), ActionRouter::new());
-        let say = |value: serde_json::Value, line: String| {
-            let mut out = std::io::stdout().lock();
-            let _ = if args.json {
-                writeln!(out, "{value}")
-            } else {
-                writeln!(out, "{line}")
-            };
-            let _ = out.flush();
-        };
-        for s in steps {
+        let mut skipped: Vec<u32> = Vec::new();
+        'steps: for (i, s) in steps.iter().enumerate() {
             let n = s.step + 1;
+            if i > 0 && args.delay > 0 {
+                tokio::time::sleep(Duration::from_millis(args.delay)).await;
+            }
             let shot = tab
                 .screenshot(&ScreenshotOptions::default())
                 .await
@@ -215,7 +314,7 @@ impl Replay<'_> {
                 && let Some(adapter) = self.healer
             {
                 if self.heal(adapter, s).await? {
-                    say(
+                    self.say(
                         json!({"step": n, "status": "healed", "similarity": alike}),
                         format!(
                             "↻ step {n}: the page looked {:.0}% like the recording; the model did this step",
@@ -224,7 +323,7 @@ impl Replay<'_> {
                     );
                     continue;
                 }
-                say(
+                self.say(
                     json!({"step": n, "status": "failed", "similarity": alike, "error": "the model could not do the step"}),
                     format!("✗ step {n}: the page diverged and the model could not do the step"),
                 );
@@ -240,7 +339,7 @@ impl Replay<'_> {
                     .and_then(|()| std::fs::write(&now, &*shot.image.data))
                     .is_ok();
                 let url = tab.url().await.unwrap_or_default();
-                say(
+                self.say(
                     json!({"step": n, "status": "diverged", "similarity": alike, "threshold": args.threshold,
                        "recordedUrl": s.url, "url": url, "screenshot": saved.then(|| now.display().to_string())}),
                     format!(
@@ -261,41 +360,45 @@ impl Replay<'_> {
                 );
                 return Ok(exit::DIVERGED);
             }
-            for call in &s.actions {
-                let call = ActionCall {
-                    action: substitute_action(&call.action, vars),
+            let calls: Vec<ActionCall> = s
+                .actions
+                .iter()
+                .map(|call| ActionCall {
+                    action: vars::substitute_action(&call.action, vars),
                     ..call.clone()
-                };
+                })
+                .collect();
+            for call in &calls {
                 let at = ActionContext {
                     step: s.step,
                     instruction: self.instruction,
                     viewport,
                 };
-                let failure = match self.refusal(&call.action).await {
-                    Some(why) => Some(why),
-                    None => match pipeline.run(&call, tab.as_ref(), at).await {
-                        Ok(h) => match (h.blocked, h.undone, h.execution.ok) {
-                            (Some(why), _, _) | (None, Some(why), _) => Some(why),
-                            (None, None, true) => None,
-                            (None, None, false) => Some(
-                                h.execution
-                                    .error
-                                    .unwrap_or_else(|| "no reason given".to_owned()),
-                            ),
-                        },
-                        Err(e) => Some(e.to_string()),
-                    },
+                let Err((why, tries)) = self.act(&pipeline, n, call, at).await else {
+                    continue;
                 };
-                if let Some(why) = failure {
-                    say(
-                        json!({"step": n, "status": "failed", "action": call.action, "error": why}),
-                        format!("✗ step {n}: {} failed: {why}", describe(&call.action)),
+                let what = describe(&call.action);
+                let after = if tries > 1 {
+                    format!(" after {tries} tries")
+                } else {
+                    String::new()
+                };
+                if args.skip_failures {
+                    self.say(
+                        json!({"step": n, "status": "skipped", "action": call.action, "error": why, "attempts": tries}),
+                        format!("⤼ step {n} skipped: {what} failed{after}: {why}"),
                     );
-                    return Ok(exit::FAILURE);
+                    skipped.push(n);
+                    continue 'steps;
                 }
+                self.say(
+                    json!({"step": n, "status": "failed", "action": call.action, "error": why, "attempts": tries}),
+                    format!("✗ step {n}: {what} failed{after}: {why}"),
+                );
+                return Ok(exit::FAILURE);
             }
-            let what: Vec<String> = s.actions.iter().map(|c| describe(&c.action)).collect();
-            say(
+            let what: Vec<String> = calls.iter().map(|c| describe(&c.action)).collect();
+            self.say(
                 json!({"step": n, "status": "ok", "similarity": alike, "actions": s.actions.len()}),
                 format!(
                     "✓ step {n} ({}): {}",
@@ -311,7 +414,20 @@ impl Replay<'_> {
                 ),
             );
         }
-        say(
+        if !skipped.is_empty() {
+            let list: Vec<String> = skipped.iter().map(u32::to_string).collect();
+            self.say(
+                json!({"status": "partial", "steps": steps.len(), "skipped": skipped}),
+                format!(
+                    "replayed {} steps; skipped step{} {} (an action failed)",
+                    steps.len(),
+                    if skipped.len() == 1 { "" } else { "s" },
+                    list.join(", ")
+                ),
+            );
+            return Ok(exit::SKIPPED);
+        }
+        self.say(
             json!({"status": "success", "steps": steps.len()}),
             format!(
                 "replayed {} steps; every page matched its recording",
@@ -406,66 +522,4 @@ async fn judged(policy: &SessionPolicy, url: &str) -> PolicyDecision {
                 reason: format!("the URL could not be judged: {e}"),
             })
         })
-}
-
-fn parse_vars(specs: &[String]) -> Result<Vec<(String, String)>, CliError> {
-    specs
-        .iter()
-        .map(|spec| {
-            spec.split_once('=')
-                .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
-                .filter(|(k, _)| !k.is_empty())
-                .ok_or_else(|| {
-                    CliError::config(format!("--var {spec:?} must look like name=value"))
-                })
-        })
-        .collect()
-}
-
-/// Replaces every `{{name}}` in `text`.
-fn substitute(text: &str, vars: &[(String, String)]) -> String {
-    let mut out = text.to_owned();
-    for (k, v) in vars {
-        out = out.replace(&format!("{{{{{k}}}}}"), v);
-    }
-    out
-}
-
-fn substitute_action(action: &Action, vars: &[(String, String)]) -> Action {
-    match action {
-        Action::Type { text } => Action::Type {
-            text: substitute(text, vars),
-        },
-        Action::Goto { url } => Action::Goto {
-            url: substitute(url, vars),
-        },
-        other => other.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn variables_fill_placeholders_in_typed_text_and_urls() {
-        let vars = parse_vars(&["email=bob@example.com".into(), "id=7".into()]).unwrap();
-        assert_eq!(
-            substitute_action(
-                &Action::Type {
-                    text: "{{email}}".into()
-                },
-                &vars
-            ),
-            Action::Type {
-                text: "bob@example.com".into()
-            }
-        );
-        assert_eq!(
-            substitute("https://x.test/item/{{id}}?q={{nope}}", &vars),
-            "https://x.test/item/7?q={{nope}}"
-        );
-        assert!(parse_vars(&["novalue".into()]).is_err());
-        assert!(parse_vars(&["=x".into()]).is_err());
-    }
 }
