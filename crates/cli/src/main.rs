@@ -10,8 +10,8 @@
 //!   with a report where the page no longer looks as recorded.
 //!
 //! Exit codes: 0 success, 1 the task failed, 2 configuration error (nothing
-//! ran), 3 the step budget ran out, 4 a replay diverged, 130 cancelled. See
-//! `docs/cli.md`.
+//! ran), 3 the step budget ran out, 4 a replay diverged, 5 a replay skipped
+//! steps (`--skip-failures`), 130 cancelled. See `docs/cli.md`.
 //!
 //! The trace folder, `report.html` and `run.gif` are written with
 //! `lumen-trace`, as the server's run folders and the eval's traces are.
