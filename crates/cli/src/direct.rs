@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 
 use crate::exit::CliError;
 
+mod batch;
 mod elements;
 
 /// `lumen browser`.
@@ -159,6 +160,9 @@ enum BrowserCommand {
     Forward,
     /// Reload.
     Reload,
+    /// Run commands from stdin, one a line (`click @e3`, `fill @e4 "Ada"`),
+    /// in order in this one process; the first failure stops the batch.
+    Batch,
 }
 
 /// What the state file remembers about a session.
@@ -242,9 +246,36 @@ fn forget(session: &str, state: Option<&State>) {
     }
 }
 
+impl BrowserArgs {
+    /// The global flags as words, for the lines of a batch.
+    fn global_flags(&self) -> Vec<String> {
+        let mut out = vec!["--session".to_owned(), self.session.clone()];
+        if self.json {
+            out.push("--json".into());
+        }
+        if self.headed {
+            out.push("--headed".into());
+        }
+        if let Some(answer) = self.dialog {
+            out.push("--dialog".into());
+            out.push(
+                match answer {
+                    DialogAnswer::Accept => "accept",
+                    DialogAnswer::Dismiss => "dismiss",
+                }
+                .into(),
+            );
+        }
+        out
+    }
+}
+
 /// Runs one direct command; returns the exit code.
 pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
     let session = args.session.clone();
+    if let BrowserCommand::Batch = args.command {
+        return batch::run(&args).await;
+    }
     if let BrowserCommand::Close = args.command {
         let state = load(&session)?;
         if let Some(s) = &state {
@@ -625,7 +656,8 @@ async fn on_page(
         BrowserCommand::Open { .. }
         | BrowserCommand::Close
         | BrowserCommand::Url
-        | BrowserCommand::Title => Ok((Value::Null, String::new())),
+        | BrowserCommand::Title
+        | BrowserCommand::Batch => Ok((Value::Null, String::new())),
     }
 }
 
@@ -850,16 +882,16 @@ fn stale(reference: &str, why: &str) -> CliError {
 
 /// A ref as the last snapshot saved it.
 fn saved_ref<'a>(state: &'a State, reference: &str) -> Result<SavedRef<'a>, CliError> {
+    let number = reference
+        .strip_prefix("@e")
+        .and_then(|n| n.parse::<u32>().ok())
+        .ok_or_else(|| CliError::config(format!("{reference} is not a ref like @e3")))?;
     let Some(saved) = &state.refs else {
         return Err(stale(
             reference,
             "no snapshot was taken since the page was opened",
         ));
     };
-    let number = reference
-        .strip_prefix("@e")
-        .and_then(|n| n.parse::<u32>().ok())
-        .ok_or_else(|| CliError::config(format!("{reference} is not a ref like @e3")))?;
     match saved.nodes.iter().find(|(n, _)| *n == number) {
         Some(&(_, backend)) => Ok(SavedRef {
             number,

@@ -217,3 +217,79 @@ async fn wait_for_an_element_text_and_url() {
     assert!(err.contains("usage"), "{err}");
     s.ok(&["close"]).await;
 }
+
+impl Session {
+    /// Runs `lumen browser [flags] batch` with `lines` on stdin.
+    async fn batch(&self, flags: &[&str], lines: &str) -> std::process::Output {
+        use tokio::io::AsyncWriteExt as _;
+        let mut child = super::harness::lumen(self.state.path())
+            .env("LUMEN_STATE_DIR", self.state.path())
+            .arg("browser")
+            .args(flags)
+            .arg("batch")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(lines.as_bytes()).await.unwrap();
+        drop(stdin);
+        child.wait_with_output().await.unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_runs_one_command_a_line_and_stops_at_the_first_failure() {
+    let s = Session::new().await;
+    let lines = format!(
+        "open {}\n\n# fill the form\nfill '#name' x\nfind label Name\nselect '#country' \"Japan\"\ncheck \
+         '#subscribe'\nget value '#country'\nis checked '#subscribe'\n",
+        s.site.url("form.html")
+    );
+    let out = s.batch(&["--json"], &lines).await;
+    assert_eq!(code(&out), 2, "fill takes a ref: {}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("line 4 (fill '#name' x)") && err.contains("not a ref"),
+        "{err}"
+    );
+    // The open before it ran; nothing after it did.
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        1,
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(s.eval("document.querySelector('#country').value").await, "");
+
+    let out = s
+        .batch(&["--json"], &lines.replace("fill '#name' x\n", ""))
+        .await;
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let answers: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 6, "{answers:?}");
+    assert_eq!(answers[1]["matches"][0]["role"], "textbox");
+    assert_eq!(answers[2]["values"][0], "jp");
+    assert_eq!(answers[4], serde_json::json!({"value": "jp"}));
+    assert_eq!(answers[5], serde_json::json!({"checked": true}));
+
+    let out = s.batch(&[], "wait text 'not closed\n").await;
+    assert_eq!(code(&out), 2);
+    assert!(
+        text(&out.stderr).contains("line 1: a ' quote is not closed"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = s.batch(&[], "frobnicate\n").await;
+    assert_eq!(code(&out), 2);
+    assert!(
+        text(&out.stderr).contains("line 1"),
+        "{}",
+        text(&out.stderr)
+    );
+    s.ok(&["close"]).await;
+}
