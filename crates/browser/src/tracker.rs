@@ -238,14 +238,26 @@ enum PageEv {
     WindowOpen,
 }
 
+/// What the model armed for the next file chooser and the next dialog of
+/// the tab's pages, each used once.
+#[derive(Debug, Default)]
+pub(crate) struct Armed {
+    /// Files for the next file chooser (already checked against the
+    /// allowed folder).
+    pub(crate) files: Mutex<Vec<String>>,
+    /// The answer to the next dialog: accept or dismiss, and the text for
+    /// a prompt.
+    pub(crate) dialog: Mutex<Option<(bool, Option<String>)>>,
+}
+
 /// What page-level handlers need besides the page itself.
 #[derive(Debug, Clone)]
 pub(crate) struct PageHooks {
     pub(crate) conn: Arc<Conn>,
     pub(crate) dialogs: DialogPolicy,
     /// Files armed for the next file chooser (already checked against the
-    /// allowed folder).
-    pub(crate) uploads: Arc<Mutex<Vec<String>>>,
+    /// allowed folder) and the answer armed for the next dialog.
+    pub(crate) armed: Arc<Armed>,
     pub(crate) upload_allowed: bool,
     /// The tab's console and network entries.
     pub(crate) buffers: Arc<PageBuffers>,
@@ -428,13 +440,36 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
             // A page cannot keep the tab when we navigate it ourselves.
             let forced = kind == "beforeunload"
                 && hooks.leaving.load(std::sync::atomic::Ordering::SeqCst) > 0;
-            let policy = if forced {
-                DialogPolicy {
+            // An answer the model armed is used once, for the next dialog
+            // (never to keep the tab from our own navigation).
+            let armed = match forced {
+                true => None,
+                false => hooks
+                    .armed
+                    .dialog
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take(),
+            };
+            let policy = match (forced, armed) {
+                (true, _) => DialogPolicy {
                     beforeunload: crate::options::DialogAction::Accept,
                     ..hooks.dialogs.clone()
+                },
+                (false, Some((accept, text))) => {
+                    let action = match accept {
+                        true => crate::options::DialogAction::Accept,
+                        false => crate::options::DialogAction::Dismiss,
+                    };
+                    DialogPolicy {
+                        alert: action,
+                        confirm: action,
+                        prompt: action,
+                        beforeunload: action,
+                        prompt_text: text.or_else(|| hooks.dialogs.prompt_text.clone()),
+                    }
                 }
-            } else {
-                hooks.dialogs.clone()
+                (false, None) => hooks.dialogs.clone(),
             };
             let (accept, (method, params)) =
                 dialogs::answer(&policy, &kind, e.default_prompt.as_deref());
@@ -453,7 +488,7 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
         }
         PageEv::FileChooser(e) => {
             let files: Vec<String> =
-                std::mem::take(&mut *hooks.uploads.lock().unwrap_or_else(|p| p.into_inner()));
+                std::mem::take(&mut *hooks.armed.files.lock().unwrap_or_else(|p| p.into_inner()));
             let Some(node) = e.backend_node_id else {
                 log.record(Ev::FileChooser(
                     "a file chooser opened without an input element; it was cancelled".into(),

@@ -383,6 +383,22 @@ pub enum Action {
         /// Its id.
         id: String,
     },
+    /// Answer the next JavaScript dialog the page opens (dialogs are
+    /// answered the moment they open, so the answer is given first):
+    /// accept or dismiss, with `text` for a prompt.
+    AnswerDialog {
+        /// Press OK (`true`) or Cancel.
+        accept: bool,
+        /// The text typed into a prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// Choose the files the next file chooser gets (clicking a file input
+    /// opens it). Only files inside the operator's upload folder.
+    ChooseFiles {
+        /// Paths inside the upload folder (relative to it, or absolute).
+        paths: Vec<String>,
+    },
     /// Set the files of the file input a ref names. Only files inside the
     /// operator's upload folder are read (`TabOptions::upload_dir` for the
     /// CDP tab); anything else is refused.
@@ -475,6 +491,8 @@ impl Action {
         "newTab",
         "switchTab",
         "closeTab",
+        "answerDialog",
+        "chooseFiles",
         "fileUpload",
         "javascriptExec",
         "readConsole",
@@ -521,6 +539,8 @@ impl Action {
             Action::NewTab => "newTab",
             Action::SwitchTab { .. } => "switchTab",
             Action::CloseTab { .. } => "closeTab",
+            Action::AnswerDialog { .. } => "answerDialog",
+            Action::ChooseFiles { .. } => "chooseFiles",
             Action::FileUpload { .. } => "fileUpload",
             Action::JavascriptExec { .. } => "javascriptExec",
             Action::ReadConsole => "readConsole",

@@ -75,6 +75,10 @@ pub enum FieldKind {
     Path,
     /// Any JSON object.
     Object,
+    /// `true` or `false`.
+    Flag,
+    /// A list of strings.
+    Texts,
 }
 
 impl FieldKind {
@@ -178,6 +182,12 @@ impl FieldSchema {
                 "items": {"type": "object", "properties": {"x": int, "y": int}},
             }),
             FieldKind::Object => json!({"type": "object"}),
+            FieldKind::Flag => json!({"type": "boolean"}),
+            FieldKind::Texts => bounded(
+                json!({"type": "array", "items": {"type": "string"}}),
+                "minItems",
+                "maxItems",
+            ),
         }
     }
 
@@ -208,6 +218,8 @@ impl FieldSchema {
             FieldKind::Region => json!({"x0": 1, "y0": 2, "x1": 30, "y1": 40}),
             FieldKind::Path => json!([{"x": 5, "y": 6}]),
             FieldKind::Object => json!({"key": "value"}),
+            FieldKind::Flag => json!(true),
+            FieldKind::Texts => json!(["a.txt"]),
         }
     }
 }
@@ -436,6 +448,25 @@ pub const CATALOGUE: &[ActionSchema] = &[
         description: "Close an open tab.",
         fields: &[field("id", K::Text).note("The tab's id, from the tab list.")],
     },
+    ActionSchema {
+        tag: "answerDialog",
+        description: "Answer the next dialog the page opens (alert, confirm, prompt, leave page): \
+                      give the answer first, then do what opens it.",
+        fields: &[
+            field("accept", K::Flag).note("OK (true) or Cancel (false)."),
+            field("text", K::Text)
+                .optional()
+                .note("What to type into a prompt."),
+        ],
+    },
+    ActionSchema {
+        tag: "chooseFiles",
+        description: "Choose the files for the next file chooser (from the upload folder), \
+                      then click the file input.",
+        fields: &[field("paths", K::Texts)
+            .at_least(1)
+            .note("File paths inside the upload folder.")],
+    },
 ];
 
 #[cfg(test)]
@@ -473,7 +504,9 @@ mod tests {
             | Action::ListTabs
             | Action::NewTab
             | Action::SwitchTab { .. }
-            | Action::CloseTab { .. } => true,
+            | Action::CloseTab { .. }
+            | Action::AnswerDialog { .. }
+            | Action::ChooseFiles { .. } => true,
             Action::KeyDown { .. }
             | Action::KeyUp { .. }
             | Action::ReadPage { .. }
@@ -532,7 +565,15 @@ mod tests {
         assert_eq!(Action::KINDS[21], "fold");
         assert_eq!(
             &tags[22..],
-            ["pageText", "listTabs", "newTab", "switchTab", "closeTab"]
+            [
+                "pageText",
+                "listTabs",
+                "newTab",
+                "switchTab",
+                "closeTab",
+                "answerDialog",
+                "chooseFiles"
+            ]
         );
         assert_eq!(ActionSchema::find("scroll").unwrap().tag, "scroll");
         assert!(ActionSchema::find("readPage").is_none());

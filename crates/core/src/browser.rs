@@ -342,6 +342,22 @@ pub trait BrowserTab: Send + Sync {
         )))
     }
 
+    /// Arms the answer to the next JavaScript dialog (accept or dismiss,
+    /// and the text for a prompt); used once. Default: this browser cannot.
+    async fn answer_next_dialog(&self, accept: bool, text: Option<&str>) -> Result<ActionOutcome> {
+        let _ = (accept, text);
+        Ok(ActionOutcome::failed(
+            "this browser cannot answer dialogs on request",
+        ))
+    }
+
+    /// Arms the files the next file chooser gets (only from the operator's
+    /// upload folder); used once. Default: this browser cannot.
+    async fn choose_files(&self, paths: &[String]) -> Result<ActionOutcome> {
+        let _ = paths;
+        Ok(ActionOutcome::failed("this browser cannot upload files"))
+    }
+
     /// Sets the files of the file input a ref names: `paths` (relative to
     /// the operator's upload folder, or absolute inside it) and
     /// `document_ids` (plain file names staged in that folder). Anything

@@ -305,6 +305,23 @@ impl ActionDecoder {
                 "close_tab" => Action::CloseTab {
                     id: args.str("id")?.to_owned(),
                 },
+                "answer_dialog" => Action::AnswerDialog {
+                    accept: match args.field("accept")? {
+                        Value::Bool(b) => *b,
+                        _ => return Err("`accept` must be true or false".into()),
+                    },
+                    text: args.opt_str("text")?.map(str::to_owned),
+                },
+                "choose_files" => Action::ChooseFiles {
+                    paths: match args.field("paths")? {
+                        Value::Array(items) if !items.is_empty() => items
+                            .iter()
+                            .map(|v| v.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<_>>>()
+                            .ok_or("`paths` must be a list of strings")?,
+                        _ => return Err("`paths` must be a non-empty list of file paths".into()),
+                    },
+                },
                 "delegate" => Action::Delegate {
                     instruction: args.str("instruction")?.to_owned(),
                     max_steps: match args.opt_num("max_steps")? {

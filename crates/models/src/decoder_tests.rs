@@ -295,7 +295,8 @@ fn anthropic_own_tools() {
     );
 }
 
-/// Tabs and page text, which a computer tool cannot do, decode the same
+/// Tabs, page text, dialogs and files, which a computer tool cannot do,
+/// decode the same
 /// through every adapter's own tools.
 #[test]
 fn own_tab_and_page_text_tools_decode_everywhere() {
@@ -314,6 +315,29 @@ fn own_tab_and_page_text_tools_decode_everywhere() {
             json!({"id": "T2"}),
             Action::CloseTab { id: "T2".into() },
         ),
+        (
+            "answer_dialog",
+            json!({"accept": true, "text": "Ada"}),
+            Action::AnswerDialog {
+                accept: true,
+                text: Some("Ada".into()),
+            },
+        ),
+        (
+            "answer_dialog",
+            json!({"accept": false}),
+            Action::AnswerDialog {
+                accept: false,
+                text: None,
+            },
+        ),
+        (
+            "choose_files",
+            json!({"paths": ["a.txt", "b.pdf"]}),
+            Action::ChooseFiles {
+                paths: vec!["a.txt".into(), "b.pdf".into()],
+            },
+        ),
     ];
     for (name, input, want) in table {
         assert_eq!(d.anthropic(name, &input), vec![want.clone()], "{name}");
@@ -323,8 +347,18 @@ fn own_tab_and_page_text_tools_decode_everywhere() {
             "{name}"
         );
     }
-    let bad = d.anthropic("switch_tab", &json!({}));
-    assert!(matches!(bad[..], [Action::Invalid { .. }]), "{bad:?}");
+    for (name, input) in [
+        ("switch_tab", json!({})),
+        ("answer_dialog", json!({"accept": "yes"})),
+        ("choose_files", json!({"paths": []})),
+        ("choose_files", json!({"paths": [3]})),
+    ] {
+        let bad = d.anthropic(name, &input);
+        assert!(
+            matches!(bad[..], [Action::Invalid { .. }]),
+            "{name}: {bad:?}"
+        );
+    }
 }
 
 #[test]

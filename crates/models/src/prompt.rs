@@ -201,6 +201,16 @@ pub(crate) const OWN_TOOLS: &[Offer] = &[
         action: "closeTab",
         args: &[Arg::of("id")],
     },
+    Offer {
+        name: "answer_dialog",
+        action: "answerDialog",
+        args: &[Arg::of("accept"), Arg::of("text")],
+    },
+    Offer {
+        name: "choose_files",
+        action: "chooseFiles",
+        args: &[Arg::of("paths")],
+    },
 ];
 
 /// The own tools a toolset that has its own version of them replaces.

@@ -467,6 +467,15 @@ impl ActionRouter {
                 return Ok(self.answer(buffered(read, what)));
             }
             Action::NewTab => tab.new_tab().await?,
+            Action::AnswerDialog { accept, text } => {
+                // The answer waits for the next dialog: nothing to settle.
+                let outcome = tab.answer_next_dialog(*accept, text.as_deref()).await?;
+                return Ok(ActionExecution::from(outcome));
+            }
+            Action::ChooseFiles { paths } => {
+                let outcome = tab.choose_files(paths).await?;
+                return Ok(ActionExecution::from(outcome));
+            }
             Action::SwitchTab { id } => tab.switch_tab(id).await?,
             Action::CloseTab { id } => tab.close_tab(id).await?,
             Action::CursorPosition => {

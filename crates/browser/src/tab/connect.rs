@@ -149,8 +149,8 @@ impl CdpTab {
         let emulation = options
             .viewport
             .map(|size| (size, options.device_scale_factor));
-        let uploads: Arc<Mutex<Vec<String>>> = Arc::default();
-        let ctx = setup_page(&conn, &options, &uploads, emulation, page).await?;
+        let armed: Arc<crate::tracker::Armed> = Arc::default();
+        let ctx = setup_page(&conn, &options, &armed, emulation, page).await?;
         let shared = Shared {
             conn,
             process: Mutex::new(process),
@@ -161,7 +161,7 @@ impl CdpTab {
             cursor: Mutex::new(None),
             held: Mutex::new(Vec::new()),
             emulation: Mutex::new(emulation),
-            uploads,
+            armed,
             receipts: AtomicBool::new(options.receipts),
             remote,
             context,
@@ -235,7 +235,7 @@ impl CdpTab {
 pub(super) async fn setup_page(
     conn: &Arc<Conn>,
     options: &TabOptions,
-    uploads: &Arc<Mutex<Vec<String>>>,
+    armed: &Arc<crate::tracker::Armed>,
     emulation: Option<(Size, f64)>,
     page: Page,
 ) -> Result<Arc<PageCtx>> {
@@ -246,7 +246,7 @@ pub(super) async fn setup_page(
     let hooks = PageHooks {
         conn: conn.clone(),
         dialogs: options.dialogs.clone(),
-        uploads: uploads.clone(),
+        armed: armed.clone(),
         upload_allowed: options.upload_dir.is_some(),
         buffers: buffers.clone(),
         leaving: leaving.clone(),

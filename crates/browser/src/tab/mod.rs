@@ -96,7 +96,8 @@ struct Shared {
     held: Mutex<Vec<keys::KeyDef>>,
     /// The viewport and DPR we last applied, for new tabs and bounds checks.
     emulation: Mutex<Option<(Size, f64)>>,
-    uploads: Arc<Mutex<Vec<String>>>,
+    /// Files and a dialog answer armed for what opens next.
+    armed: Arc<crate::tracker::Armed>,
     /// Whether actions measure receipts (starts as `options.receipts`).
     receipts: AtomicBool,
     remote: Option<RemoteSession>,
@@ -357,6 +358,34 @@ impl BrowserTab for CdpTab {
 
     async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {
         self.scroll_page_to(offset).await
+    }
+
+    async fn answer_next_dialog(&self, accept: bool, text: Option<&str>) -> Result<ActionOutcome> {
+        *lock(&self.shared.armed.dialog) = Some((accept, text.map(str::to_owned)));
+        let mut out = ActionOutcome::ok();
+        out.hints.push(format!(
+            "the next dialog will be {}",
+            if accept { "accepted" } else { "dismissed" }
+        ));
+        Ok(out)
+    }
+
+    async fn choose_files(&self, paths: &[String]) -> Result<ActionOutcome> {
+        let files: Vec<std::path::PathBuf> = paths.iter().map(std::path::PathBuf::from).collect();
+        match self.set_upload_files(&files) {
+            Ok(()) => {
+                let mut out = ActionOutcome::ok();
+                out.hints.push(format!(
+                    "{} file(s) chosen for the next file chooser: click the file input",
+                    files.len()
+                ));
+                Ok(out)
+            }
+            Err(e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. })) => {
+                Err(e)
+            }
+            Err(e) => Ok(ActionOutcome::failed(e.to_string())),
+        }
     }
 
     async fn upload_files(

@@ -138,7 +138,7 @@ impl CdpTab {
         let ctx = setup_page(
             &self.shared.conn,
             &self.shared.options,
-            &self.shared.uploads,
+            &self.shared.armed,
             emulation,
             page,
         )

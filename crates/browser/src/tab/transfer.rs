@@ -77,7 +77,7 @@ impl CdpTab {
             })?;
             checked.push(real.to_string_lossy().into_owned());
         }
-        *lock(&self.shared.uploads) = checked;
+        *lock(&self.shared.armed.files) = checked;
         Ok(())
     }
 

@@ -387,6 +387,7 @@ mod tests {
         match schema["type"].as_str() {
             Some("number" | "integer") => json!(schema["minimum"].as_i64().unwrap_or(0).max(1)),
             Some("string") => json!("x"),
+            Some("boolean") => json!(true),
             Some("array") => json!(["Enter"]),
             _ => json!({"key": "value"}),
         }
