@@ -8,6 +8,7 @@ use crate::action::{ActionCall, TerminateStatus};
 use crate::browser::Screenshot;
 use crate::error::Result;
 use crate::run::StreamEvent;
+use crate::usage::TokenUsage;
 
 /// Where an action is about to run.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +74,10 @@ pub struct VerifyResult {
     /// Why not (fed back to the model), or a note when it passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Tokens the verification spent (a model verifier's call), counted
+    /// into the run's usage as the verifier's.
+    #[serde(default, skip_serializing_if = "TokenUsage::is_zero")]
+    pub usage: TokenUsage,
 }
 
 impl VerifyResult {
@@ -81,6 +86,7 @@ impl VerifyResult {
         Self {
             passed: true,
             reason: None,
+            usage: TokenUsage::default(),
         }
     }
 
@@ -89,7 +95,14 @@ impl VerifyResult {
         Self {
             passed: false,
             reason: Some(reason.into()),
+            usage: TokenUsage::default(),
         }
+    }
+
+    /// The same verdict, with the tokens it cost.
+    pub fn with_usage(mut self, usage: TokenUsage) -> Self {
+        self.usage = usage;
+        self
     }
 }
 

@@ -84,7 +84,7 @@ pub use outcome::{
 pub use page::{AxNode, AxSnapshot};
 pub use request_filter::{BlockKind, BlockedRequest, RequestFilter, RequestVerdict};
 pub use run::{LoopResult, RecordedEvent, Recorder, RunResult, RunStatus, StreamEvent};
-pub use usage::TokenUsage;
+pub use usage::{TokenUsage, UsageBreakdown};
 
 /// Structured task memory written by the model (`writeState`): always a JSON
 /// object, re-injected into every step and kept through compaction.

@@ -154,4 +154,15 @@ pub trait ModelAdapter: Send + Sync {
     /// cheaper model. The state is passed for context; it is kept outside
     /// the summary by the loop.
     async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String>;
+
+    /// [`summarize`](Self::summarize) with the tokens the call used, so a
+    /// run's usage and budgets count its summaries. The default reports no
+    /// usage; adapters that know it override this.
+    async fn summarize_counted(
+        &self,
+        wire: &[WireRecord],
+        state: Option<&TaskState>,
+    ) -> Result<(String, TokenUsage)> {
+        Ok((self.summarize(wire, state).await?, TokenUsage::default()))
+    }
 }

@@ -8,7 +8,7 @@ use crate::browser::Screenshot;
 use crate::error::ErrorInfo;
 use crate::history::SemanticStep;
 use crate::outcome::ActionExecution;
-use crate::usage::TokenUsage;
+use crate::usage::{TokenUsage, UsageBreakdown};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -22,6 +22,10 @@ pub enum RunStatus {
     MaxSteps,
     /// The run was cancelled.
     Cancelled,
+    /// A budget (`max_tokens`, `max_cost_usd` or `max_failures`) was
+    /// reached; the run stopped before its next model call. The result
+    /// names the budget and the figures.
+    BudgetExceeded,
 }
 
 /// The result of a run (or of a child loop).
@@ -41,9 +45,19 @@ pub struct RunResult {
     /// The final task state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<TaskState>,
-    /// Tokens used by every model call of the run.
+    /// Tokens used by every model call of the run (the total of
+    /// `usage_by_source`).
     #[serde(default)]
     pub usage: TokenUsage,
+    /// The same tokens by where they were spent (main loop, summaries,
+    /// verifier, planner, confidence gate, sub-tasks).
+    #[serde(default)]
+    pub usage_by_source: UsageBreakdown,
+    /// The estimated cost of `usage` in US dollars at the model registry's
+    /// list prices; `None` when the price is not known (a local model, or
+    /// a loop run without a price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// The fatal error that ended the run, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,

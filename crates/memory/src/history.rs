@@ -128,6 +128,9 @@ pub struct Compaction {
     pub tokens_after: u64,
     /// How many wire records the summary replaced.
     pub records_replaced: usize,
+    /// Tokens the summary call used (zero when the adapter does not say);
+    /// already added to this history's usage.
+    pub usage: TokenUsage,
 }
 
 /// How much of a reading action's output (a page outline, the page's text)
@@ -450,9 +453,10 @@ impl HistoryManager {
     /// When the newest record is a screenshot (compaction after the current
     /// screenshot was added), it is kept after the summary so the request
     /// still shows the page. The task state is passed to the summariser for
-    /// context but stays outside the summary. The summariser's usage is not
-    /// known here; callers add it with [`add_usage`](Self::add_usage) if
-    /// their adapter reports it.
+    /// context but stays outside the summary. The summariser's usage (as
+    /// [`ModelAdapter::summarize_counted`] reports it) is added to this
+    /// history's usage and returned in the [`Compaction`], even when the
+    /// summary turns out empty.
     ///
     /// Returns `Ok(None)` when no compaction was needed. A summariser error
     /// or an empty summary leaves the history untouched.
@@ -469,7 +473,8 @@ impl HistoryManager {
         if !self.needs_compaction(before, window) {
             return Ok(None);
         }
-        let summary = adapter.summarize(&self.wire, ctx.state).await?;
+        let (summary, usage) = adapter.summarize_counted(&self.wire, ctx.state).await?;
+        self.add_usage(usage);
         let summary = summary.trim();
         if summary.is_empty() {
             return Err(LumenError::invalid_data(
@@ -499,6 +504,7 @@ impl HistoryManager {
             tokens_before: before,
             tokens_after: after,
             records_replaced,
+            usage,
         }))
     }
 

@@ -22,6 +22,8 @@
 //! - [`control::RunControl`]: cancel, pause/resume, stop and guidance.
 //! - [`prompt`]: the per-step system prompt, most stable parts first.
 //! - [`planner::plan`]: an optional planning pass before the loop.
+//! - [`budget`]: token, cost and failure budgets, and the [`budget::Pricing`]
+//!   a cost budget needs.
 //!
 //! May depend on: `lumen-core`, `lumen-memory`, `lumen-safety`, `tokio`.
 //! Never on `lumen-browser` or `lumen-models`: the loop drives any
@@ -36,6 +38,7 @@
 
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod checkpoint;
 pub mod control;
 pub mod gate;

@@ -30,7 +30,7 @@ use lumen_core::{
     Action, ActionCall, ActionExecution, ActionRecord, BrowserTab, ControlRequest, ErrorInfo,
     Image, LumenError, ModelAdapter, ModelErrorKind, ModelEvent, ModelResponse, Result, RunResult,
     RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext, StreamEvent, TaskState,
-    TerminateStatus, ToolResult, Verifier, VerifyInput,
+    TerminateStatus, TokenUsage, ToolResult, UsageBreakdown, Verifier, VerifyInput,
 };
 use lumen_memory::{
     ActionCache, CacheKey, CacheLookup, HistoryConfig, HistoryManager, SiteKB, StateStore,
@@ -38,6 +38,7 @@ use lumen_memory::{
 };
 use lumen_safety::ActionGuard;
 
+use crate::budget::{self, Pricing, Spent};
 use crate::checkpoint::CheckpointManager;
 use crate::control::RunControl;
 use crate::gate::ConfidenceGate;
@@ -73,6 +74,19 @@ pub struct LoopConfig {
     /// Check each action's effect receipt (click hit something, typing
     /// went into an editable field, goto reached its host).
     pub action_verifier: bool,
+    /// Stop before the next model call once the run has used this many
+    /// tokens (input, cached or not, plus output; every source counted).
+    pub max_tokens: Option<u64>,
+    /// Stop before the next model call once the run's estimated cost (by
+    /// [`pricing`](Self::pricing)) reaches this many US dollars. Without a
+    /// pricing it cannot be checked.
+    pub max_cost_usd: Option<f64>,
+    /// Stop after this many actions in a row failed (an action that works
+    /// resets the count; 0 or `None`: never).
+    pub max_failures: Option<u32>,
+    /// Prices the run's tokens, for `RunResult::cost_usd` and the cost
+    /// budget (the facade sets it from the model registry).
+    pub pricing: Option<Pricing>,
 }
 
 impl Default for LoopConfig {
@@ -88,6 +102,10 @@ impl Default for LoopConfig {
             user_prompt: None,
             plan: None,
             action_verifier: true,
+            max_tokens: None,
+            max_cost_usd: None,
+            max_failures: None,
+            pricing: None,
         }
     }
 }
@@ -153,6 +171,13 @@ pub struct RunState {
     /// this run's step budget and into its usage.
     delegated_steps: u32,
     delegated_usage: lumen_core::TokenUsage,
+    /// Tokens spent outside the main calls (summaries, verifier, planner,
+    /// the gate's other candidates); also in the history's total.
+    sources: UsageBreakdown,
+    /// Actions failed in a row, for `max_failures`.
+    failures: u32,
+    /// Why a budget stopped the run, once one did.
+    budget_stop: Option<String>,
 }
 
 impl RunState {
@@ -161,6 +186,38 @@ impl RunState {
         self.history
             .step_count()
             .saturating_add(self.delegated_steps)
+    }
+
+    /// Adds the usage of a planner pass run for this task, so it counts
+    /// into the run's usage (as the planner's) and its budgets.
+    pub fn add_planner_usage(&mut self, usage: TokenUsage) {
+        self.sources.planner += usage;
+        self.history.add_usage(usage);
+    }
+
+    /// Every token of the run so far, by source. What the history cannot
+    /// attribute (the main calls, and everything before a resume) is the
+    /// main loop's.
+    pub fn usage_by_source(&self) -> UsageBreakdown {
+        let s = self.sources;
+        UsageBreakdown {
+            main: self
+                .history
+                .usage()
+                .saturating_sub(s.summaries + s.verifier + s.planner + s.gate),
+            children: self.delegated_usage,
+            ..s
+        }
+    }
+
+    /// What the budgets see.
+    fn spent(&self, pricing: Option<&Pricing>) -> Spent {
+        let usage = self.history.usage() + self.delegated_usage;
+        Spent {
+            usage,
+            cost_usd: pricing.and_then(|p| p.cost(&usage)),
+            failures: self.failures,
+        }
     }
 
     /// A fresh run.
@@ -185,6 +242,9 @@ impl RunState {
             notice: None,
             delegated_steps: 0,
             delegated_usage: lumen_core::TokenUsage::default(),
+            sources: UsageBreakdown::default(),
+            failures: 0,
+            budget_stop: None,
         }
     }
 }
@@ -371,6 +431,9 @@ impl PerceptionLoop {
             Ok(None) if self.control.is_cancelled() || self.control.is_stopped() => {
                 (RunStatus::Cancelled, self.control.cancel_reason(), None)
             }
+            Ok(None) if run.budget_stop.is_some() => {
+                (RunStatus::BudgetExceeded, run.budget_stop.take(), None)
+            }
             Ok(None) => (RunStatus::MaxSteps, None, None),
             Err(e @ LumenError::Cancelled { .. }) => {
                 (RunStatus::Cancelled, self.control.cancel_reason(), Some(e))
@@ -388,13 +451,17 @@ impl PerceptionLoop {
         if let Some(e) = &error {
             self.bus.emit(StreamEvent::Error { error: e.clone() }).await;
         }
+        let usage_by_source = run.usage_by_source();
+        let usage = usage_by_source.total();
         let result = RunResult {
             status,
             result,
             steps: run.history.step_count(),
             history: run.history.semantic().to_vec(),
             state: run.state.get().cloned(),
-            usage: run.history.usage() + run.delegated_usage,
+            usage,
+            usage_by_source,
+            cost_usd: self.config.pricing.as_ref().and_then(|p| p.cost(&usage)),
             error,
         };
         if top {
@@ -428,6 +495,12 @@ impl PerceptionLoop {
         while run.steps_spent() < self.config.max_steps {
             self.control.wait_while_paused().await;
             if self.control.is_cancelled() || self.control.is_stopped() {
+                return Ok(None);
+            }
+            // Budgets are checked before the step's first model call.
+            let spent = run.spent(self.config.pricing.as_ref());
+            if let Some(why) = budget::exceeded(&self.config, &spent) {
+                run.budget_stop = Some(why);
                 return Ok(None);
             }
             if let Some(done) = self.step(instruction, run).await? {
@@ -560,11 +633,14 @@ impl PerceptionLoop {
             temperature: None,
             cursor: self.tab.cursor(),
         };
-        match run
+        let before_summary = run.history.usage();
+        let compacted = run
             .history
             .compact_if_needed(self.adapter.as_ref(), base)
-            .await
-        {
+            .await;
+        // A summary's tokens count even when the summary was refused.
+        run.sources.summaries += run.history.usage().saturating_sub(before_summary);
+        match compacted {
             Ok(Some(c)) => {
                 self.bus
                     .emit(StreamEvent::Compaction {
@@ -632,6 +708,9 @@ impl PerceptionLoop {
                         .await?
                 };
                 let mut response = choice.response;
+                // The chosen candidate is the main call; the others are
+                // the gate's. The step records them all.
+                run.sources.gate += choice.usage.saturating_sub(response.usage);
                 response.usage = choice.usage;
                 for call in response.turn.calls.clone() {
                     self.handle(
@@ -761,6 +840,12 @@ impl PerceptionLoop {
             run.history.push_tool_result(result);
         }
         run.last_failed = done.last().is_some_and(|d| !d.record.execution.ok);
+        for d in &done {
+            run.failures = match d.record.execution.ok {
+                true => 0,
+                false => run.failures.saturating_add(1),
+            };
+        }
         let duration_ms = started.elapsed().as_millis() as u64;
         run.history.record_step(SemanticStep {
             step,
@@ -1004,7 +1089,7 @@ impl PerceptionLoop {
         before: &Screenshot,
         status: TerminateStatus,
         result: &str,
-        run: &RunState,
+        run: &mut RunState,
     ) -> Result<Option<String>> {
         let Some(verifier) = &self.verifier else {
             return Ok(None);
@@ -1033,7 +1118,12 @@ impl PerceptionLoop {
             state: run.state.get(),
             attempt: run.rejections,
         };
-        match self.guarded(verifier.verify(&input)).await {
+        let verdict = self.guarded(verifier.verify(&input)).await;
+        if let Ok(v) = &verdict {
+            run.sources.verifier += v.usage;
+            run.history.add_usage(v.usage);
+        }
+        match verdict {
             Ok(v) if v.passed => Ok(None),
             Ok(v) => {
                 Ok(Some(v.reason.unwrap_or_else(|| {
@@ -1075,6 +1165,7 @@ impl PerceptionLoop {
         let mut config = self.config.clone();
         config.max_steps = max_steps.unwrap_or(self.config.child_max_steps).min(left);
         config.plan = None;
+        budget::for_child(&mut config, &run.spent(self.config.pricing.as_ref()));
         let child = PerceptionLoop {
             config,
             step_hook: None,

@@ -125,7 +125,22 @@ impl ModelAdapter for Scripted {
     async fn summarize(&self, _: &[WireRecord], _: Option<&TaskState>) -> Result<String> {
         Ok("summary".into())
     }
+    async fn summarize_counted(
+        &self,
+        _: &[WireRecord],
+        _: Option<&TaskState>,
+    ) -> Result<(String, TokenUsage)> {
+        Ok(("summary".into(), SUMMARY_USAGE))
+    }
 }
+
+/// What each scripted summary costs.
+const SUMMARY_USAGE: TokenUsage = TokenUsage {
+    input_tokens: 40,
+    output_tokens: 5,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+};
 
 fn click(x: i32, y: i32) -> Action {
     Action::Click {
@@ -711,4 +726,175 @@ async fn a_secret_in_the_url_is_redacted_in_events_and_prompts() {
     assert!(!all.contains(secret), "{all}");
     let prompts = adapter.seen.lock().unwrap();
     assert!(!prompts[0].2.contains(secret), "{}", prompts[0].2);
+}
+
+fn invalid() -> Action {
+    Action::Invalid {
+        name: "frobnicate".into(),
+        input: serde_json::Value::Null,
+        error: "no such action".into(),
+    }
+}
+
+/// Each scripted answer costs 110 tokens: a budget of 200 lets two steps
+/// run (110, then 220 ≥ 200) and stops the run before the third model
+/// call, with the budget and the figures in the result.
+#[tokio::test]
+async fn a_token_budget_stops_the_run_before_the_next_model_call() {
+    let (_, adapter, l) = setup(vec![vec![click(1, 1)]; 10], 10);
+    let mut config = l.config().clone();
+    config.max_tokens = Some(200);
+    let l = l.with_config(config);
+    let (tx, rx) = event_stream(256);
+    let l = l.with_bus(EventBus::new().with_stream(tx));
+    let (r, _) = run(&l, "x").await;
+    assert_eq!((r.status, r.steps), (RunStatus::BudgetExceeded, 2));
+    assert_eq!(adapter.seen.lock().unwrap().len(), 2, "no third model call");
+    let why = r.result.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("token budget of 200") && why.contains("220 tokens used"),
+        "{why}"
+    );
+    assert_eq!(r.usage.total(), 220);
+    drop(l);
+    let events: Vec<RecordedEvent> = rx.collect().await;
+    let last = events.last().cloned();
+    assert!(
+        matches!(
+            last.map(|e| e.event),
+            Some(StreamEvent::Done {
+                status: RunStatus::BudgetExceeded,
+                ..
+            })
+        ),
+        "the run ends with the budget status"
+    );
+}
+
+/// A cost budget is checked against the pricing the caller gives; the
+/// result carries the estimated cost.
+#[tokio::test]
+async fn a_cost_budget_stops_the_run_and_the_result_has_its_cost() {
+    let (_, adapter, l) = setup(vec![vec![click(1, 1)]; 10], 10);
+    let mut config = l.config().clone();
+    // $1 per million input and $10 per million output tokens: a step is
+    // 100 * 1e-6 + 10 * 1e-5 = $0.0002.
+    config.pricing = Some(Pricing::per_million(1.0, 10.0));
+    config.max_cost_usd = Some(0.0005);
+    let l = l.with_config(config);
+    let (r, _) = run(&l, "x").await;
+    assert_eq!((r.status, r.steps), (RunStatus::BudgetExceeded, 3));
+    assert_eq!(adapter.seen.lock().unwrap().len(), 3);
+    assert!(
+        r.result.as_deref().unwrap_or_default().contains("cost budget"),
+        "{:?}",
+        r.result
+    );
+    let cost = r.cost_usd.expect("priced");
+    assert!((cost - 0.0006).abs() < 1e-9, "{cost}");
+}
+
+/// `max_failures` counts failed actions in a row; one that works resets
+/// the count. With 2: fail, work, fail, fail → stop before the fifth call
+/// (without the reset it would stop after the third).
+#[tokio::test]
+async fn max_failures_stops_after_consecutive_failed_actions_and_a_success_resets_it() {
+    let (_, adapter, l) = setup(
+        vec![
+            vec![invalid()],
+            vec![click(5, 5)],
+            vec![invalid()],
+            vec![invalid()],
+            vec![click(6, 6)],
+        ],
+        10,
+    );
+    let mut config = l.config().clone();
+    config.max_failures = Some(2);
+    let l = l.with_config(config);
+    let (r, _) = run(&l, "x").await;
+    assert_eq!((r.status, r.steps), (RunStatus::BudgetExceeded, 4));
+    assert_eq!(adapter.seen.lock().unwrap().len(), 4);
+    assert!(
+        r.result
+            .as_deref()
+            .unwrap_or_default()
+            .contains("2 actions failed in a row"),
+        "{:?}",
+        r.result
+    );
+}
+
+/// Every source is counted and attributed: summaries, the gate's extra
+/// candidates, the verifier and a child loop, adding up to the total.
+#[tokio::test]
+async fn the_usage_breakdown_counts_summaries_gate_samples_verifier_and_children() {
+    let mut adapter = Scripted::new(vec![
+        // Step 0 delegates; the child answers with the next turn.
+        vec![Action::Delegate {
+            instruction: "sub".into(),
+            max_steps: Some(2),
+        }],
+        vec![done("sub done")],
+        // Step 1 fails, so step 2 is hard: three gate samples.
+        vec![invalid()],
+        vec![done("ok")],
+        vec![done("ok")],
+        vec![done("ok")],
+    ]);
+    // A tiny context window: every step after the first is compacted.
+    Arc::get_mut(&mut adapter)
+        .expect("not shared yet")
+        .info
+        .context_window_tokens = 50;
+    let tab = Arc::new(FakeTab::new("http://127.0.0.1/start"));
+    let config = LoopConfig {
+        max_steps: 10,
+        confidence_gate: Some(ConfidenceGate::new(3)),
+        ..LoopConfig::default()
+    };
+    let judge = Scripted::new(vec![vec![done("YES it is done")]; 4]);
+    let verifier = Arc::new(lumen_safety::ModelVerifier::new(judge.clone()));
+    let (tx, rx) = event_stream(1024);
+    let l = PerceptionLoop::new(tab, adapter.clone(), config)
+        .with_verifier(verifier)
+        .with_bus(EventBus::new().with_stream(tx));
+    let (r, _) = run(&l, "x").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.result);
+    let step = TokenUsage {
+        input_tokens: 100,
+        output_tokens: 10,
+        ..TokenUsage::default()
+    };
+    let times = |n: u64| TokenUsage {
+        input_tokens: step.input_tokens * n,
+        output_tokens: step.output_tokens * n,
+        ..TokenUsage::default()
+    };
+    drop(l);
+    let events: Vec<RecordedEvent> = rx.collect().await;
+    let compactions = events
+        .iter()
+        .filter(|e| matches!(e.event, StreamEvent::Compaction { .. }))
+        .count() as u64;
+    assert!(compactions >= 1, "the top loop compacted: {compactions}");
+    let b = r.usage_by_source;
+    // Main: the delegate call, the failed step and the chosen candidate.
+    assert_eq!(b.main, times(3));
+    assert_eq!(b.gate, times(2), "the two candidates not chosen");
+    assert_eq!(b.verifier, times(1), "the top loop's verification");
+    // The child: its one call and its own verification (no compaction:
+    // its first step has a one-record history).
+    assert_eq!(b.children, times(2));
+    assert_eq!(
+        b.summaries,
+        TokenUsage {
+            input_tokens: SUMMARY_USAGE.input_tokens * compactions,
+            output_tokens: SUMMARY_USAGE.output_tokens * compactions,
+            ..TokenUsage::default()
+        }
+    );
+    assert_eq!(b.planner, TokenUsage::default());
+    assert_eq!(r.usage, b.total());
+    assert_eq!(judge.seen.lock().unwrap().len(), 2, "two verifications");
 }

@@ -107,8 +107,8 @@ const VERIFY_INSTRUCTION: &str =
 ///
 /// It calls [`ModelAdapter::step`] once per verification with a one-step
 /// context: the question as the system prompt, the current screenshot as
-/// the only wire record, temperature 0. The adapter's usage for this call
-/// is not reported through the [`Verifier`] trait.
+/// the only wire record, temperature 0. The call's usage comes back in
+/// [`VerifyResult::usage`], so the run counts it as the verifier's.
 #[derive(Clone)]
 pub struct ModelVerifier {
     adapter: Arc<dyn ModelAdapter>,
@@ -169,11 +169,11 @@ impl Verifier for ModelVerifier {
     async fn verify(&self, input: &VerifyInput<'_>) -> Result<VerifyResult> {
         if input.attempt >= self.max_attempts {
             return Ok(VerifyResult {
-                passed: true,
                 reason: Some(format!(
                     "accepted without model verification after {} rejected attempt(s)",
                     input.attempt
                 )),
+                ..VerifyResult::pass()
             });
         }
         let prompt = Self::prompt(input);
@@ -197,13 +197,13 @@ impl Verifier for ModelVerifier {
             cursor: None,
         };
         let response = self.adapter.step(&ctx).await?;
-        Ok(match verdict_of(&response) {
+        let verdict = match verdict_of(&response) {
             Some(Verdict {
                 complete: true,
                 why,
             }) => VerifyResult {
-                passed: true,
                 reason: (!why.is_empty()).then_some(why),
+                ..VerifyResult::pass()
             },
             Some(Verdict {
                 complete: false,
@@ -216,7 +216,8 @@ impl Verifier for ModelVerifier {
             None => VerifyResult::reject(
                 "an independent check could not confirm the task is complete; make sure the answer is visible on the page, then terminate again",
             ),
-        })
+        };
+        Ok(verdict.with_usage(response.usage))
     }
 }
 

@@ -22,7 +22,7 @@ h1 { font-size:18px; margin:0 0 6px; }
 .meta { color:var(--dim); }
 .badge { display:inline-block; padding:2px 10px; border-radius:999px; color:#fff; font-weight:600; }
 .badge.success { background:var(--ok); } .badge.failure { background:var(--bad); }
-.badge.maxSteps, .badge.cancelled, .badge.unknown { background:var(--warn); }
+.badge.maxSteps, .badge.cancelled, .badge.budgetExceeded, .badge.unknown { background:var(--warn); }
 main { padding:20px 28px; display:flex; flex-direction:column; gap:18px; }
 .step { display:grid; grid-template-columns:minmax(320px,58%) 1fr; gap:18px; background:#fff; border:1px solid var(--line); border-radius:10px; padding:14px; }
 .step.problem { border-color:var(--bad); box-shadow:0 0 0 2px #fecaca; }
@@ -73,6 +73,7 @@ fn status_name(status: Option<RunStatus>) -> &'static str {
         Some(RunStatus::Failure) => "failure",
         Some(RunStatus::MaxSteps) => "maxSteps",
         Some(RunStatus::Cancelled) => "cancelled",
+        Some(RunStatus::BudgetExceeded) => "budgetExceeded",
         None => "unknown",
     }
 }
