@@ -164,6 +164,17 @@ pub(crate) struct RunArgs {
     /// The step budget.
     #[arg(long, value_name = "N")]
     pub(crate) max_steps: Option<u32>,
+    /// Stop (exit 6, status budgetExceeded) before the next model call once
+    /// the run has used this many tokens, every model call counted.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_tokens: Option<u64>,
+    /// Stop (exit 6) once the run's estimated cost at list prices reaches
+    /// this many US dollars (models with a published price only).
+    #[arg(long = "max-cost", value_name = "USD")]
+    pub(crate) max_cost: Option<f64>,
+    /// Stop (exit 6) after N actions in a row failed.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_failures: Option<u32>,
     /// Show the browser window.
     #[arg(long)]
     pub(crate) headed: bool,

@@ -4,6 +4,9 @@
 //! ```toml
 //! model = "anthropic/claude-sonnet-4-6"
 //! max_steps = 25
+//! max_tokens = 200000               # stop before the next model call
+//! max_cost = 0.50                   # US dollars, at list prices
+//! max_failures = 5                  # failed actions in a row
 //! allow_domains = ["*.example.com"]
 //! allow_model_javascript = false   # the browser toolset's javascript_exec
 //! upload_dir = "./uploads"          # the folder file_upload may read
@@ -41,6 +44,9 @@ pub(crate) struct FileConfig {
     thinking_budget: Option<u32>,
     planner_model: Option<String>,
     max_steps: Option<u32>,
+    max_tokens: Option<u64>,
+    max_cost: Option<f64>,
+    max_failures: Option<u32>,
     headed: Option<bool>,
     cdp_url: Option<String>,
     start_url: Option<String>,
@@ -91,6 +97,9 @@ pub(crate) struct RunConfig {
     pub(crate) thinking_budget: Option<u32>,
     pub(crate) planner_model: Option<String>,
     pub(crate) max_steps: u32,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) max_failures: Option<u32>,
     pub(crate) headed: bool,
     pub(crate) cdp_url: Option<String>,
     pub(crate) start_url: Option<String>,
@@ -145,6 +154,32 @@ impl RunConfig {
             return Err(CliError::config(
                 "--max-steps must be at least 1".to_owned(),
             ));
+        }
+        let max_tokens = args.max_tokens.or(file.max_tokens);
+        if max_tokens == Some(0) {
+            return Err(CliError::config("--max-tokens must be at least 1"));
+        }
+        let max_cost_usd = args.max_cost.or(file.max_cost);
+        if let Some(usd) = max_cost_usd
+            && !(usd.is_finite() && usd > 0.0)
+        {
+            return Err(CliError::config(format!(
+                "--max-cost {usd}: give a positive number of US dollars, e.g. --max-cost 0.50"
+            )));
+        }
+        let probe = lumen::TokenUsage {
+            input_tokens: 1,
+            ..Default::default()
+        };
+        if max_cost_usd.is_some() && crate::pricing::cost(&model, &probe).is_none() {
+            return Err(CliError::config(format!(
+                "--max-cost: {model} has no published price, so a cost budget cannot be \
+                 checked; use --max-tokens instead"
+            )));
+        }
+        let max_failures = args.max_failures.or(file.max_failures);
+        if max_failures == Some(0) {
+            return Err(CliError::config("--max-failures must be at least 1"));
         }
         let mode = args.mode.or(file.mode).unwrap_or(Mode::Agent);
         let attempts = args.attempts.or(file.attempts).unwrap_or(match mode {
@@ -227,6 +262,9 @@ impl RunConfig {
             thinking_budget,
             planner_model,
             max_steps,
+            max_tokens,
+            max_cost_usd,
+            max_failures,
             headed: args.headed || file.headed.unwrap_or(false),
             cdp_url: args.cdp_url.clone().or(file.cdp_url),
             start_url: args.url.clone().or(file.start_url),

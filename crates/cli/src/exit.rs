@@ -19,6 +19,8 @@ pub(crate) const DIVERGED: u8 = 4;
 /// `lumen replay --skip-failures`: the replay reached its end, but steps
 /// whose actions failed were skipped.
 pub(crate) const SKIPPED: u8 = 5;
+/// A budget (`--max-tokens`, `--max-cost`, `--max-failures`) was reached.
+pub(crate) const BUDGET: u8 = 6;
 /// Cancelled (Ctrl-C): 128 + SIGINT, as shells report it.
 pub(crate) const CANCELLED: u8 = 130;
 
@@ -29,6 +31,7 @@ pub(crate) fn for_status(status: RunStatus) -> u8 {
         RunStatus::Failure => FAILURE,
         RunStatus::MaxSteps => MAX_STEPS,
         RunStatus::Cancelled => CANCELLED,
+        RunStatus::BudgetExceeded => BUDGET,
     }
 }
 

@@ -11,7 +11,8 @@
 //!
 //! Exit codes: 0 success, 1 the task failed, 2 configuration error (nothing
 //! ran), 3 the step budget ran out, 4 a replay diverged, 5 a replay skipped
-//! steps (`--skip-failures`), 130 cancelled. See `docs/cli.md`.
+//! steps (`--skip-failures`), 6 a token, cost or failure budget stopped the
+//! run, 130 cancelled. See `docs/cli.md`.
 //!
 //! The trace folder, `report.html` and `run.gif` are written with
 //! `lumen-trace`, as the server's run folders and the eval's traces are.
@@ -188,6 +189,9 @@ async fn run(args: RunArgs) -> Result<u8, CliError> {
         browser,
         session: SessionOptions {
             max_steps: config.max_steps,
+            max_tokens: config.max_tokens,
+            max_cost_usd: config.max_cost_usd,
+            max_failures: config.max_failures,
             policy: config.policy.clone(),
             secrets: config.secrets.clone(),
             ..SessionOptions::default()

@@ -139,6 +139,7 @@ fn summarize(
         RunStatus::Failure => ("✗", "failed"),
         RunStatus::MaxSteps => ("…", "ran out of steps"),
         RunStatus::Cancelled => ("■", "cancelled"),
+        RunStatus::BudgetExceeded => ("$", "stopped by its budget"),
     };
     let mut text = format!("{mark} {word} after {} steps", result.steps);
     if let Some(answer) = &result.result {

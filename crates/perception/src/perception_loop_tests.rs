@@ -786,7 +786,10 @@ async fn a_cost_budget_stops_the_run_and_the_result_has_its_cost() {
     assert_eq!((r.status, r.steps), (RunStatus::BudgetExceeded, 3));
     assert_eq!(adapter.seen.lock().unwrap().len(), 3);
     assert!(
-        r.result.as_deref().unwrap_or_default().contains("cost budget"),
+        r.result
+            .as_deref()
+            .unwrap_or_default()
+            .contains("cost budget"),
         "{:?}",
         r.result
     );

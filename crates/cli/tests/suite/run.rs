@@ -239,3 +239,60 @@ async fn a_blocked_action_is_shown_live_and_highlighted_in_the_report() {
     );
     assert!(!env.trace().join("run.gif").exists(), "--no-gif");
 }
+
+/// `--max-tokens` counts every model call and stops the run before the
+/// next one: each scripted turn costs 1001 tokens, so a budget of 1500 lets
+/// two calls through and stops before the third, with exit code 5, the
+/// `budgetExceeded` status and the figures in the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_budget_stops_the_run_with_exit_5_and_the_budget_status() {
+    let env = Env::new().await;
+    let (p2, p3) = (
+        env.site.url("links/page2.html"),
+        env.site.url("links/page3.html"),
+    );
+    env.script(vec![navigate(0, &p2), navigate(1, &p3), navigate(2, &p2)]);
+    let out = env.run("links/page1.html", &["--max-tokens", "1500"]).await;
+    assert_eq!(code(&out), 5, "stderr: {}", text(&out.stderr));
+    assert_eq!(env.mock.requests().len(), 2, "no third model call");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("stopped by its budget after 2 steps"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("token budget of 1500 tokens"), "{stdout}");
+    let last = events(&env.trace()).pop().unwrap();
+    assert_eq!(
+        (last["type"].as_str(), last["status"].as_str()),
+        (Some("done"), Some("budgetExceeded"))
+    );
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(env.trace().join("result.json")).unwrap()).unwrap();
+    assert_eq!(result["status"], "budgetExceeded");
+    assert_eq!(result["usageBySource"]["main"]["inputTokens"], 2000);
+    assert!(
+        result["costUsd"].as_f64().is_some_and(|c| c > 0.0),
+        "{result}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budget_flags_that_cannot_work_are_configuration_errors() {
+    let env = Env::new().await;
+    for (flags, needle) in [
+        (
+            &["--max-tokens", "0"][..],
+            "--max-tokens must be at least 1",
+        ),
+        (&["--max-cost", "0"][..], "positive number of US dollars"),
+        (
+            &["--max-failures", "0"][..],
+            "--max-failures must be at least 1",
+        ),
+    ] {
+        let out = env.run("links/page1.html", flags).await;
+        assert_eq!(code(&out), 2, "{flags:?}");
+        assert!(text(&out.stderr).contains(needle), "{}", text(&out.stderr));
+    }
+    assert!(env.mock.requests().is_empty());
+}

@@ -42,6 +42,7 @@ impl Run {
             Some(RunStatus::Failure) => "failure".into(),
             Some(RunStatus::MaxSteps) => "maxSteps".into(),
             Some(RunStatus::Cancelled) => "cancelled".into(),
+            Some(RunStatus::BudgetExceeded) => "budgetExceeded".into(),
         }
     }
 

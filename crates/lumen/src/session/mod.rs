@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
-use lumen_core::{BrowserTab, ModelAdapter, Result, RunResult};
+use lumen_core::{BrowserTab, LumenError, ModelAdapter, Result, RunResult};
 use lumen_memory::{HistoryManager, SerializedHistory, StateStore};
+use lumen_perception::budget::Pricing;
 use lumen_perception::control::RunControl;
 use lumen_perception::gate::ConfidenceGate;
 use lumen_perception::monitor::{EventBus, EventSender};
@@ -65,6 +66,38 @@ impl std::fmt::Debug for Session {
             )
             .finish()
     }
+}
+
+/// The registry's list prices of the model `info` names, for the run's
+/// cost and its cost budget. A cost budget that is not a positive number,
+/// or is set for a model without a published price, is a configuration
+/// error naming the fix.
+pub(crate) fn pricing(info: &lumen_core::ModelInfo, max_cost_usd: Option<f64>) -> Result<Pricing> {
+    let model = format!("{}/{}", info.provider, info.model_id);
+    let probe = lumen_core::TokenUsage {
+        input_tokens: 1,
+        ..Default::default()
+    };
+    if let Some(max) = max_cost_usd {
+        if !(max.is_finite() && max > 0.0) {
+            return Err(LumenError::config(
+                "max cost",
+                format!("{max} is not a positive number of US dollars"),
+            ));
+        }
+        if lumen_models::registry::cost(&model, &probe).is_none() {
+            return Err(LumenError::config(
+                "max cost",
+                format!(
+                    "{model} has no published price, so a cost budget cannot be checked; \
+                     use a token budget (max tokens) instead"
+                ),
+            ));
+        }
+    }
+    Ok(Pricing::new(move |usage| {
+        lumen_models::registry::cost(&model, usage)
+    }))
 }
 
 impl Session {
@@ -125,6 +158,10 @@ impl Session {
             checkpoint_interval: options.checkpoint_interval,
             action_verifier: options.action_verifier,
             user_prompt,
+            max_tokens: options.max_tokens,
+            max_cost_usd: options.max_cost_usd,
+            max_failures: options.max_failures,
+            pricing: Some(pricing(adapter.info(), options.max_cost_usd)?),
             ..LoopConfig::default()
         };
         let run = match snapshot {

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use lumen_core::{LumenError, ModelAdapter, Result, RunResult, RunStatus};
+use lumen_core::{LumenError, ModelAdapter, Result, RunResult, RunStatus, UsageBreakdown};
 use lumen_perception::planner::{self, Plan};
 
 use super::Session;
@@ -73,6 +73,7 @@ impl Session {
     /// abandons the call.
     pub async fn plan(&mut self, instruction: &str) -> Result<RunResult> {
         let planner = self.planner.clone().unwrap_or_else(|| self.adapter.clone());
+        let pricing = super::pricing(planner.info(), None)?;
         let plan = self.ask_planner(planner, instruction).await?;
         Ok(RunResult {
             status: RunStatus::Success,
@@ -81,6 +82,11 @@ impl Session {
             history: Vec::new(),
             state: None,
             usage: plan.usage,
+            usage_by_source: UsageBreakdown {
+                planner: plan.usage,
+                ..UsageBreakdown::default()
+            },
+            cost_usd: pricing.cost(&plan.usage),
             error: None,
         })
     }
@@ -114,10 +120,15 @@ impl Session {
 
     /// The planner pass of agent and exec mode: a plan when a planner is
     /// set, shown in every step's prompt; otherwise no plan (clearing one
-    /// left by an earlier run).
+    /// left by an earlier run). Its tokens count into the run's usage (as
+    /// the planner's) and its budgets.
     async fn planner_pass(&mut self, instruction: &str) -> Result<()> {
         let plan = match self.planner.clone() {
-            Some(planner) => Some(self.ask_planner(planner, instruction).await?.text),
+            Some(planner) => {
+                let plan = self.ask_planner(planner, instruction).await?;
+                self.run.add_planner_usage(plan.usage);
+                Some(plan.text)
+            }
             None => None,
         };
         self.set_plan(plan);

@@ -49,6 +49,17 @@ pub struct SessionOptions {
     /// An on-disk action cache (`ActionCache::open(dir)`): matching steps
     /// replay without a model call.
     pub cache: Option<Arc<ActionCache>>,
+    /// Stop a run (status `BudgetExceeded`) before its next model call once
+    /// it has used this many tokens, every source counted (main loop,
+    /// summaries, verifier, planner, confidence gate, sub-tasks).
+    pub max_tokens: Option<u64>,
+    /// Stop a run once its estimated cost at the model registry's list
+    /// prices reaches this many US dollars. A model without a published
+    /// price cannot have one (the session refuses to start).
+    pub max_cost_usd: Option<f64>,
+    /// Stop a run after this many actions in a row failed (a working
+    /// action resets the count).
+    pub max_failures: Option<u32>,
 }
 
 impl Default for SessionOptions {
@@ -71,6 +82,9 @@ impl Default for SessionOptions {
             site_kb: None,
             workflows: None,
             cache: None,
+            max_tokens: None,
+            max_cost_usd: None,
+            max_failures: None,
         }
     }
 }
@@ -91,6 +105,9 @@ impl std::fmt::Debug for SessionOptions {
             .field("site_kb", &self.site_kb.is_some())
             .field("workflows", &self.workflows.is_some())
             .field("cache", &self.cache.as_ref().map(|c| c.dir().to_path_buf()))
+            .field("max_tokens", &self.max_tokens)
+            .field("max_cost_usd", &self.max_cost_usd)
+            .field("max_failures", &self.max_failures)
             .finish_non_exhaustive()
     }
 }

@@ -315,7 +315,10 @@ impl RunManager {
                     RunStatus::Cancelled if shutdown => RunState::Interrupted,
                     RunStatus::Cancelled => RunState::Cancelled,
                     RunStatus::Success => RunState::Completed,
-                    RunStatus::Failure | RunStatus::MaxSteps => RunState::Failed,
+                    // The outcome says which (`budgetExceeded` for a budget).
+                    RunStatus::Failure | RunStatus::MaxSteps | RunStatus::BudgetExceeded => {
+                        RunState::Failed
+                    }
                 };
                 i.steps_completed = result.steps;
                 i.usage = result.usage;
