@@ -497,11 +497,44 @@ fn semantic_steps_and_results_round_trip() {
         history: vec![step],
         state: Some(state()),
         usage: TokenUsage::default(),
+        usage_by_source: UsageBreakdown::default(),
+        cost_usd: None,
         error: Some(ErrorInfo::from(&LumenError::disconnected("socket closed"))),
     };
     let json = round_trip(&result);
     assert_eq!(json["status"], "maxSteps");
     assert_eq!(json["error"]["code"], "BROWSER_DISCONNECTED");
+    assert!(json.get("costUsd").is_none());
+    let main = TokenUsage {
+        input_tokens: 100,
+        output_tokens: 10,
+        ..TokenUsage::default()
+    };
+    let verifier = TokenUsage {
+        input_tokens: 50,
+        output_tokens: 1,
+        ..TokenUsage::default()
+    };
+    let budget = RunResult {
+        status: RunStatus::BudgetExceeded,
+        usage: main + verifier,
+        usage_by_source: UsageBreakdown {
+            main,
+            verifier,
+            ..UsageBreakdown::default()
+        },
+        cost_usd: Some(0.0125),
+        ..result
+    };
+    let json = round_trip(&budget);
+    assert_eq!(json["status"], "budgetExceeded");
+    assert_eq!(json["usageBySource"]["verifier"]["inputTokens"], 50);
+    assert_eq!(json["costUsd"], 0.0125);
+    assert_eq!(budget.usage_by_source.total(), budget.usage);
+    // A result written before the breakdown existed still reads.
+    let old: RunResult =
+        serde_json::from_value(serde_json::json!({"status": "success", "steps": 1})).unwrap();
+    assert_eq!(old.usage_by_source, UsageBreakdown::default());
 }
 
 fn every_event() -> Vec<StreamEvent> {

@@ -7,7 +7,8 @@ use std::fmt;
 
 use async_trait::async_trait;
 use lumen_core::{
-    ModelAdapter, ModelInfo, ModelResponse, ModelStream, Result, StepContext, TaskState, WireRecord,
+    ModelAdapter, ModelInfo, ModelResponse, ModelStream, Result, StepContext, TaskState,
+    TokenUsage, WireRecord,
 };
 use serde_json::Value;
 
@@ -106,10 +107,108 @@ impl<C: Codec> ModelAdapter for HttpAdapter<C> {
     }
 
     async fn summarize(&self, wire: &[WireRecord], state: Option<&TaskState>) -> Result<String> {
+        Ok(self.summarize_counted(wire, state).await?.0)
+    }
+
+    async fn summarize_counted(
+        &self,
+        wire: &[WireRecord],
+        state: Option<&TaskState>,
+    ) -> Result<(String, TokenUsage)> {
         let text = prompt::summary_input(wire, state);
         let (url, headers, body) = self.codec.summary_request(text);
         let answer = self.http.post_json(&url, &headers, &body).await?;
+        let usage = summary_usage(&answer);
         let summary = self.codec.summary_text(answer)?;
-        prompt::non_empty_summary(self.codec.provider(), summary.trim().to_owned())
+        let summary = prompt::non_empty_summary(self.codec.provider(), summary.trim().to_owned())?;
+        Ok((summary, usage))
+    }
+}
+
+/// The tokens a non-streamed summary answer reports, in whichever of the
+/// providers' shapes it comes (Anthropic and OpenAI Responses `usage`,
+/// Chat Completions `usage` with prompt/completion tokens, Gemini
+/// `usageMetadata`), read as each provider's streaming decoder reads it:
+/// cached input apart from the rest. Nothing reported: zero.
+pub(crate) fn summary_usage(answer: &Value) -> TokenUsage {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    if let Some(m) = answer.get("usageMetadata") {
+        let cached = n(&m["cachedContentTokenCount"]);
+        return TokenUsage {
+            input_tokens: n(&m["promptTokenCount"]).saturating_sub(cached),
+            output_tokens: n(&m["candidatesTokenCount"]) + n(&m["thoughtsTokenCount"]),
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        };
+    }
+    let u = &answer["usage"];
+    if u.get("prompt_tokens").is_some() {
+        let cached = n(&u["prompt_tokens_details"]["cached_tokens"]);
+        return TokenUsage {
+            input_tokens: n(&u["prompt_tokens"]).saturating_sub(cached),
+            output_tokens: n(&u["completion_tokens"]),
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        };
+    }
+    if u.get("input_tokens_details").is_some() {
+        // OpenAI Responses: input_tokens includes the cached ones.
+        let cached = n(&u["input_tokens_details"]["cached_tokens"]);
+        return TokenUsage {
+            input_tokens: n(&u["input_tokens"]).saturating_sub(cached),
+            output_tokens: n(&u["output_tokens"]),
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        };
+    }
+    TokenUsage {
+        input_tokens: n(&u["input_tokens"]),
+        output_tokens: n(&u["output_tokens"]),
+        cache_read_tokens: n(&u["cache_read_input_tokens"]),
+        cache_write_tokens: n(&u["cache_creation_input_tokens"]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn summary_usage_reads_every_providers_shape() {
+        let u = |i, o, r, w| TokenUsage {
+            input_tokens: i,
+            output_tokens: o,
+            cache_read_tokens: r,
+            cache_write_tokens: w,
+        };
+        let cases = [
+            (
+                json!({"usage": {"input_tokens": 10, "output_tokens": 2,
+                       "cache_read_input_tokens": 3, "cache_creation_input_tokens": 4}}),
+                u(10, 2, 3, 4),
+            ),
+            (
+                json!({"usage": {"input_tokens": 10, "output_tokens": 2,
+                       "input_tokens_details": {"cached_tokens": 6}}}),
+                u(4, 2, 6, 0),
+            ),
+            (
+                json!({"usage": {"prompt_tokens": 10, "completion_tokens": 2,
+                       "prompt_tokens_details": {"cached_tokens": 1}}}),
+                u(9, 2, 1, 0),
+            ),
+            (
+                json!({"usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2,
+                       "thoughtsTokenCount": 5, "cachedContentTokenCount": 3}}),
+                u(7, 7, 3, 0),
+            ),
+            (json!({"content": []}), TokenUsage::default()),
+            (json!("not an object"), TokenUsage::default()),
+        ];
+        for (answer, want) in cases {
+            assert_eq!(summary_usage(&answer), want, "{answer}");
+        }
     }
 }

@@ -522,6 +522,27 @@ async fn summarize_uses_the_cheap_model() {
     assert!(!body.to_string().contains("PNG-BYTES"));
 }
 
+/// A summary's tokens come back with it, so the run counts them.
+#[tokio::test]
+async fn a_summary_reports_the_tokens_it_used() {
+    let mock = lumen_test_support::mock_provider().await.unwrap();
+    mock.push(
+        Route::AnthropicMessages,
+        Reply::Json(
+            StatusCode::OK,
+            json!({"id": "m", "content": [{"type": "text", "text": "Found the lamp."}],
+                   "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 812, "output_tokens": 31}}),
+        ),
+    );
+    let (summary, usage) = adapter(&mock, "claude-opus-4-6")
+        .summarize_counted(&three_step_history(), None)
+        .await
+        .unwrap();
+    assert_eq!(summary, "Found the lamp.");
+    assert_eq!((usage.input_tokens, usage.output_tokens), (812, 31));
+}
+
 #[test]
 fn estimate_counts_images_by_the_750_rule() {
     let shot = shot_1280();

@@ -136,6 +136,8 @@ fn a_typed_secret_never_reaches_the_run_artefacts() {
                 .clone(),
         ),
         usage: TokenUsage::default(),
+        usage_by_source: Default::default(),
+        cost_usd: None,
         error: Some(ErrorInfo::from(&fatal)),
     };
 
