@@ -17,10 +17,13 @@ use lumen_core::TokenUsage;
 
 use crate::LoopConfig;
 
+/// A function from tokens to dollars.
+type CostFn = dyn Fn(&TokenUsage) -> Option<f64> + Send + Sync;
+
 /// Turns tokens into an estimated cost in US dollars; `None` when the
 /// price is not known.
 #[derive(Clone)]
-pub struct Pricing(Arc<dyn Fn(&TokenUsage) -> Option<f64> + Send + Sync>);
+pub struct Pricing(Arc<CostFn>);
 
 impl Pricing {
     /// A pricing that asks `cost`.

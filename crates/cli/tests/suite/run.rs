@@ -242,10 +242,10 @@ async fn a_blocked_action_is_shown_live_and_highlighted_in_the_report() {
 
 /// `--max-tokens` counts every model call and stops the run before the
 /// next one: each scripted turn costs 1001 tokens, so a budget of 1500 lets
-/// two calls through and stops before the third, with exit code 5, the
+/// two calls through and stops before the third, with exit code 6, the
 /// `budgetExceeded` status and the figures in the answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_budget_stops_the_run_with_exit_5_and_the_budget_status() {
+async fn a_token_budget_stops_the_run_with_exit_6_and_the_budget_status() {
     let env = Env::new().await;
     let (p2, p3) = (
         env.site.url("links/page2.html"),
@@ -253,7 +253,7 @@ async fn a_token_budget_stops_the_run_with_exit_5_and_the_budget_status() {
     );
     env.script(vec![navigate(0, &p2), navigate(1, &p3), navigate(2, &p2)]);
     let out = env.run("links/page1.html", &["--max-tokens", "1500"]).await;
-    assert_eq!(code(&out), 5, "stderr: {}", text(&out.stderr));
+    assert_eq!(code(&out), 6, "stderr: {}", text(&out.stderr));
     assert_eq!(env.mock.requests().len(), 2, "no third model call");
     let stdout = text(&out.stdout);
     assert!(

@@ -196,6 +196,8 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// How an execution ended.
+// One value per run, moved once: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Ending {
     /// Cancelled before it got a slot.
     NotStarted,
