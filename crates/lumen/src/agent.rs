@@ -1,7 +1,14 @@
-//! [`Agent`]: the recommended entry point. Give it a model and a browser;
-//! it connects lazily on the first run, sets up the adapter(s) and the
-//! browser concurrently, aligns the viewport to the model, and hands the run
-//! to its [`Session`], where the run modes and the planner pass live.
+//! [`Agent`]: the recommended entry point. Give it a model and a browser
+//! (by name and launch options, or as your own [`ModelAdapter`] and
+//! [`BrowserTab`]); it connects lazily on the first run, sets up the
+//! adapter(s) and the browser concurrently, aligns the viewport to the
+//! model, and hands the run to its [`Session`], where the run modes and the
+//! planner pass live.
+//!
+//! Each [`Agent::run`] is a new task with a fresh history and step budget
+//! (the browser stays where the last run left it);
+//! [`Agent::continue_run`] is the explicit way to go on with the previous
+//! run's history.
 
 use std::sync::Arc;
 
@@ -74,16 +81,41 @@ impl std::fmt::Debug for BrowserSource {
 /// };
 /// assert_eq!(options.session.max_steps, 20);
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Bring your own model and browser: [`AgentOptions::with_adapter`] takes
+/// any [`ModelAdapter`] (a local server, a custom protocol, a test double),
+/// and [`BrowserSource::Custom`] any [`BrowserTab`]:
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// use lumen::{AgentOptions, BrowserSource, BrowserTab, ModelAdapter};
+///
+/// # fn build(adapter: Arc<dyn ModelAdapter>, tab: Arc<dyn BrowserTab>) {
+/// let options = AgentOptions {
+///     browser: BrowserSource::Custom(tab),
+///     ..AgentOptions::with_adapter(adapter)
+/// };
+/// # }
+/// ```
+#[derive(Clone)]
 pub struct AgentOptions {
     /// The model: `anthropic/…`, `openai/…`, `google/…`, or any name served
-    /// by an OpenAI-compatible server at `adapter.base_url`.
+    /// by an OpenAI-compatible server at `adapter.base_url`. With
+    /// `model_adapter` set it only names the model (logs, traces).
     pub model: String,
-    /// Keys, base URLs, retries, thinking budget.
+    /// Your own adapter, used instead of creating one from `model` and
+    /// `adapter` ([`AgentOptions::with_adapter`]).
+    pub model_adapter: Option<Arc<dyn ModelAdapter>>,
+    /// Keys, base URLs, retries, thinking budget (for the adapters created
+    /// from `model` and `planner_model`).
     pub adapter: AdapterOptions,
     /// A separate model for the planner pass (`None`: no planner pass in
-    /// agent and exec mode; plan mode plans with `model`).
+    /// agent and exec mode, unless `planner_adapter` is set; plan mode
+    /// plans with `model`).
     pub planner_model: Option<String>,
+    /// Your own adapter for the planner pass, used instead of creating one
+    /// from `planner_model`.
+    pub planner_adapter: Option<Arc<dyn ModelAdapter>>,
     /// Where the browser comes from.
     pub browser: BrowserSource,
     /// Snap the viewport to the model's patch size and image limit.
@@ -99,12 +131,38 @@ impl AgentOptions {
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
+            model_adapter: None,
             adapter: AdapterOptions::default(),
             planner_model: None,
+            planner_adapter: None,
             browser: BrowserSource::default(),
             align_viewport: true,
             session: SessionOptions::default(),
         }
+    }
+
+    /// Options for your own `adapter` (`model` is its model id) with the
+    /// same defaults as [`new`](Self::new).
+    pub fn with_adapter(adapter: Arc<dyn ModelAdapter>) -> Self {
+        Self {
+            model_adapter: Some(adapter.clone()),
+            ..Self::new(adapter.info().model_id.clone())
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("model", &self.model)
+            .field("model_adapter", &self.model_adapter.is_some())
+            .field("adapter", &self.adapter)
+            .field("planner_model", &self.planner_model)
+            .field("planner_adapter", &self.planner_adapter.is_some())
+            .field("browser", &self.browser)
+            .field("align_viewport", &self.align_viewport)
+            .field("session", &self.session)
+            .finish()
     }
 }
 
@@ -186,10 +244,16 @@ impl Agent {
             let o = &self.options;
             let adapter_options = o.adapter_options();
             let adapters = async {
-                let main = lumen_models::create_adapter(&o.model, adapter_options.clone())?;
-                let planner = match &o.planner_model {
-                    Some(m) => Some(lumen_models::create_adapter(m, adapter_options.clone())?),
-                    None => None,
+                let main = match &o.model_adapter {
+                    Some(custom) => custom.clone(),
+                    None => lumen_models::create_adapter(&o.model, adapter_options.clone())?,
+                };
+                let planner = match (&o.planner_adapter, &o.planner_model) {
+                    (Some(custom), _) => Some(custom.clone()),
+                    (None, Some(m)) => {
+                        Some(lumen_models::create_adapter(m, adapter_options.clone())?)
+                    }
+                    (None, None) => None,
                 };
                 Ok::<_, LumenError>((main, planner))
             };
@@ -231,24 +295,39 @@ impl Agent {
             .ok_or_else(|| LumenError::config("agent", "connection state lost"))
     }
 
+    /// The session for the next run. `fresh`: a new task (fresh history,
+    /// step budget and task state), except on the first run of a
+    /// [`resume`](Self::resume)d agent, which continues its snapshot.
+    /// Otherwise the previous run goes on. A live stream needs a session
+    /// built with it, so streaming rebuilds the session (carrying the
+    /// history over when continuing).
     async fn session(
         &mut self,
         stream: Option<lumen_perception::monitor::EventSender>,
+        fresh: bool,
     ) -> Result<&mut Session> {
         let (tab, adapter, planner) = {
             let c = self.connect().await?;
             (c.tab.clone(), c.adapter.clone(), c.planner.clone())
         };
-        if self.session.is_none() || stream.is_some() {
-            let snapshot = match &self.session {
-                Some(s) => Some(s.serialize(true)),
-                None => self.resume_from.take(),
-            };
-            let mut session =
-                Session::build(tab, adapter, self.options.session.clone(), snapshot, stream)?;
-            session.set_control(self.control.clone());
-            session.set_planner(planner);
-            self.session = Some(session);
+        match &mut self.session {
+            Some(session) if stream.is_none() => {
+                if fresh {
+                    session.new_run();
+                }
+            }
+            _ => {
+                let snapshot = match &self.session {
+                    Some(s) if !fresh => Some(s.serialize(true)),
+                    Some(_) => None,
+                    None => self.resume_from.take(),
+                };
+                let mut session =
+                    Session::build(tab, adapter, self.options.session.clone(), snapshot, stream)?;
+                session.set_control(self.control.clone());
+                session.set_planner(planner);
+                self.session = Some(session);
+            }
         }
         self.session
             .as_mut()
@@ -257,20 +336,36 @@ impl Agent {
 
     /// Runs a task in agent mode: opens `start_url` (when given), plans
     /// (when a planner model is set) and runs the loop
-    /// ([`Session::run_mode`]).
+    /// ([`Session::run_mode`]). Each run is a new task: a fresh history,
+    /// step budget and task state, in the browser as the previous run left
+    /// it ([`continue_run`](Self::continue_run) goes on with the previous
+    /// run instead). The first run of a [`resume`](Self::resume)d agent
+    /// continues its snapshot.
     pub async fn run(&mut self, instruction: &str, start_url: Option<&str>) -> Result<RunResult> {
         self.run_mode(instruction, start_url, RunMode::Agent).await
     }
 
     /// Runs a task in the given mode ([`Session::run_mode`] says what each
-    /// mode does).
+    /// mode does), as a new task like [`run`](Self::run).
     pub async fn run_mode(
         &mut self,
         instruction: &str,
         start_url: Option<&str>,
         mode: RunMode,
     ) -> Result<RunResult> {
-        self.run_inner(instruction, start_url, mode, None).await
+        self.run_inner(instruction, start_url, mode, None, true)
+            .await
+    }
+
+    /// Goes on with the previous run (or the resumed snapshot) in agent
+    /// mode: the model sees its history, steps count on from it and the
+    /// steps already taken count against the step budget
+    /// (`session.max_steps`). `instruction` is the task from here on (a
+    /// follow-up, or the same task again). Before any run it is
+    /// [`run`](Self::run) without a start URL.
+    pub async fn continue_run(&mut self, instruction: &str) -> Result<RunResult> {
+        self.run_inner(instruction, None, RunMode::Agent, None, false)
+            .await
     }
 
     async fn run_inner(
@@ -279,17 +374,19 @@ impl Agent {
         start_url: Option<&str>,
         mode: RunMode,
         stream: Option<lumen_perception::monitor::EventSender>,
+        fresh: bool,
     ) -> Result<RunResult> {
-        self.session(stream)
+        self.session(stream, fresh)
             .await?
             .run_mode(instruction, start_url, mode)
             .await
     }
 
-    /// Runs a task in the background and returns its live events (bounded:
-    /// a slow reader slows the run; screenshots are dropped first) and a
-    /// handle resolving to the result. The agent comes back with the result
-    /// so it can run again or be serialized.
+    /// Runs a task in the background, as a new task like [`run`](Self::run)
+    /// in agent mode, and returns its live events (bounded: a slow reader
+    /// slows the run; screenshots are dropped first) and a handle resolving
+    /// to the result. The agent comes back with the result so it can run
+    /// again, continue or be serialized.
     pub fn stream(
         mut self,
         instruction: String,
@@ -301,7 +398,13 @@ impl Agent {
         let (tx, rx) = event_stream(256);
         let handle = tokio::spawn(async move {
             let r = self
-                .run_inner(&instruction, start_url.as_deref(), RunMode::Agent, Some(tx))
+                .run_inner(
+                    &instruction,
+                    start_url.as_deref(),
+                    RunMode::Agent,
+                    Some(tx),
+                    true,
+                )
                 .await;
             (self, r)
         });

@@ -231,6 +231,12 @@ impl Session {
         self.perception.run(instruction, &mut self.run).await
     }
 
+    /// Forgets the previous run: the next one starts with a fresh history,
+    /// step budget and task state, in the browser as it is.
+    pub fn new_run(&mut self) {
+        self.run = RunState::new(self.perception.config());
+    }
+
     /// Starts a follow-on task in the same browser with a fresh history and
     /// step budget (the task state carries over).
     pub async fn add_task(&mut self, instruction: &str) -> RunResult {

@@ -1,3 +1,4 @@
+mod agent;
 mod browser_toolset;
 mod browser_toolset_members;
 mod e2e;
