@@ -322,16 +322,50 @@ impl Agent {
                     Some(_) => None,
                     None => self.resume_from.take(),
                 };
-                let mut session =
-                    Session::build(tab, adapter, self.options.session.clone(), snapshot, stream)?;
-                session.set_control(self.control.clone());
-                session.set_planner(planner);
-                self.session = Some(session);
+                self.session =
+                    Some(self.build_session(&tab, &adapter, &planner, snapshot, stream)?);
             }
         }
         self.session
             .as_mut()
             .ok_or_else(|| LumenError::config("agent", "session state lost"))
+    }
+
+    fn build_session(
+        &self,
+        tab: &Arc<dyn BrowserTab>,
+        adapter: &Arc<dyn ModelAdapter>,
+        planner: &Option<Arc<dyn ModelAdapter>>,
+        snapshot: Option<SerializedHistory>,
+        stream: Option<lumen_perception::monitor::EventSender>,
+    ) -> Result<Session> {
+        let mut session = Session::build(
+            tab.clone(),
+            adapter.clone(),
+            self.options.session.clone(),
+            snapshot,
+            stream,
+        )?;
+        session.set_control(self.control.clone());
+        session.set_planner(planner.clone());
+        Ok(session)
+    }
+
+    /// Ends the live stream of a streamed run: its session (which holds
+    /// the sending half) is replaced by one without a stream that carries
+    /// the run over, so [`continue_run`](Self::continue_run) and
+    /// [`serialize`](Self::serialize) still see it.
+    fn end_stream(&mut self) {
+        let (Some(streamed), Some(c)) = (self.session.take(), self.connected.as_ref()) else {
+            return;
+        };
+        let snapshot = streamed.serialize(true);
+        drop(streamed);
+        let (tab, adapter, planner) = (c.tab.clone(), c.adapter.clone(), c.planner.clone());
+        match self.build_session(&tab, &adapter, &planner, Some(snapshot), None) {
+            Ok(session) => self.session = Some(session),
+            Err(e) => tracing::warn!("the streamed run could not be kept: {e}"),
+        }
     }
 
     /// Runs a task in agent mode: opens `start_url` (when given), plans
@@ -385,8 +419,9 @@ impl Agent {
     /// Runs a task in the background, as a new task like [`run`](Self::run)
     /// in agent mode, and returns its live events (bounded: a slow reader
     /// slows the run; screenshots are dropped first) and a handle resolving
-    /// to the result. The agent comes back with the result so it can run
-    /// again, continue or be serialized.
+    /// to the result. The event stream ends after the run's last event
+    /// (`Done`). The agent comes back with the result so it can run again,
+    /// continue or be serialized.
     pub fn stream(
         mut self,
         instruction: String,
@@ -406,6 +441,7 @@ impl Agent {
                     true,
                 )
                 .await;
+            self.end_stream();
             (self, r)
         });
         (rx, handle)

@@ -5,13 +5,15 @@
 //! provider over HTTP/SSE.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt as _;
 use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::models::{AdapterOptions, ApiKey};
 use lumen::{
-    Agent, AgentOptions, BrowserSource, BrowserTab, ModelAdapter, RunMode, RunStatus,
-    SessionOptions, StreamEvent,
+    Agent, AgentOptions, BrowserSource, BrowserTab, ModelAdapter, ModelInfo, ModelResponse,
+    ModelStream, RunMode, RunStatus, SessionOptions, StepContext, StreamEvent, TaskState,
+    WireRecord,
 };
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
 use lumen_test_support::mock_provider::{MockProvider, Reply};
@@ -133,5 +135,308 @@ async fn a_second_run_starts_a_fresh_history_and_step_budget() {
             "the first run's history does not reach the second: {second}"
         );
     }
+    agent.close().await.unwrap();
+}
+
+/// A model adapter of the user's own: a wrapper counting the calls to the
+/// real one, so the test sees the agent used it and created none.
+struct Counting {
+    inner: Arc<dyn ModelAdapter>,
+    calls: AtomicUsize,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn ModelAdapter>) -> Arc<Counting> {
+        Arc::new(Counting {
+            inner,
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl ModelAdapter for Counting {
+    fn info(&self) -> &ModelInfo {
+        self.inner.info()
+    }
+    async fn stream(&self, ctx: &StepContext<'_>) -> lumen::Result<ModelStream> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.stream(ctx).await
+    }
+    async fn step(&self, ctx: &StepContext<'_>) -> lumen::Result<ModelResponse> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.step(ctx).await
+    }
+    fn estimate_tokens(&self, ctx: &StepContext<'_>) -> u64 {
+        self.inner.estimate_tokens(ctx)
+    }
+    async fn summarize(
+        &self,
+        wire: &[WireRecord],
+        state: Option<&TaskState>,
+    ) -> lumen::Result<String> {
+        self.inner.summarize(wire, state).await
+    }
+}
+
+/// Options with our own adapter and tab, and nothing that could create
+/// another adapter: no key, no base URL.
+fn custom(adapter: Arc<dyn ModelAdapter>, tab: Arc<CdpTab>, max_steps: u32) -> AgentOptions {
+    AgentOptions {
+        browser: BrowserSource::Custom(tab),
+        session: SessionOptions {
+            max_steps,
+            ..SessionOptions::default()
+        },
+        ..AgentOptions::with_adapter(adapter)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_runs_on_a_custom_adapter_and_tab_and_continues_only_when_asked() {
+    let env = Env::new().await;
+    let model = Counting::new(env.adapter(WIRE.model()));
+    let options = custom(model.clone(), env.tab.clone(), 4);
+    assert_eq!(
+        options.model, "qwen2.5-vl",
+        "named after the adapter's model"
+    );
+    env.click_inc(0).await;
+    env.done(1, "clicked once");
+    let mut agent = Agent::new(options);
+    let r = agent.run("FIRST-TASK: click once", None).await.unwrap();
+    assert_eq!(
+        (r.status, r.result.as_deref(), r.steps),
+        (RunStatus::Success, Some("clicked once"), 2),
+        "{:?}",
+        r.error
+    );
+    assert_eq!(
+        model.calls(),
+        2,
+        "every model call went through our adapter"
+    );
+    assert_eq!(env.clicks().await, 1, "on our tab");
+
+    // Continuing is explicit: the model sees the first run, steps count on.
+    env.done(2, "FOLLOW-UP: the counter shows 1");
+    let r = agent
+        .continue_run("FOLLOW-UP-TASK: what does the counter show?")
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status, r.result.as_deref()),
+        (RunStatus::Success, Some("FOLLOW-UP: the counter shows 1")),
+        "{:?}",
+        r.error
+    );
+    assert_eq!(r.steps, 3, "steps count on from the previous run");
+    assert_eq!(r.history.len(), 3);
+    assert_eq!(model.calls(), 3);
+    let bodies = env.bodies();
+    let last = bodies.last().unwrap();
+    assert!(last.contains("FOLLOW-UP-TASK"), "{last}");
+    assert!(
+        WIRE.answers_turn(last, 1),
+        "the continued request carries the previous run's turns: {last}"
+    );
+    agent.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_agent_continues_its_snapshot_then_runs_afresh() {
+    let env = Env::new().await;
+    for turn in 0..3 {
+        env.click_inc(turn).await;
+    }
+    env.done(3, "3 clicks");
+    // The first agent stops after two steps (its budget), as a crash would.
+    let mut first = Agent::new(env.options(2));
+    let r = first
+        .run("Click the button three times", None)
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::MaxSteps, "{:?}", r.error);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.json");
+    first.session_mut().unwrap().save(&path, false).unwrap();
+    assert_eq!(
+        first.serialize(false).unwrap().step_count,
+        2,
+        "serialize holds the run"
+    );
+    drop(first);
+
+    let snapshot = lumen::memory::SerializedHistory::load(&path).unwrap();
+    let mut resumed = Agent::resume(snapshot, env.options(6));
+    let r = resumed
+        .run("Click the button three times", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status, r.result.as_deref()),
+        (RunStatus::Success, Some("3 clicks")),
+        "{:?}",
+        r.error
+    );
+    assert_eq!(r.steps, 4, "steps continue from the snapshot");
+    assert_eq!(env.clicks().await, 3, "no click lost or repeated");
+    let bodies = env.bodies();
+    assert_eq!(bodies.len(), 4);
+    assert!(
+        WIRE.answers_turn(&bodies[2], 1),
+        "the resumed request carries the history"
+    );
+
+    // The snapshot was for that run only: the next run is a new task.
+    env.done(0, "fresh");
+    let r = resumed.run("NEW-TASK", None).await.unwrap();
+    assert_eq!((r.steps, r.result.as_deref()), (1, Some("fresh")));
+    let last = env.bodies().pop().unwrap();
+    assert!(!last.contains("three times"), "{last}");
+    resumed.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_run_delivers_every_event_and_hands_the_agent_back() {
+    let env = Env::new().await;
+    env.click_inc(0).await;
+    env.done(1, "streamed");
+    let agent = Agent::new(env.options(4));
+    let (events, handle) = agent.stream("Click once".into(), Some(env.counter()));
+    let events: Vec<_> = events.collect().await;
+    let (agent, r) = handle.await.unwrap();
+    let r = r.unwrap();
+    assert_eq!(
+        (r.status, r.result.as_deref(), r.steps),
+        (RunStatus::Success, Some("streamed"), 2),
+        "{:?}",
+        r.error
+    );
+    assert_eq!(env.clicks().await, 1);
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "numbered without gaps"
+    );
+    assert!(matches!(
+        events.first().map(|e| &e.event),
+        Some(StreamEvent::RunStarted { .. })
+    ));
+    assert!(matches!(
+        events.last().map(|e| &e.event),
+        Some(StreamEvent::Done { .. })
+    ));
+    let completed = events
+        .iter()
+        .filter(|e| matches!(e.event, StreamEvent::StepCompleted { .. }))
+        .count();
+    assert_eq!(completed, 2);
+
+    // The agent came back: a second stream is a new task of its own.
+    env.done(0, "again");
+    let (events, handle) = agent.stream("SECOND".into(), None);
+    let events: Vec<_> = events.collect().await;
+    let (mut agent, r) = handle.await.unwrap();
+    let r = r.unwrap();
+    assert_eq!((r.steps, r.result.as_deref()), (1, Some("again")));
+    assert_eq!(events.first().map(|e| e.seq), Some(0));
+    assert!(matches!(
+        events.last().map(|e| &e.event),
+        Some(StreamEvent::Done { .. })
+    ));
+    // ...and the streamed run can be continued.
+    env.done(1, "continued");
+    let r = agent.continue_run("And now?").await.unwrap();
+    assert_eq!((r.steps, r.result.as_deref()), (2, Some("continued")));
+    agent.close().await.unwrap();
+}
+
+/// A planner's non-streaming answer.
+fn plan_reply(text: &str) -> Reply {
+    Reply::Json(
+        StatusCode::OK,
+        json!({"id": "chatcmpl-p", "object": "chat.completion", "model": "mock",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_runs_plan_agent_and_exec_mode_with_a_custom_planner() {
+    let env = Env::new().await;
+    let planner = Counting::new(env.adapter("compatible/planner-mini"));
+    let options = AgentOptions {
+        planner_adapter: Some(planner.clone()),
+        ..env.options(4)
+    };
+    let mut agent = Agent::new(options);
+
+    // Plan: the custom planner answers; nothing is clicked.
+    env.mock
+        .push(WIRE.route(), plan_reply("PLAN-A: click Increment."));
+    let r = agent
+        .run_mode("Click once", Some(&env.counter()), RunMode::Plan)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status, r.result.as_deref(), r.steps),
+        (RunStatus::Success, Some("PLAN-A: click Increment."), 0)
+    );
+    assert_eq!((planner.calls(), env.clicks().await), (1, json!(0)));
+
+    // Agent: plans with it, then acts with the plan in every prompt.
+    env.mock
+        .push(WIRE.route(), plan_reply("PLAN-B: click Increment."));
+    env.click_inc(0).await;
+    env.done(1, "clicked");
+    let r = agent
+        .run_mode("Click once", None, RunMode::Agent)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status, r.result.as_deref(), r.steps),
+        (RunStatus::Success, Some("clicked"), 2),
+        "{:?}",
+        r.error
+    );
+    assert_eq!((planner.calls(), env.clicks().await), (2, json!(1)));
+    let bodies = env.bodies();
+    assert_eq!(bodies.len(), 4);
+    assert!(bodies[2..].iter().all(|b| b.contains("PLAN-B")));
+
+    // Exec: a failed attempt is retried with its reason, fresh budget.
+    env.mock.push(WIRE.route(), plan_reply("PLAN-C"));
+    env.mock.push(
+        WIRE.route(),
+        lumen_test_support::mock_provider::script::chat_turn(
+            &[(
+                "f",
+                "task_complete",
+                json!({"result": "REASON-MARKER", "status": "failure"}),
+            )],
+            None,
+            100,
+        ),
+    );
+    env.done(0, "second attempt");
+    let r = agent
+        .run_mode("Report", None, RunMode::Exec { attempts: 2 })
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status, r.result.as_deref(), r.steps),
+        (RunStatus::Success, Some("second attempt"), 1),
+        "{:?}",
+        r.error
+    );
+    let last = env.bodies().pop().unwrap();
+    assert!(last.contains("Attempt 2 of 2") && last.contains("REASON-MARKER"));
+    assert_eq!(env.mock.violations(), Vec::<String>::new());
     agent.close().await.unwrap();
 }
