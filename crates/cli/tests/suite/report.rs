@@ -27,6 +27,16 @@ async fn the_demo_runs_offline_and_its_report_renders_every_step() {
     );
     assert!(stdout.contains("✓ success after 6 steps"), "{stdout}");
     assert!(stdout.contains("report.html"), "{stdout}");
+    // Not only the run's word for it: the demo read the order back from the
+    // bakery's page (its verifier would have rejected the finish otherwise).
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "The bakery received the order (read back from its page): \
+             Ada Lovelace <ada@example.com>: \"One chocolate cake for Saturday, please.\""
+        ),
+        "{stderr}"
+    );
 
     // The form really was sent: the last screenshot shows the page after it.
     let log = events(&trace);
