@@ -4,10 +4,12 @@
 //! loop — screenshot → model → action(s) → screenshot — until the task is
 //! done and verified.
 //!
-//! - [`Agent`]: give it a model and a browser; it connects lazily, sets up
-//!   the adapter and the browser concurrently, aligns the viewport to the
-//!   model, and runs on its [`Session`] ([`Agent::run`], [`Agent::stream`],
-//!   [`Agent::serialize`], [`Agent::resume`]).
+//! - [`Agent`]: give it a model and a browser (by name, or your own
+//!   [`ModelAdapter`] and [`BrowserTab`] through [`AgentOptions`]); it
+//!   connects lazily, sets up the adapter and the browser concurrently,
+//!   aligns the viewport to the model, and runs on its [`Session`]
+//!   ([`Agent::run`], each a fresh task; [`Agent::continue_run`];
+//!   [`Agent::stream`], [`Agent::serialize`], [`Agent::resume`]).
 //! - [`Session`]: bring your own [`BrowserTab`] and [`ModelAdapter`] (see
 //!   `examples/custom_adapter.rs`). The run modes ([`RunMode`]: plan, agent,
 //!   exec with retries) and the planner pass live here; the agent, the CLI
