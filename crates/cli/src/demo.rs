@@ -140,8 +140,8 @@ impl Verifier for OrderReceived {
                     *slot = Some(order);
                 }
                 VerifyResult {
-                    passed: true,
                     reason: Some(note),
+                    ..VerifyResult::pass()
                 }
             }
             Err(why) => VerifyResult::reject(why),
