@@ -386,7 +386,8 @@ impl SessionPolicy {
     /// a private address is refused, and so is a name that cannot be
     /// resolved while `blockPrivateNetwork` applies to it.
     ///
-    /// Blocking (the system resolver): call it off the async threads.
+    /// Blocking (the system resolver): call it off the async threads, or
+    /// use [`judge_resolved`](Self::judge_resolved).
     pub fn check_url_resolved(&self, raw: &str) -> PolicyDecision {
         self.check_url_resolved_with(raw, |host, port| {
             Ok(address::resolve(host, port)?
@@ -394,6 +395,21 @@ impl SessionPolicy {
                 .map(|a| a.ip())
                 .collect())
         })
+    }
+
+    /// [`check_url_resolved`](Self::check_url_resolved) on a blocking
+    /// thread, for async callers. A resolution that cannot run is a
+    /// refusal.
+    pub async fn judge_resolved(&self, raw: &str) -> PolicyDecision {
+        let (policy, target) = (self.clone(), raw.to_owned());
+        tokio::task::spawn_blocking(move || policy.check_url_resolved(&target))
+            .await
+            .unwrap_or_else(|e| {
+                PolicyDecision::Deny(Denial {
+                    rule: PolicyRule::InvalidUrl,
+                    reason: format!("the URL could not be judged: {e}"),
+                })
+            })
     }
 
     /// Judges an action before it runs, on the page at `current_url`.

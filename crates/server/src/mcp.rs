@@ -216,15 +216,7 @@ impl LumenMcp {
         // A goto is judged on the address its host resolves to; the
         // pipeline judges the rest (the page the tab is on, the name).
         if let Action::Goto { url } = &action {
-            let (judge, target) = (policy.clone(), with_default_scheme(url));
-            let verdict = tokio::task::spawn_blocking(move || judge.check_url_resolved(&target))
-                .await
-                .unwrap_or_else(|e| {
-                    PolicyDecision::Deny(lumen::safety::Denial {
-                        rule: lumen::safety::PolicyRule::InvalidUrl,
-                        reason: format!("the URL could not be judged: {e}"),
-                    })
-                });
+            let verdict = policy.judge_resolved(&with_default_scheme(url)).await;
             if let PolicyDecision::Deny(d) = verdict {
                 let current = tab.url().await.unwrap_or_default();
                 let body = json!({"ok": false, "error": format!("refused by the operator policy: {}", d.reason), "rule": d.rule, "url": current});

@@ -292,15 +292,7 @@ impl RunManager {
     /// (`file:`, `javascript:`…), 403 `policy_denied` naming `field` when
     /// the policy refuses its host (a blocked site, a private address).
     pub async fn judge_url(policy: &SessionPolicy, field: &str, url: &str) -> Result<(), ApiError> {
-        let (judge, target) = (policy.clone(), url.to_string());
-        let verdict = tokio::task::spawn_blocking(move || judge.check_url_resolved(&target))
-            .await
-            .unwrap_or_else(|e| {
-                PolicyDecision::Deny(lumen::safety::Denial {
-                    rule: PolicyRule::InvalidUrl,
-                    reason: format!("the URL could not be judged: {e}"),
-                })
-            });
+        let verdict = policy.judge_resolved(url).await;
         match verdict {
             PolicyDecision::Allow => Ok(()),
             PolicyDecision::Deny(d)

@@ -513,13 +513,5 @@ fn load(dir: &Path, events: &Path) -> Result<(String, Vec<Step>, Size), CliError
 /// `url` judged by `policy` on the address its host resolves to (off the
 /// async threads).
 async fn judged(policy: &SessionPolicy, url: &str) -> PolicyDecision {
-    let (policy, target) = (policy.clone(), url.to_owned());
-    tokio::task::spawn_blocking(move || policy.check_url_resolved(&target))
-        .await
-        .unwrap_or_else(|e| {
-            PolicyDecision::Deny(lumen::safety::Denial {
-                rule: lumen::safety::PolicyRule::InvalidUrl,
-                reason: format!("the URL could not be judged: {e}"),
-            })
-        })
+    policy.judge_resolved(url).await
 }

@@ -23,7 +23,7 @@ use lumen::browser::CdpTab;
 use lumen::memory::SerializedHistory;
 use lumen::perception::control::RunControl;
 use lumen::perception::monitor::{Recorder, now_ms};
-use lumen::safety::{PolicyDecision, PolicyRule, SessionPolicy};
+use lumen::safety::{PolicyDecision, SessionPolicy};
 use lumen::{
     BrowserTab, ErrorInfo, LumenError, RecordedEvent, RunMode, RunResult, RunStatus, Session,
     SessionOptions, StreamEvent,
@@ -431,17 +431,7 @@ impl RunManager {
             if candidate == "about:blank" {
                 break;
             }
-            let verdict = {
-                let (judge, candidate) = (judge.clone(), candidate.clone());
-                tokio::task::spawn_blocking(move || judge.check_url_resolved(&candidate))
-                    .await
-                    .unwrap_or_else(|e| {
-                        PolicyDecision::Deny(lumen::safety::Denial {
-                            rule: PolicyRule::InvalidUrl,
-                            reason: format!("the URL could not be judged: {e}"),
-                        })
-                    })
-            };
+            let verdict = judge.judge_resolved(&candidate).await;
             match verdict {
                 PolicyDecision::Allow => {
                     url = Some(candidate);
