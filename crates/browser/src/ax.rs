@@ -287,6 +287,26 @@ pub(crate) async fn ref_center(
     let Some(backend) = backend_of(refs, reference) else {
         return Ok(None);
     };
+    let Some(Some(corners)) = content_quads(page, backend)
+        .await?
+        .and_then(|q| q.first().copied())
+    else {
+        return Ok(None);
+    };
+    let cx = corners.iter().map(|c| c.0).sum::<f64>() / 4.0;
+    let cy = corners.iter().map(|c| c.1).sum::<f64>() / 4.0;
+    Ok(Some(Point::new(cx.round() as i32, cy.round() as i32)))
+}
+
+/// The four corners of one content quad, viewport CSS pixels.
+pub(crate) type Quad = [(f64, f64); 4];
+
+/// The content quads of a DOM node (`DOM.getContentQuads`), each `None`
+/// when Chromium sent it malformed; `None` when the node is gone.
+pub(crate) async fn content_quads(
+    page: PageSession<'_>,
+    backend: i64,
+) -> Result<Option<Vec<Option<Quad>>>> {
     let quads = match page
         .call(
             "DOM.getContentQuads",
@@ -298,26 +318,21 @@ pub(crate) async fn ref_center(
         Err(CallError::Protocol { .. }) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let Some(q) = quads["quads"]
-        .as_array()
-        .and_then(|a| a.first())
-        .and_then(|q| q.as_array())
-    else {
-        return Ok(None);
+    let corners = |q: &serde_json::Value| -> Option<Quad> {
+        let n: Vec<f64> = q.as_array()?.iter().filter_map(|v| v.as_f64()).collect();
+        match n[..] {
+            [x0, y0, x1, y1, x2, y2, x3, y3] => Some([(x0, y0), (x1, y1), (x2, y2), (x3, y3)]),
+            _ => None,
+        }
     };
-    let xs: Vec<f64> = q.iter().step_by(2).filter_map(|v| v.as_f64()).collect();
-    let ys: Vec<f64> = q
-        .iter()
-        .skip(1)
-        .step_by(2)
-        .filter_map(|v| v.as_f64())
-        .collect();
-    if xs.len() != 4 || ys.len() != 4 {
-        return Ok(None);
-    }
-    let cx = xs.iter().sum::<f64>() / 4.0;
-    let cy = ys.iter().sum::<f64>() / 4.0;
-    Ok(Some(Point::new(cx.round() as i32, cy.round() as i32)))
+    Ok(Some(
+        quads["quads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(corners)
+            .collect(),
+    ))
 }
 
 /// The DOM backend node a ref names in the document `refs` numbers, if it

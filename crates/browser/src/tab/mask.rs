@@ -84,35 +84,17 @@ impl CdpTab {
         let mut boxes = Vec::new();
         let mut gone = Vec::new();
         for backend in nodes {
-            let quads = match self
-                .session(ctx)
-                .call(
-                    "DOM.getContentQuads",
-                    serde_json::json!({ "backendNodeId": backend }),
-                )
-                .await
-            {
-                Ok(v) => v,
-                Err(CallError::Protocol { .. }) => {
-                    gone.push(backend);
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+            let Some(quads) = crate::ax::content_quads(self.session(ctx), backend).await? else {
+                gone.push(backend);
+                continue;
             };
-            for quad in quads["quads"].as_array().into_iter().flatten() {
-                let points: Vec<f64> = quad
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|v| v.as_f64())
-                    .collect();
-                if points.len() != 8 {
-                    continue;
-                }
-                let xs = points.iter().step_by(2);
-                let ys = points.iter().skip(1).step_by(2);
-                let (x0, x1) = xs.fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-                let (y0, y1) = ys.fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+            for corners in quads.into_iter().flatten() {
+                let (x0, x1) = corners
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(a, b), c| (a.min(c.0), b.max(c.0)));
+                let (y0, y1) = corners
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(a, b), c| (a.min(c.1), b.max(c.1)));
                 boxes.push((x0, y0, x1, y1));
             }
         }
