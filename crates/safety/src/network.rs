@@ -49,14 +49,9 @@ impl SessionPolicy {
         raw: &str,
         resolve: impl Fn(&str, u16) -> io::Result<Vec<IpAddr>>,
     ) -> PolicyDecision {
-        if let Some(d) = self.url_denial(raw) {
-            return PolicyDecision::Deny(d);
-        }
-        let Some(url) = parse_url(raw) else {
-            return PolicyDecision::Allow;
-        };
-        let Some(host) = host_of(&url) else {
-            return PolicyDecision::Allow;
+        let (host, port) = match self.host_and_port(raw) {
+            Ok(found) => found,
+            Err(decided) => return decided,
         };
         let Host::Domain(name) = &host else {
             return PolicyDecision::Allow;
@@ -65,7 +60,6 @@ impl SessionPolicy {
         if !check_private && self.local_ports.is_empty() {
             return PolicyDecision::Allow;
         }
-        let port = url.port_or_known_default().unwrap_or(0);
         let addrs = match resolve(name, port) {
             Ok(addrs) => addrs,
             Err(e) if check_private => {
@@ -91,20 +85,26 @@ impl SessionPolicy {
     /// really connected to (the DNS-rebinding backstop). A host exempt
     /// through `allowedPrivateHosts` stays exempt.
     pub fn check_url_at(&self, raw: &str, ip: IpAddr) -> PolicyDecision {
-        if let Some(d) = self.url_denial(raw) {
-            return PolicyDecision::Deny(d);
-        }
-        let Some(url) = parse_url(raw) else {
-            return PolicyDecision::Allow;
+        let (host, port) = match self.host_and_port(raw) {
+            Ok(found) => found,
+            Err(decided) => return decided,
         };
-        let Some(host) = host_of(&url) else {
-            return PolicyDecision::Allow;
-        };
-        let port = url.port_or_known_default().unwrap_or(0);
         match self.address_rule(&host, port, ip) {
             Some(d) => PolicyDecision::Deny(d),
             None => PolicyDecision::Allow,
         }
+    }
+
+    /// The URL's own rules, then its host and port for the address rules:
+    /// `Err` with the decision when the URL's rules already decide (a
+    /// denial, or no host to resolve).
+    fn host_and_port(&self, raw: &str) -> Result<(Host<String>, u16), PolicyDecision> {
+        if let Some(d) = self.url_denial(raw) {
+            return Err(PolicyDecision::Deny(d));
+        }
+        let url = parse_url(raw).ok_or(PolicyDecision::Allow)?;
+        let host = host_of(&url).ok_or(PolicyDecision::Allow)?;
+        Ok((host, url.port_or_known_default().unwrap_or(0)))
     }
 
     /// The private-network and local-port rules on one address of `host`.
