@@ -127,10 +127,9 @@ impl ActionPipeline {
                 },
             )
             .await;
-        if let GuardDecision::Block { reason, .. } = &decision {
-            let execution = decision
-                .to_execution()
-                .unwrap_or_else(|| ActionExecution::failed(reason.clone()));
+        if let (GuardDecision::Block { reason, .. }, Some(execution)) =
+            (&decision, decision.to_execution())
+        {
             return Ok(Handled {
                 execution: self.redacted(execution),
                 blocked: Some(self.secrets().redact(reason).into_owned()),
