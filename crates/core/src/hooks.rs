@@ -7,6 +7,7 @@ use crate::TaskState;
 use crate::action::{ActionCall, TerminateStatus};
 use crate::browser::Screenshot;
 use crate::error::Result;
+use crate::model::ModelInfo;
 use crate::run::StreamEvent;
 use crate::usage::TokenUsage;
 
@@ -116,6 +117,12 @@ impl VerifyResult {
 pub trait Verifier: Send + Sync {
     /// Judges the claimed completion.
     async fn verify(&self, input: &VerifyInput<'_>) -> Result<VerifyResult>;
+
+    /// The model this verifier asks, if any, so that its tokens are priced
+    /// at that model's price (a rule-based verifier spends none).
+    fn model(&self) -> Option<&ModelInfo> {
+        None
+    }
 }
 
 /// Observes a run. Called synchronously, in order, from the loop: an

@@ -192,6 +192,14 @@ pub enum StreamEvent {
         steps: u32,
         /// Total tokens.
         usage: TokenUsage,
+        /// The tokens by source (main loop, summaries, verifier, planner,
+        /// confidence gate, sub-tasks), as in [`RunResult::usage_by_source`].
+        #[serde(default)]
+        usage_by_source: UsageBreakdown,
+        /// The estimated cost in US dollars at list prices, each source at
+        /// its own model's price (absent when a model has no known price).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost_usd: Option<f64>,
         /// Final state.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         state: Option<TaskState>,

@@ -605,6 +605,8 @@ fn every_event() -> Vec<StreamEvent> {
             result: Some("42".into()),
             steps: 3,
             usage: TokenUsage::default(),
+            usage_by_source: Default::default(),
+            cost_usd: None,
             state: None,
         },
     ]

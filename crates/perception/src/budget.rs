@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use lumen_core::TokenUsage;
+use lumen_core::{TokenUsage, UsageBreakdown};
 
 use crate::LoopConfig;
 
@@ -22,13 +22,29 @@ type CostFn = dyn Fn(&TokenUsage) -> Option<f64> + Send + Sync;
 
 /// Turns tokens into an estimated cost in US dollars; `None` when the
 /// price is not known.
+///
+/// A run may use more than one model: the verifier and the planner can be
+/// other models than the main loop's. [`with_verifier`](Self::with_verifier)
+/// and [`with_planner`](Self::with_planner) give their prices, and
+/// [`cost_by_source`](Self::cost_by_source) prices each source of a
+/// [`UsageBreakdown`] at its own model's price (the main model's where no
+/// other is given: summaries, the confidence gate and sub-tasks use the
+/// main model).
 #[derive(Clone)]
-pub struct Pricing(Arc<CostFn>);
+pub struct Pricing {
+    main: Arc<CostFn>,
+    verifier: Option<Arc<CostFn>>,
+    planner: Option<Arc<CostFn>>,
+}
 
 impl Pricing {
     /// A pricing that asks `cost`.
     pub fn new(cost: impl Fn(&TokenUsage) -> Option<f64> + Send + Sync + 'static) -> Self {
-        Self(Arc::new(cost))
+        Self {
+            main: Arc::new(cost),
+            verifier: None,
+            planner: None,
+        }
     }
 
     /// A flat price per million input and output tokens (cache reads and
@@ -39,10 +55,43 @@ impl Pricing {
         })
     }
 
-    /// The estimated cost of `usage`.
-    pub fn cost(&self, usage: &TokenUsage) -> Option<f64> {
-        (self.0)(usage).filter(|c| c.is_finite() && *c >= 0.0)
+    /// Prices the verifier's tokens with `verifier`'s main price.
+    pub fn with_verifier(mut self, verifier: &Pricing) -> Self {
+        self.verifier = Some(verifier.main.clone());
+        self
     }
+
+    /// Prices the planner's tokens with `planner`'s main price.
+    pub fn with_planner(mut self, planner: &Pricing) -> Self {
+        self.planner = Some(planner.main.clone());
+        self
+    }
+
+    /// The estimated cost of `usage` at the main model's price.
+    pub fn cost(&self, usage: &TokenUsage) -> Option<f64> {
+        priced(&self.main, usage)
+    }
+
+    /// The estimated cost of a run's `usage`, each source at its model's
+    /// price; `None` when a source that spent tokens has no known price.
+    pub fn cost_by_source(&self, usage: &UsageBreakdown) -> Option<f64> {
+        let verifier = self.verifier.as_ref().unwrap_or(&self.main);
+        let planner = self.planner.as_ref().unwrap_or(&self.main);
+        let rest = usage.total().saturating_sub(usage.verifier + usage.planner);
+        Some(
+            priced(&self.main, &rest)?
+                + priced(verifier, &usage.verifier)?
+                + priced(planner, &usage.planner)?,
+        )
+    }
+}
+
+/// `usage` priced by `cost`; nothing spent costs nothing, priced or not.
+fn priced(cost: &Arc<CostFn>, usage: &TokenUsage) -> Option<f64> {
+    if usage.total() == 0 {
+        return Some(0.0);
+    }
+    cost(usage).filter(|c| c.is_finite() && *c >= 0.0)
 }
 
 impl fmt::Debug for Pricing {

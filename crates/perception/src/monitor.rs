@@ -359,6 +359,8 @@ mod tests {
                 result: Some(secret.clone()),
                 steps: 1,
                 usage: TokenUsage::default(),
+                usage_by_source: Default::default(),
+                cost_usd: None,
                 state: Some(state),
             },
         ];

@@ -212,10 +212,10 @@ impl RunState {
 
     /// What the budgets see.
     fn spent(&self, pricing: Option<&Pricing>) -> Spent {
-        let usage = self.history.usage() + self.delegated_usage;
+        let by_source = self.usage_by_source();
         Spent {
-            usage,
-            cost_usd: pricing.and_then(|p| p.cost(&usage)),
+            usage: by_source.total(),
+            cost_usd: pricing.and_then(|p| p.cost_by_source(&by_source)),
             failures: self.failures,
         }
     }
@@ -461,7 +461,11 @@ impl PerceptionLoop {
             state: run.state.get().cloned(),
             usage,
             usage_by_source,
-            cost_usd: self.config.pricing.as_ref().and_then(|p| p.cost(&usage)),
+            cost_usd: self
+                .config
+                .pricing
+                .as_ref()
+                .and_then(|p| p.cost_by_source(&usage_by_source)),
             error,
         };
         if top {
@@ -471,6 +475,8 @@ impl PerceptionLoop {
                     result: result.result.clone(),
                     steps: result.steps,
                     usage: result.usage,
+                    usage_by_source: result.usage_by_source,
+                    cost_usd: result.cost_usd,
                     state: result.state.clone(),
                 })
                 .await;

@@ -851,9 +851,13 @@ async fn the_usage_breakdown_counts_summaries_gate_samples_verifier_and_children
         .info
         .context_window_tokens = 50;
     let tab = Arc::new(FakeTab::new("http://127.0.0.1/start"));
+    // The verifier is another model, a hundred times dearer.
     let config = LoopConfig {
         max_steps: 10,
         confidence_gate: Some(ConfidenceGate::new(3)),
+        pricing: Some(
+            Pricing::per_million(1.0, 10.0).with_verifier(&Pricing::per_million(100.0, 1000.0)),
+        ),
         ..LoopConfig::default()
     };
     let judge = Scripted::new(vec![vec![done("YES it is done")]; 4]);
@@ -900,4 +904,25 @@ async fn the_usage_breakdown_counts_summaries_gate_samples_verifier_and_children
     assert_eq!(b.planner, TokenUsage::default());
     assert_eq!(r.usage, b.total());
     assert_eq!(judge.seen.lock().unwrap().len(), 2, "two verifications");
+    // Each source at its model's price: the verifier's one call at its
+    // own, everything else at the main model's.
+    let price = |u: TokenUsage, input: f64, output: f64| {
+        (u.total_input() as f64 * input + u.output_tokens as f64 * output) / 1e6
+    };
+    let expected =
+        price(b.total().saturating_sub(b.verifier), 1.0, 10.0) + price(b.verifier, 100.0, 1000.0);
+    let cost = r.cost_usd.expect("priced");
+    assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}");
+    // The run's last event carries the same breakdown and cost.
+    match events.last().map(|e| &e.event) {
+        Some(StreamEvent::Done {
+            usage_by_source,
+            cost_usd,
+            ..
+        }) => {
+            assert_eq!(*usage_by_source, b);
+            assert_eq!(*cost_usd, r.cost_usd);
+        }
+        other => panic!("the last event is not Done: {other:?}"),
+    }
 }

@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
 
 use lumen_core::{
-    Action, LumenError, ModelAdapter, ModelResponse, Result, Screenshot, StepContext,
+    Action, LumenError, ModelAdapter, ModelInfo, ModelResponse, Result, Screenshot, StepContext,
     TerminateStatus, Verifier, VerifyInput, VerifyResult, WireRecord, WireScreenshot,
 };
 use regex::Regex;
@@ -166,6 +166,10 @@ impl ModelVerifier {
 
 #[async_trait::async_trait]
 impl Verifier for ModelVerifier {
+    fn model(&self) -> Option<&ModelInfo> {
+        Some(self.adapter.info())
+    }
+
     async fn verify(&self, input: &VerifyInput<'_>) -> Result<VerifyResult> {
         if input.attempt >= self.max_attempts {
             return Ok(VerifyResult {

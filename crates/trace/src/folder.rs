@@ -383,6 +383,8 @@ mod tests {
                 result: Some("logged in".into()),
                 steps: 2,
                 usage: TokenUsage::default(),
+                usage_by_source: Default::default(),
+                cost_usd: None,
                 state: None,
             },
         ];

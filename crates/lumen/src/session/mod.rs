@@ -100,6 +100,20 @@ pub(crate) fn pricing(info: &lumen_core::ModelInfo, max_cost_usd: Option<f64>) -
     }))
 }
 
+/// The pricing of a session's loop: the main model's list prices, and the
+/// verifier's model's for its tokens.
+fn session_pricing(
+    main: &lumen_core::ModelInfo,
+    verifier: Option<&dyn lumen_core::Verifier>,
+    max_cost_usd: Option<f64>,
+) -> Result<Pricing> {
+    let mut priced = pricing(main, max_cost_usd)?;
+    if let Some(model) = verifier.and_then(|v| v.model()) {
+        priced = priced.with_verifier(&pricing(model, None)?);
+    }
+    Ok(priced)
+}
+
 impl Session {
     /// A session on `tab` with `adapter`. Fails only on invalid options (a
     /// malformed policy pattern), naming the setting to fix.
@@ -161,7 +175,11 @@ impl Session {
             max_tokens: options.max_tokens,
             max_cost_usd: options.max_cost_usd,
             max_failures: options.max_failures,
-            pricing: Some(pricing(adapter.info(), options.max_cost_usd)?),
+            pricing: Some(session_pricing(
+                adapter.info(),
+                options.verifier.as_deref(),
+                options.max_cost_usd,
+            )?),
             ..LoopConfig::default()
         };
         let run = match snapshot {

@@ -32,6 +32,14 @@ impl Session {
     /// in plan mode it writes the plan (the session's own adapter does when
     /// none is set).
     pub fn set_planner(&mut self, planner: Option<Arc<dyn ModelAdapter>>) {
+        // The planner's tokens are priced at its own model's price.
+        let mut config = self.perception.config().clone();
+        if let (Some(p), Some(main)) = (&planner, &config.pricing)
+            && let Ok(priced) = super::pricing(p.info(), None)
+        {
+            config.pricing = Some(main.clone().with_planner(&priced));
+            self.perception = self.perception.clone().with_config(config);
+        }
         self.planner = planner;
     }
 

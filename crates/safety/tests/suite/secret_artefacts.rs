@@ -121,6 +121,8 @@ fn a_typed_secret_never_reaches_the_run_artefacts() {
             result: Some(format!("could not log in as {EMAIL}")),
             steps: 1,
             usage: TokenUsage::default(),
+            usage_by_source: Default::default(),
+            cost_usd: None,
             state: None,
         },
     ];

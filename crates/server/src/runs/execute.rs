@@ -242,6 +242,13 @@ impl RunManager {
                                 result: Some(reason.clone()),
                                 steps: i.steps_completed,
                                 usage: i.usage,
+                                // What was spent cannot be attributed any
+                                // more: the main loop's, as after a resume.
+                                usage_by_source: lumen::UsageBreakdown {
+                                    main: i.usage,
+                                    ..Default::default()
+                                },
+                                cost_usd: None,
                                 state: None,
                             });
                         }
