@@ -55,6 +55,7 @@
 
 #![deny(missing_docs)]
 
+pub mod annotate;
 mod ax;
 mod browser_commands;
 mod cdp;
@@ -76,8 +77,8 @@ pub use ax::{AxNode, AxSnapshot};
 pub use browser_commands::{activate_tab, browser_command, page_info, page_tabs};
 pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
 pub use page_link::{
-    CheckResult, ElementQuery, ElementSpot, ElementTarget, FillResult, LinkedSnapshot, PageLink,
-    SavedRef, SelectResult,
+    CheckResult, DownloadResult, ElementQuery, ElementSpot, ElementTarget, FillResult,
+    LinkedSnapshot, LoadState, LogEntry, PageLink, SavedRef, SelectResult, UploadResult,
 };
 pub use protocol::keys::{KeyDef, normalize_key, parse_chord};
 pub use tab::CdpTab;

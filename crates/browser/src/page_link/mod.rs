@@ -26,10 +26,14 @@ use crate::options::DialogPolicy;
 use crate::protocol::{keys, mouse, pages, runtime, screenshot, typing};
 use crate::ws::Wire;
 
+mod debug;
 mod elements;
+mod files;
 mod refs;
 
+pub use debug::{LoadState, LogEntry};
 pub use elements::{CheckResult, ElementQuery, ElementTarget, SelectResult};
+pub use files::{DownloadResult, UploadResult};
 pub use refs::{ElementSpot, FillResult, LinkedSnapshot, SavedRef};
 
 /// How long the page may take to answer the first command of a link.
