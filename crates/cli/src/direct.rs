@@ -28,8 +28,12 @@ use serde_json::{Value, json};
 
 use crate::exit::CliError;
 
+mod annotate;
 mod batch;
+mod debug;
 mod elements;
+mod files;
+mod storage;
 
 /// `lumen browser`.
 #[derive(Debug, Args)]
@@ -138,16 +142,57 @@ enum BrowserCommand {
         /// Give up after this many milliseconds.
         #[arg(long, default_value_t = 10_000)]
         timeout: u64,
+        /// Wait until the page reaches this load state: `load`,
+        /// `domcontentloaded` or `networkidle` (also `wait load STATE`).
+        #[arg(long)]
+        load: Option<String>,
     },
+    /// Set the files of an `<input type=file>` (`@e3` or a CSS selector).
+    Upload {
+        target: String,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Click an element that starts a download, wait until it is saved and
+    /// print its path.
+    Download {
+        target: String,
+        /// Where to save it (default: the current folder).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Give up after this many milliseconds.
+        #[arg(long, default_value_t = 30_000)]
+        timeout: u64,
+    },
+    /// What the page logged to its console (its current document).
+    Console {
+        /// Show these, then only newer ones from now on.
+        #[arg(long)]
+        clear: bool,
+    },
+    /// The page's uncaught exceptions (its current document).
+    Errors {
+        /// Show these, then only newer ones from now on.
+        #[arg(long)]
+        clear: bool,
+    },
+    /// Print the page to a PDF (default `page.pdf`; headless sessions only).
+    Pdf { path: Option<PathBuf> },
     /// Cookies of the page: `get` (default), `set NAME=VALUE`, `clear`.
     Cookies {
         action: Option<String>,
         pair: Option<String>,
     },
-    /// Save or load the browser's cookies to or from a JSON file.
+    /// Save or load the browser's cookies and the page's local and session
+    /// storage to or from a JSON file (written readable by you only).
     State { action: String, file: PathBuf },
     /// Save a screenshot (PNG; default `screenshot.png`).
-    Screenshot { path: Option<PathBuf> },
+    Screenshot {
+        path: Option<PathBuf>,
+        /// Draw the interactive elements' refs (`e3`) and boxes on it.
+        #[arg(long)]
+        annotate: bool,
+    },
     /// Evaluate JavaScript in the page and print the result.
     Eval { js: String },
     /// Print the URL.
@@ -177,6 +222,12 @@ struct State {
     profile: PathBuf,
     /// The page target being driven.
     target: String,
+    /// The newest console message `console --clear` hid (its timestamp).
+    #[serde(default)]
+    console_seen: Option<f64>,
+    /// The newest exception `errors --clear` hid (its timestamp).
+    #[serde(default)]
+    errors_seen: Option<f64>,
     /// The refs of the current document, from the last snapshot.
     #[serde(default)]
     refs: Option<SavedRefs>,
@@ -471,7 +522,10 @@ async fn on_page(
             let text = snap.to_text();
             Ok((serde_json::to_value(&snap).unwrap_or(Value::Null), text))
         }
-        BrowserCommand::Screenshot { path } => {
+        BrowserCommand::Screenshot {
+            path,
+            annotate: false,
+        } => {
             let path = path
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("screenshot.png"));
@@ -547,7 +601,38 @@ async fn on_page(
             text,
             url,
             timeout,
-        } => wait(link, what, text.clone(), url.clone(), *timeout).await,
+            load,
+        } => {
+            debug::wait(
+                link,
+                what,
+                text.clone(),
+                url.clone(),
+                load.as_deref(),
+                *timeout,
+            )
+            .await
+        }
+        // Files, debugging output, storage, annotated screenshots.
+        BrowserCommand::Upload { target, files } => files::upload(link, state, target, files).await,
+        BrowserCommand::Download {
+            target,
+            dir,
+            timeout,
+        } => files::download(link, state, target, dir.as_deref(), *timeout).await,
+        BrowserCommand::Pdf { path } => files::pdf(link, path.as_deref()).await,
+        BrowserCommand::Console { clear } => debug::log(link, state, session, false, *clear).await,
+        BrowserCommand::Errors { clear } => debug::log(link, state, session, true, *clear).await,
+        BrowserCommand::State { action, file } => storage::state(link, action, file).await,
+        BrowserCommand::Screenshot {
+            path,
+            annotate: true,
+        } => {
+            let path = path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("screenshot.png"));
+            annotate::screenshot(link, state, session, &path).await
+        }
         BrowserCommand::Check { target } => elements::check(link, state, target, true).await,
         BrowserCommand::Uncheck { target } => elements::check(link, state, target, false).await,
         BrowserCommand::Select { target, values } => {
@@ -604,53 +689,6 @@ async fn on_page(
             }
             other => Err(CliError::config(format!(
                 "unknown cookies action {other:?}; use get, set NAME=VALUE or clear"
-            ))),
-        },
-        BrowserCommand::State { action, file } => match action.as_str() {
-            "save" => {
-                let v = link
-                    .call("Network.getAllCookies", json!({}))
-                    .await
-                    .map_err(fail)?;
-                let body = json!({"cookies": v["cookies"]});
-                std::fs::write(file, body.to_string()).map_err(|e| {
-                    CliError::failure(format!("cannot write {}: {e}", file.display()))
-                })?;
-                let shown = file.display().to_string();
-                Ok((json!({"saved": shown}), shown))
-            }
-            "load" => {
-                let text = std::fs::read_to_string(file).map_err(|e| {
-                    CliError::config(format!("cannot read {}: {e}", file.display()))
-                })?;
-                let v: Value = serde_json::from_str(&text).map_err(|e| {
-                    CliError::config(format!("{} is not a saved state: {e}", file.display()))
-                })?;
-                let cookies: Vec<Value> = v["cookies"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|c| {
-                        let mut c = c.clone();
-                        if let Some(o) = c.as_object_mut() {
-                            // Read-only fields of a saved cookie.
-                            for k in ["size", "session", "priority", "sourceScheme", "sourcePort"] {
-                                o.remove(k);
-                            }
-                        }
-                        c
-                    })
-                    .collect();
-                link.call("Network.setCookies", json!({"cookies": cookies}))
-                    .await
-                    .map_err(fail)?;
-                Ok((
-                    json!({"loaded": cookies.len()}),
-                    format!("loaded {} cookies", cookies.len()),
-                ))
-            }
-            other => Err(CliError::config(format!(
-                "unknown state action {other:?}; use save FILE or load FILE"
             ))),
         },
         BrowserCommand::Open { .. }
@@ -1018,6 +1056,8 @@ async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliErro
         ws_url,
         profile,
         target,
+        console_seen: None,
+        errors_seen: None,
         refs: None,
     };
     save(session, &state)?;

@@ -58,7 +58,10 @@ pub(super) enum Find {
 
 /// The element a command names: `@eN` from the last snapshot, or a CSS
 /// selector.
-fn element<'a>(state: &'a State, target: &'a str) -> Result<ElementTarget<'a>, CliError> {
+pub(super) fn element<'a>(
+    state: &'a State,
+    target: &'a str,
+) -> Result<ElementTarget<'a>, CliError> {
     if target.trim().is_empty() {
         return Err(CliError::config(
             "name an element: a ref like @e3 from `lumen browser snapshot`, or a CSS selector",
@@ -72,7 +75,7 @@ fn element<'a>(state: &'a State, target: &'a str) -> Result<ElementTarget<'a>, C
 
 /// A selector that is invalid or matches nothing, an element that has no
 /// value: exit code 1, with the page's reason.
-fn element_error(e: LumenError) -> CliError {
+pub(super) fn element_error(e: LumenError) -> CliError {
     match e {
         LumenError::InvalidData { .. } => CliError::failure(e.to_string()),
         other => fail(other),

@@ -59,7 +59,7 @@ impl Session {
             .to_owned()
     }
 
-    fn profile_processes(&self) -> usize {
+    pub(super) fn profile_processes(&self) -> usize {
         let needle = self.state.path().to_string_lossy().into_owned();
         std::fs::read_dir("/proc")
             .unwrap()

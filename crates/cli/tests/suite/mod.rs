@@ -2,6 +2,7 @@
 
 mod direct;
 mod direct_elements;
+mod direct_files;
 mod errors;
 mod harness;
 mod policy;
