@@ -70,9 +70,6 @@ fn console_text(params: &Value) -> String {
         .into_iter()
         .flatten()
         .map(|a| {
-            if let Some(shown) = preview(&a["preview"]) {
-                return shown;
-            }
             pagelog::describe(
                 a.get("value"),
                 a["unserializableValue"].as_str(),
@@ -82,34 +79,6 @@ fn console_text(params: &Value) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// An object's preview as V8 made it (`{shelf: 3}`, `[1, 2]`), if any.
-fn preview(p: &Value) -> Option<String> {
-    let props = p["properties"].as_array()?;
-    let array = p["subtype"] == "array";
-    let items: Vec<String> = props
-        .iter()
-        .map(|prop| {
-            let v = prop["value"].as_str().unwrap_or_default();
-            let v = if prop["type"] == "string" {
-                format!("{v:?}")
-            } else {
-                v.to_owned()
-            };
-            if array {
-                v
-            } else {
-                format!("{}: {v}", prop["name"].as_str().unwrap_or_default())
-            }
-        })
-        .collect();
-    let more = if p["overflow"] == true { ", …" } else { "" };
-    Some(if array {
-        format!("[{}{more}]", items.join(", "))
-    } else {
-        format!("{{{}{more}}}", items.join(", "))
-    })
 }
 
 /// The top stack frame's script and line (1-based).
