@@ -60,6 +60,7 @@ mod ax;
 mod browser_commands;
 mod cdp;
 pub mod chromium;
+mod event_link;
 mod frames;
 mod imaging;
 pub mod limits;
@@ -75,6 +76,7 @@ mod ws;
 
 pub use ax::{AxNode, AxSnapshot};
 pub use browser_commands::{activate_tab, browser_command, page_info, page_tabs};
+pub use event_link::{EventLink, Incoming};
 pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
 pub use page_link::{
     CheckResult, DownloadResult, ElementQuery, ElementSpot, ElementTarget, FillResult,

@@ -112,21 +112,39 @@ impl Wire {
         Ok(id)
     }
 
-    /// Reads one message before `deadline`; `Ok(false)` on timeout.
-    pub(crate) async fn pump(&mut self, deadline: Instant, what: &str) -> Result<bool> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let next = match tokio::time::timeout(left, self.ws.next()).await {
-            Err(_) => return Ok(false),
-            Ok(next) => next,
+    /// Queues a command for the flattened session `session` (`None`: the
+    /// target the socket is connected to) and writes it at once.
+    pub(crate) async fn send_in(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<u64> {
+        let Some(session) = session else {
+            return self.send(method, params).await;
         };
-        let text = match next {
+        self.next_id += 1;
+        let id = self.next_id;
+        let text = json!({ "id": id, "sessionId": session, "method": method, "params": params })
+            .to_string();
+        self.ws
+            .send(Message::text(text))
+            .await
+            .map_err(|e| LumenError::disconnected(format!("{method}: CDP socket failed: {e}")))?;
+        Ok(id)
+    }
+
+    /// Reads the next message, parsed (`None` for one that is not JSON
+    /// text). Cancel-safe: nothing is lost when the future is dropped.
+    pub(crate) async fn read(&mut self, what: &str) -> Result<Option<Value>> {
+        let text = match self.ws.next().await {
             Some(Ok(Message::Text(t))) => t,
             Some(Ok(Message::Close(_))) | None => {
                 return Err(LumenError::disconnected(format!(
                     "{what}: the browser closed the connection (the tab or the browser is gone)"
                 )));
             }
-            Some(Ok(_)) => return Ok(true),
+            Some(Ok(_)) => return Ok(None),
             Some(Err(e @ async_tungstenite::tungstenite::Error::Capacity(_))) => {
                 return Err(LumenError::disconnected(format!(
                     "{what}: the browser sent a message over the {} cap on one CDP message \
@@ -140,7 +158,16 @@ impl Wire {
                 )));
             }
         };
-        let Ok(mut msg) = serde_json::from_str::<Value>(text.as_str()) else {
+        Ok(serde_json::from_str::<Value>(text.as_str()).ok())
+    }
+
+    /// Reads one message before `deadline`; `Ok(false)` on timeout.
+    pub(crate) async fn pump(&mut self, deadline: Instant, what: &str) -> Result<bool> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(mut msg) = (match tokio::time::timeout(left, self.read(what)).await {
+            Err(_) => return Ok(false),
+            Ok(read) => read?,
+        }) else {
             return Ok(true);
         };
         if let Some(id) = msg.get("id").and_then(Value::as_u64) {

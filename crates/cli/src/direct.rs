@@ -34,6 +34,10 @@ mod debug;
 mod elements;
 mod files;
 mod storage;
+mod emulate;
+mod keeper;
+mod launch;
+mod network;
 
 /// `lumen browser`.
 #[derive(Debug, Args)]
@@ -52,6 +56,20 @@ pub(crate) struct BrowserArgs {
     /// dismissed). Each one is reported.
     #[arg(long, global = true, value_enum)]
     dialog: Option<DialogAnswer>,
+    /// Keep the browser's profile (cookies, storage, cache) in this folder,
+    /// across `close` and `open`, instead of a throwaway one (for `open`
+    /// when it starts a browser; never deleted).
+    #[arg(long, global = true)]
+    profile: Option<PathBuf>,
+    /// Send the browser's traffic through this proxy: `http://host:port`,
+    /// `socks5://host:port` (for `open` when it starts a browser; no
+    /// credentials in the URL).
+    #[arg(long, global = true)]
+    proxy: Option<String>,
+    /// Hosts that bypass `--proxy` (Chromium's list: `*.internal;10.0.0.0/8`;
+    /// `<-loopback>` sends localhost through the proxy too).
+    #[arg(long, global = true)]
+    proxy_bypass: Option<String>,
     #[command(subcommand)]
     command: BrowserCommand,
 }
@@ -106,6 +124,16 @@ enum BrowserCommand {
     Tabs,
     /// Drive tab number N (from `tabs`).
     Tab { index: usize },
+    /// Block or mock requests by URL pattern, list the requests pages made.
+    #[command(subcommand)]
+    Network(network::Network),
+    /// Emulate a device, viewport, user agent, position, offline mode,
+    /// extra headers or colour scheme (kept until `close`).
+    #[command(subcommand)]
+    Set(emulate::Set),
+    /// The session's keeper process (started by `set` and `network`).
+    #[command(name = "keeper-internal", hide = true)]
+    Keeper,
     /// Check a checkbox, radio button or switch (`@e3` or a CSS selector):
     /// a click, only when it is not checked yet.
     Check { target: String },
@@ -231,6 +259,18 @@ struct State {
     /// The refs of the current document, from the last snapshot.
     #[serde(default)]
     refs: Option<SavedRefs>,
+    /// The emulation the keeper applies (`set`).
+    #[serde(default)]
+    emulation: emulate::Emulation,
+    /// The routes the keeper serves (`network route`).
+    #[serde(default)]
+    routes: Vec<network::Route>,
+    /// The session's keeper process, once started.
+    #[serde(default)]
+    keeper: Option<keeper::KeeperProc>,
+    /// The profile is the user's (`--profile`): never deleted.
+    #[serde(default)]
+    persistent_profile: bool,
 }
 
 /// A document's mark and every ref given in it: (number, DOM backend node
@@ -289,10 +329,11 @@ fn save(session: &str, state: &State) -> Result<(), CliError> {
 }
 
 fn forget(session: &str, state: Option<&State>) {
+    keeper::end(session, state);
     if let Ok(path) = state_path(session) {
         let _ = std::fs::remove_file(path);
     }
-    if let Some(s) = state {
+    if let Some(s) = state.filter(|s| !s.persistent_profile) {
         let _ = std::fs::remove_dir_all(&s.profile);
     }
 }
@@ -317,6 +358,7 @@ impl BrowserArgs {
                 .into(),
             );
         }
+        launch::global_flags(self, &mut out);
         out
     }
 }
@@ -330,6 +372,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
     if let BrowserCommand::Close = args.command {
         let state = load(&session)?;
         if let Some(s) = &state {
+            launch::close_gracefully(s).await;
             end(s);
         }
         forget(&session, state.as_ref());
@@ -339,11 +382,27 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             "closed".to_owned(),
         );
     }
+    // Routes and emulation are the keeper's (direct/keeper.rs): no page link.
+    match &args.command {
+        BrowserCommand::Network(cmd) => {
+            let (value, text) = network::run(&session, cmd).await?;
+            return print(&args, value, text);
+        }
+        BrowserCommand::Set(cmd) => {
+            let (value, text) = emulate::run(&session, cmd).await?;
+            return print(&args, value, text);
+        }
+        BrowserCommand::Keeper => return keeper::serve(&session).await,
+        _ => {}
+    }
     if let BrowserCommand::Open { url } = &args.command {
         let (link, mut state, fresh) = match attach(&session).await {
-            Ok((link, state)) => (link, state, false),
+            Ok((link, state)) => {
+                launch::note_running(&args);
+                (link, state, false)
+            }
             Err(_) => {
-                let (link, state) = start(&session, args.headed).await?;
+                let (link, state) = start(&session, &args).await?;
                 (link, state, true)
             }
         };
@@ -696,6 +755,9 @@ async fn on_page(
         | BrowserCommand::Url
         | BrowserCommand::Title
         | BrowserCommand::Batch => Ok((Value::Null, String::new())),
+        BrowserCommand::Network(_) | BrowserCommand::Set(_) | BrowserCommand::Keeper => {
+            Ok((Value::Null, String::new()))
+        }
     }
 }
 
@@ -998,19 +1060,29 @@ async fn attach(session: &str) -> Result<(PageLink, State), CliError> {
 }
 
 /// Starts a detached Chromium for the session and links to its first page.
-async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliError> {
+async fn start(session: &str, args: &BrowserArgs) -> Result<(PageLink, State), CliError> {
     if let Some(old) = load(session)? {
         end(&old);
         forget(session, Some(&old));
     }
     let exe = chromium::locate().map_err(|e| CliError::config(e.to_string()))?;
-    let profile = state_dir().join(format!("{session}-profile"));
-    let _ = std::fs::remove_dir_all(&profile);
-    std::fs::create_dir_all(&profile)
-        .map_err(|e| CliError::failure(format!("cannot create {}: {e}", profile.display())))?;
+    let flags = launch::proxy_flags(args)?;
+    let persistent_profile = args.profile.is_some();
+    let profile = match &args.profile {
+        Some(dir) => launch::profile_dir(dir)?,
+        None => {
+            let profile = state_dir().join(format!("{session}-profile"));
+            let _ = std::fs::remove_dir_all(&profile);
+            std::fs::create_dir_all(&profile).map_err(|e| {
+                CliError::failure(format!("cannot create {}: {e}", profile.display()))
+            })?;
+            profile
+        }
+    };
     let options = DetachedOptions {
         executable: Some(exe),
-        headless: !headed,
+        headless: !args.headed,
+        args: flags,
         ..DetachedOptions::new(&profile)
     };
     let mut browser = DetachedChromium::spawn(&options).map_err(|e| match e {
@@ -1045,7 +1117,9 @@ async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliErro
         Ok(parts) => parts,
         Err(why) => {
             browser.kill(END_GRACE);
-            let _ = std::fs::remove_dir_all(&profile);
+            if !persistent_profile {
+                let _ = std::fs::remove_dir_all(&profile);
+            }
             return Err(CliError::failure(why));
         }
     };
@@ -1059,6 +1133,10 @@ async fn start(session: &str, headed: bool) -> Result<(PageLink, State), CliErro
         console_seen: None,
         errors_seen: None,
         refs: None,
+        emulation: emulate::Emulation::default(),
+        routes: Vec::new(),
+        keeper: None,
+        persistent_profile,
     };
     save(session, &state)?;
     Ok((link, state))

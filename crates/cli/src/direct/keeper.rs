@@ -1,0 +1,565 @@
+//! The session's keeper: a small background process that holds what CDP
+//! keeps only for as long as a CDP session stays attached — emulation
+//! overrides, extra headers, offline mode, `Fetch` interception — and the
+//! request log.
+//!
+//! Plain commands (`click`, `fill`) attach to the page, act and leave, and
+//! anything they set up vanishes with their WebSocket. So `set` and
+//! `network` do not set anything up themselves: they write the settings to
+//! the session's state file (atomically) and ask the keeper to apply them.
+//! The keeper is `lumen browser keeper-internal` (hidden), started
+//! detached in its own process group by the first command that needs it,
+//! so click and fill never pay for it. It:
+//!
+//! - holds one browser-level WebSocket ([`EventLink`]) and auto-attaches
+//!   (flattened) to every page, existing and new (new tabs wait for the
+//!   debugger until their settings are applied, so their first request is
+//!   already routed and emulated);
+//! - applies the state file's [`Emulation`](super::emulate::Emulation) and
+//!   routes to each page, answers `Fetch.requestPaused` by the routes
+//!   (fail, fulfil, or let through), and records requests;
+//! - listens on a Unix socket in a private folder (`<session>.keeper/`,
+//!   mode 0700; the socket 0600; a peer of another uid is dropped). The
+//!   socket carries no settings, only three questions: `ping`, `reload`
+//!   (re-read the state file and apply it; answered once Chromium has
+//!   confirmed every command) and `requests`. It applies nothing but the
+//!   state file, which only the session's owner writes;
+//! - exits by itself when the browser closes its WebSocket, when the state
+//!   file no longer names its browser, and is ended by `close` (it is
+//!   checked to be this session's keeper, by command line and start time,
+//!   before it is signalled).
+
+use std::collections::{HashMap, VecDeque};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use lumen::browser::chromium;
+use lumen::browser::{EventLink, Incoming};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use super::network::RouteAction;
+use super::{State, emulate};
+use crate::exit::CliError;
+
+/// The hidden subcommand the keeper runs as.
+pub(super) const SUBCOMMAND: &str = "keeper-internal";
+/// Set to the session's name for the keeper; without it the hidden
+/// subcommand refuses to run (it is no command for people or batches).
+const ENV: &str = "LUMEN_KEEPER_SESSION";
+/// How many requests the log keeps (the oldest go first).
+const MAX_LOGGED: usize = 1000;
+/// How long the keeper may take to start, and to answer.
+const ANSWER: Duration = Duration::from_secs(20);
+
+/// The keeper process, as the state file remembers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct KeeperProc {
+    pid: u32,
+    started: Option<u64>,
+}
+
+/// The keeper's private folder: its socket and its log.
+fn dir(session: &str) -> PathBuf {
+    super::state_dir().join(format!("{session}.keeper"))
+}
+
+/// Applies the state file's settings through the session's keeper
+/// (starting it if needed).
+pub(super) async fn apply(session: &str, state: &mut State) -> Result<(), CliError> {
+    let answer = ask(session, state, json!({"op": "reload"})).await?;
+    if answer["ok"] == true {
+        Ok(())
+    } else {
+        Err(CliError::failure(format!(
+            "the browser refused a setting: {}",
+            answer["error"].as_str().unwrap_or("no reason given")
+        )))
+    }
+}
+
+/// Sends one question to the session's keeper (starting it if needed) and
+/// returns its answer.
+pub(super) async fn ask(
+    session: &str,
+    state: &mut State,
+    question: Value,
+) -> Result<Value, CliError> {
+    let mut fresh = false;
+    if !state.keeper.is_some_and(|k| is_ours(session, k)) {
+        start(session, state).await?;
+        fresh = true;
+    }
+    match exchange(session, &question).await {
+        Ok(answer) => Ok(answer),
+        Err(_) if !fresh => {
+            // A keeper that is there but does not answer is replaced.
+            end(session, Some(state));
+            start(session, state).await?;
+            exchange(session, &question)
+                .await
+                .map_err(|e| CliError::failure(format!("the session's keeper: {e}")))
+        }
+        Err(e) => Err(CliError::failure(format!("the session's keeper: {e}"))),
+    }
+}
+
+/// One question and its answer over the keeper's socket.
+async fn exchange(session: &str, question: &Value) -> Result<Value, String> {
+    let talk = async {
+        let mut stream = UnixStream::connect(dir(session).join("sock"))
+            .await
+            .map_err(|e| format!("cannot connect: {e}"))?;
+        stream
+            .write_all(format!("{question}\n").as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        BufReader::new(stream)
+            .read_line(&mut line)
+            .await
+            .map_err(|e| e.to_string())?;
+        serde_json::from_str::<Value>(&line).map_err(|_| "no answer".to_owned())
+    };
+    tokio::time::timeout(ANSWER, talk)
+        .await
+        .map_err(|_| "it did not answer in time".to_owned())?
+}
+
+/// Whether the saved keeper process is still this session's keeper.
+fn is_ours(session: &str, k: KeeperProc) -> bool {
+    let Some(id) = chromium::process_identity(k.pid) else {
+        return cfg!(not(target_os = "linux"));
+    };
+    id.cmdline.contains(SUBCOMMAND)
+        && id.cmdline.contains(&format!("--session {session} "))
+        && k.started.is_none_or(|t| t == id.start_time)
+}
+
+/// Starts the keeper, waits until it answers, and records it.
+async fn start(session: &str, state: &mut State) -> Result<(), CliError> {
+    // A browser that is gone is said so (and its state removed), rather
+    // than a keeper failing to start.
+    if let Err(e) = lumen::browser::page_tabs(&state.ws_url, super::CALL_TIMEOUT).await {
+        return Err(super::unreachable_session(session, state, e));
+    }
+    let dir = dir(session);
+    private_dir(&dir)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::failure(format!("cannot find the lumen binary: {e}")))?;
+    let log_path = dir.join("log");
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log_path.display())))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["browser", "--session", session, SUBCOMMAND])
+        .env(ENV, session)
+        .env("LUMEN_STATE_DIR", super::state_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CliError::failure(format!("cannot start the session's keeper: {e}")))?;
+    let deadline = Instant::now() + ANSWER;
+    let pid = loop {
+        if let Ok(answer) = exchange(session, &json!({"op": "ping"})).await
+            && let Some(pid) = answer["pid"].as_u64()
+        {
+            break u32::try_from(pid).unwrap_or(child.id());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(CliError::failure(format!(
+                "the session's keeper stopped at start ({status}): {}",
+                said.trim()
+            )));
+        }
+        if Instant::now() > deadline {
+            let _ = chromium::end_process_group(child.id(), Duration::from_secs(1));
+            return Err(CliError::failure(
+                "the session's keeper did not start in time",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    state.keeper = Some(KeeperProc {
+        pid,
+        started: chromium::process_identity(pid).map(|id| id.start_time),
+    });
+    super::save(session, state)
+}
+
+/// Ends the session's keeper, if it is still there, and removes its folder.
+pub(super) fn end(session: &str, state: Option<&State>) {
+    if let Some(k) = state.and_then(|s| s.keeper)
+        && is_ours(session, k)
+        && let Err(e) = chromium::end_process_group(k.pid, Duration::from_secs(2))
+    {
+        tracing::debug!("ending the keeper {}: {e}", k.pid);
+    }
+    let _ = std::fs::remove_dir_all(dir(session));
+}
+
+/// Creates `dir` readable by its owner only (and makes it so if it exists).
+fn private_dir(dir: &std::path::Path) -> Result<(), CliError> {
+    let fail =
+        |e: std::io::Error| CliError::failure(format!("cannot create {}: {e}", dir.display()));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(fail)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)
+}
+
+/// One recorded request.
+#[derive(Debug, Clone, Serialize)]
+struct Logged {
+    #[serde(skip)]
+    id: String,
+    url: String,
+    method: String,
+    #[serde(rename = "type")]
+    kind: String,
+    status: Option<u64>,
+    failed: Option<String>,
+    routed: Option<&'static str>,
+}
+
+/// The keeper's state.
+struct Keeper {
+    link: EventLink,
+    session: String,
+    ws_url: String,
+    settings: State,
+    /// Flattened session id → page target id.
+    pages: HashMap<String, String>,
+    log: VecDeque<Logged>,
+    /// How the routes handled requests the log has not seen yet.
+    routed: HashMap<String, &'static str>,
+    /// Set when the keeper should exit.
+    stop: bool,
+}
+
+/// The keeper's main: `lumen browser keeper-internal`.
+pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
+    if std::env::var(ENV).ok().as_deref() != Some(session) {
+        return Err(CliError::config(format!(
+            "`{SUBCOMMAND}` is started by `lumen browser` itself, not by hand"
+        )));
+    }
+    let settings = super::opened(session)?;
+    let dir = dir(session);
+    private_dir(&dir)?;
+    let link = EventLink::connect(&settings.ws_url, super::CALL_TIMEOUT)
+        .await
+        .map_err(super::fail)?;
+    let mut k = Keeper {
+        link,
+        session: session.to_owned(),
+        ws_url: settings.ws_url.clone(),
+        settings,
+        pages: HashMap::new(),
+        log: VecDeque::new(),
+        routed: HashMap::new(),
+        stop: false,
+    };
+    let id = k
+        .link
+        .send(
+            None,
+            "Target.setAutoAttach",
+            json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}),
+        )
+        .await
+        .map_err(super::fail)?;
+    k.settle(vec![(id, "Target.setAutoAttach", None)])
+        .await
+        .map_err(CliError::failure)?;
+    k.reload().await.map_err(CliError::failure)?;
+
+    let sock = dir.join("sock");
+    let _ = std::fs::remove_file(&sock);
+    let listener = UnixListener::bind(&sock)
+        .map_err(|e| CliError::failure(format!("cannot listen on {}: {e}", sock.display())))?;
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| CliError::failure(format!("cannot protect {}: {e}", sock.display())))?;
+    let uid = std::fs::metadata(&dir).map(|m| m.uid()).ok();
+    while !k.stop {
+        tokio::select! {
+            incoming = k.link.next() => match incoming {
+                Ok(Incoming::Event { session, method, params }) => {
+                    if k.on_event(session, &method, params).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(Incoming::Reply { .. }) => {}
+                // The browser is gone: so is the keeper.
+                Err(_) => break,
+            },
+            accepted = listener.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    let peer = stream.peer_cred().ok().map(|c| c.uid());
+                    if uid.is_some() && peer == uid {
+                        k.client(stream).await;
+                    }
+                }
+            }
+        }
+    }
+    drop(listener);
+    let _ = std::fs::remove_file(&sock);
+    Ok(crate::exit::SUCCESS)
+}
+
+impl Keeper {
+    /// Answers one client: one JSON line in, one out.
+    async fn client(&mut self, stream: UnixStream) {
+        let (read, mut write) = stream.into_split();
+        let mut line = String::new();
+        let mut reader = BufReader::new(read.take(64 * 1024));
+        let got = tokio::time::timeout(Duration::from_secs(5), reader.read_line(&mut line)).await;
+        if !matches!(got, Ok(Ok(n)) if n > 0) {
+            return;
+        }
+        let question: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        let answer = match question["op"].as_str() {
+            Some("ping") => json!({"ok": true, "pid": std::process::id()}),
+            Some("reload") => match self.reload().await {
+                Ok(()) => json!({"ok": true, "pages": self.pages.len()}),
+                Err(why) => json!({"ok": false, "error": why}),
+            },
+            Some("requests") => {
+                let list: Vec<&Logged> = self.log.iter().collect();
+                let answer = json!({"ok": true, "requests": list});
+                if question["clear"] == true {
+                    self.log.clear();
+                }
+                answer
+            }
+            _ => json!({"ok": false, "error": "unknown question"}),
+        };
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            write.write_all(format!("{answer}\n").as_bytes()),
+        )
+        .await;
+    }
+
+    /// Re-reads the state file and applies it to the browser and every
+    /// page; `Err` names what the browser refused.
+    async fn reload(&mut self) -> Result<(), String> {
+        let state = match super::load(&self.session) {
+            Ok(Some(s)) if s.ws_url == self.ws_url => s,
+            _ => {
+                self.stop = true;
+                return Err("the session was closed or restarted".to_owned());
+            }
+        };
+        self.settings = state;
+        let mut sent = Vec::new();
+        for (method, params) in emulate::browser_commands(&self.settings.emulation) {
+            let id = self
+                .link
+                .send(None, method, params)
+                .await
+                .map_err(|e| e.to_string())?;
+            sent.push((id, method, None));
+        }
+        let sessions: Vec<String> = self.pages.keys().cloned().collect();
+        for sid in sessions {
+            for (method, params) in self.page_setup() {
+                let id = self
+                    .link
+                    .send(Some(&sid), method, params)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                sent.push((id, method, Some(sid.clone())));
+            }
+        }
+        self.settle(sent).await
+    }
+
+    /// What each page gets: the network log, the routes, the emulation.
+    fn page_setup(&self) -> Vec<(&'static str, Value)> {
+        let mut out = vec![("Network.enable", json!({}))];
+        out.push(if self.settings.routes.is_empty() {
+            ("Fetch.disable", json!({}))
+        } else {
+            let patterns: Vec<Value> = self
+                .settings
+                .routes
+                .iter()
+                .map(|r| json!({"urlPattern": r.cdp_pattern(), "requestStage": "Request"}))
+                .collect();
+            ("Fetch.enable", json!({"patterns": patterns}))
+        });
+        out.extend(emulate::page_commands(&self.settings.emulation));
+        out
+    }
+
+    /// Waits for the replies to `sent` (handling events meanwhile); `Err`
+    /// names the commands the browser refused, for pages still open.
+    async fn settle(
+        &mut self,
+        sent: Vec<(u64, &'static str, Option<String>)>,
+    ) -> Result<(), String> {
+        let mut waiting: HashMap<u64, (&'static str, Option<String>)> =
+            sent.into_iter().map(|(id, m, s)| (id, (m, s))).collect();
+        let mut refused = Vec::new();
+        let deadline = Instant::now() + ANSWER;
+        while !waiting.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.link.next()).await {
+                Err(_) => return Err("the browser did not answer in time".to_owned()),
+                Ok(Err(e)) => {
+                    self.stop = true;
+                    return Err(e.to_string());
+                }
+                Ok(Ok(Incoming::Reply { id, result })) => {
+                    if let Some((method, sid)) = waiting.remove(&id)
+                        && let Err(why) = result
+                    {
+                        refused.push((method, sid, why));
+                    }
+                }
+                Ok(Ok(Incoming::Event {
+                    session,
+                    method,
+                    params,
+                })) => {
+                    if let Err(e) = self.on_event(session, &method, params).await {
+                        self.stop = true;
+                        return Err(e.to_string());
+                    }
+                }
+            }
+        }
+        let refused: Vec<String> = refused
+            .into_iter()
+            // A page that closed meanwhile refuses everything: no matter.
+            .filter(|(_, sid, _)| sid.as_ref().is_none_or(|s| self.pages.contains_key(s)))
+            .map(|(m, _, why)| format!("{m}: {why}"))
+            .collect();
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(refused.join("; "))
+        }
+    }
+
+    /// Handles one event; `Err` only when the socket fails.
+    async fn on_event(
+        &mut self,
+        session: Option<String>,
+        method: &str,
+        params: Value,
+    ) -> lumen::Result<()> {
+        let str_of = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        match method {
+            "Target.attachedToTarget" => {
+                let sid = str_of(&params["sessionId"]);
+                if params["targetInfo"]["type"] == "page" {
+                    self.pages
+                        .insert(sid.clone(), str_of(&params["targetInfo"]["targetId"]));
+                    for (m, p) in self.page_setup() {
+                        self.link.send(Some(&sid), m, p).await?;
+                    }
+                }
+                if params["waitingForDebugger"] == true {
+                    self.link
+                        .send(Some(&sid), "Runtime.runIfWaitingForDebugger", json!({}))
+                        .await?;
+                }
+            }
+            "Target.detachedFromTarget" => {
+                self.pages.remove(&str_of(&params["sessionId"]));
+            }
+            "Fetch.requestPaused" => self.route(session, &params).await?,
+            "Network.requestWillBeSent" => {
+                let id = str_of(&params["requestId"]);
+                if self.log.len() >= MAX_LOGGED {
+                    self.log.pop_front();
+                }
+                let routed = self.routed.remove(&id);
+                self.log.push_back(Logged {
+                    url: str_of(&params["request"]["url"]),
+                    method: str_of(&params["request"]["method"]),
+                    kind: str_of(&params["type"]),
+                    status: None,
+                    failed: None,
+                    routed,
+                    id,
+                });
+            }
+            "Network.responseReceived" => {
+                let id = str_of(&params["requestId"]);
+                if let Some(entry) = self.log.iter_mut().rev().find(|l| l.id == id) {
+                    entry.status = params["response"]["status"].as_u64();
+                }
+            }
+            "Network.loadingFailed" => {
+                let id = str_of(&params["requestId"]);
+                if let Some(entry) = self.log.iter_mut().rev().find(|l| l.id == id) {
+                    entry.failed = Some(str_of(&params["errorText"]));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Answers a paused request by the routes (the last added that matches
+    /// wins), or lets it through.
+    async fn route(&mut self, session: Option<String>, params: &Value) -> lumen::Result<()> {
+        let request_id = params["requestId"].clone();
+        let url = params["request"]["url"].as_str().unwrap_or_default();
+        let rule = self.settings.routes.iter().rev().find(|r| r.matches(url));
+        let (method, args, how) = match rule.map(|r| &r.action) {
+            Some(RouteAction::Abort) => (
+                "Fetch.failRequest",
+                json!({"requestId": request_id, "errorReason": "BlockedByClient"}),
+                Some("blocked"),
+            ),
+            Some(RouteAction::Mock {
+                status,
+                content_type,
+                body,
+            }) => (
+                "Fetch.fulfillRequest",
+                json!({
+                    "requestId": request_id,
+                    "responseCode": status,
+                    "responseHeaders": [
+                        {"name": "Content-Type", "value": content_type},
+                        {"name": "Cache-Control", "value": "no-store"},
+                    ],
+                    "body": body,
+                }),
+                Some("mocked"),
+            ),
+            None => (
+                "Fetch.continueRequest",
+                json!({"requestId": request_id}),
+                None,
+            ),
+        };
+        if let (Some(how), Some(network_id)) = (how, params["networkId"].as_str()) {
+            match self.log.iter_mut().rev().find(|l| l.id == network_id) {
+                Some(entry) => entry.routed = Some(how),
+                None => {
+                    if self.routed.len() > MAX_LOGGED {
+                        self.routed.clear();
+                    }
+                    self.routed.insert(network_id.to_owned(), how);
+                }
+            }
+        }
+        self.link.send(session.as_deref(), method, args).await?;
+        Ok(())
+    }
+}
