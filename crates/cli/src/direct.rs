@@ -12,6 +12,11 @@
 //! sits on top of the element, and fails with "run snapshot again" (or
 //! names what covers it) otherwise — it never clicks whatever now sits
 //! where the element used to be.
+//!
+//! What must outlive a command's WebSocket — emulation, extra headers,
+//! offline mode, network routes, the request log — is held by the
+//! session's keeper (`direct/keeper.rs`), a small background process that
+//! only `set` and `network` start; `close` ends it with the browser.
 
 use std::io::Write as _;
 use std::path::PathBuf;
