@@ -37,12 +37,12 @@ mod annotate;
 mod batch;
 mod debug;
 mod elements;
-mod files;
-mod storage;
 mod emulate;
+mod files;
 mod keeper;
 mod launch;
 mod network;
+mod storage;
 
 /// `lumen browser`.
 #[derive(Debug, Args)]
