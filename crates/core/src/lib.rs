@@ -50,6 +50,7 @@ pub mod error;
 pub mod history;
 pub mod hooks;
 pub mod image;
+pub mod logs;
 pub mod model;
 pub mod outcome;
 pub mod page;

@@ -101,7 +101,26 @@ pub enum StreamEvent {
         /// The screenshot.
         screenshot: Screenshot,
     },
-    /// Reasoning text from the model.
+    /// A piece of the model's reasoning as it streams in (live only: see
+    /// [`StreamEvent::is_live_only`]). The pieces of a step, joined, are
+    /// the step's reasoning; the complete text follows as
+    /// [`StreamEvent::Thinking`].
+    ReasoningDelta {
+        /// Step index.
+        step: u32,
+        /// The new text.
+        text: String,
+    },
+    /// A piece of the model's visible text (the assistant message) as it
+    /// streams in (live only: see [`StreamEvent::is_live_only`]). The
+    /// complete text is in the step's history.
+    AssistantDelta {
+        /// Step index.
+        step: u32,
+        /// The new text.
+        text: String,
+    },
+    /// Reasoning text from the model (complete, once the call has ended).
     Thinking {
         /// Step index.
         step: u32,
@@ -213,6 +232,8 @@ impl StreamEvent {
             StreamEvent::StepStarted { step, .. }
             | StreamEvent::Screenshot { step, .. }
             | StreamEvent::Thinking { step, .. }
+            | StreamEvent::ReasoningDelta { step, .. }
+            | StreamEvent::AssistantDelta { step, .. }
             | StreamEvent::Action { step, .. }
             | StreamEvent::ActionResult { step, .. }
             | StreamEvent::ActionBlocked { step, .. }
@@ -226,17 +247,40 @@ impl StreamEvent {
             | StreamEvent::Done { .. } => None,
         }
     }
+
+    /// Whether the event is live only: sent to subscribers as it happens
+    /// (monitors, recorders, `Agent::stream`, the server's SSE, WebSocket
+    /// and IPC streams, the CLI) but never written to an event log or a
+    /// trace, which keep the complete text instead
+    /// ([`StreamEvent::Thinking`], the step's history). These are the
+    /// streamed [`ReasoningDelta`](StreamEvent::ReasoningDelta) and
+    /// [`AssistantDelta`](StreamEvent::AssistantDelta) pieces: logged,
+    /// they would multiply a log's size for nothing a replay needs.
+    ///
+    /// A live-only event carries the `seq` of the last logged event before
+    /// it (it takes no number of its own), so a client resuming "after" it
+    /// resumes after that event.
+    pub fn is_live_only(&self) -> bool {
+        matches!(
+            self,
+            StreamEvent::ReasoningDelta { .. } | StreamEvent::AssistantDelta { .. }
+        )
+    }
 }
 
 /// Receives every event as recorded (numbered and timestamped), e.g. to
 /// write the event log. Called in order from the loop; must not block long.
+/// Live-only events ([`StreamEvent::is_live_only`]) arrive too: a recorder
+/// that persists skips them.
 pub type Recorder = std::sync::Arc<dyn Fn(&RecordedEvent) + Send + Sync>;
 
 /// A [`StreamEvent`] as logged: numbered and timestamped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordedEvent {
-    /// Position in the run's log, from 0, without gaps.
+    /// Position in the run's log, from 0, without gaps. A live-only event
+    /// ([`StreamEvent::is_live_only`]) is not in the log and repeats the
+    /// `seq` of the logged event before it.
     pub seq: u64,
     /// Milliseconds since the Unix epoch.
     pub timestamp_ms: u64,

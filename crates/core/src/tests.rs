@@ -553,6 +553,14 @@ fn every_event() -> Vec<StreamEvent> {
             step: 0,
             screenshot: screenshot(),
         },
+        StreamEvent::ReasoningDelta {
+            step: 0,
+            text: "hm".into(),
+        },
+        StreamEvent::AssistantDelta {
+            step: 0,
+            text: "Looking".into(),
+        },
         StreamEvent::Thinking {
             step: 0,
             text: "hmm".into(),
@@ -618,6 +626,12 @@ fn stream_events_round_trip_bare_and_recorded() {
     let json: Vec<_> = events.iter().map(round_trip).collect();
     for (e, j) in events.iter().zip(&json) {
         assert_eq!(e.step().is_some(), j.get("step").is_some(), "{j}");
+        // Only the streamed pieces are live only.
+        assert_eq!(
+            e.is_live_only(),
+            j["type"].as_str().is_some_and(|t| t.ends_with("_delta")),
+            "{j}"
+        );
     }
     insta::assert_json_snapshot!("events", json);
     for (seq, event) in events.into_iter().enumerate() {

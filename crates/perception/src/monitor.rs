@@ -10,8 +10,8 @@
 //! bound.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -127,6 +127,14 @@ pub use lumen_core::Recorder;
 /// page, a model or an error message quotes of a secret reaches monitors,
 /// logs, the server's streams and reports as its `<secret:NAME>`
 /// placeholder.
+///
+/// Live-only deltas ([`StreamEvent::is_live_only`]) take no `seq` of their
+/// own (they repeat the last logged event's). With secrets set, a secret
+/// may arrive split across two deltas, so a delta kind keeps back a tail
+/// shorter than the longest secret until its next delta; a delta of the
+/// other kind or any other event lets it out first, so the order holds.
+/// (Providers stream reasoning and text as blocks, one after the other; a
+/// provider switching kinds in the middle of a secret would defeat this.)
 #[derive(Clone, Default)]
 pub struct EventBus {
     monitors: Vec<Arc<dyn LoopMonitor>>,
@@ -134,6 +142,31 @@ pub struct EventBus {
     stream: Option<EventSender>,
     seq: Arc<AtomicU64>,
     secrets: Option<Arc<Secrets>>,
+    tails: Arc<Mutex<Tails>>,
+}
+
+/// The held-back tails of the two delta kinds: (step, text).
+#[derive(Debug, Default)]
+struct Tails {
+    reasoning: Option<(u32, String)>,
+    assistant: Option<(u32, String)>,
+}
+
+impl Tails {
+    fn slot(&mut self, reasoning: bool) -> &mut Option<(u32, String)> {
+        match reasoning {
+            true => &mut self.reasoning,
+            false => &mut self.assistant,
+        }
+    }
+}
+
+/// A delta event of the kind, step and text.
+fn delta(reasoning: bool, step: u32, text: String) -> StreamEvent {
+    match reasoning {
+        true => StreamEvent::ReasoningDelta { step, text },
+        false => StreamEvent::AssistantDelta { step, text },
+    }
 }
 
 impl std::fmt::Debug for EventBus {
@@ -186,14 +219,92 @@ impl EventBus {
 
     /// Numbers, timestamps and delivers one event. Waits while the live
     /// stream is full, except for screenshots, which are dropped instead; a
-    /// closed stream (consumer gone) is ignored.
-    pub async fn emit(&self, event: StreamEvent) -> RecordedEvent {
-        let event = match &self.secrets {
-            Some(secrets) => redacted(secrets, event),
-            None => event,
+    /// closed stream (consumer gone) is ignored. Returns the event as
+    /// delivered, or `None` for a delta held back whole (it may be the
+    /// start of a secret; it goes out with the next delta or event).
+    pub async fn emit(&self, event: StreamEvent) -> Option<RecordedEvent> {
+        let (reasoning, step, text) = match event {
+            StreamEvent::ReasoningDelta { step, text } => (true, step, text),
+            StreamEvent::AssistantDelta { step, text } => (false, step, text),
+            other => {
+                self.flush_deltas().await;
+                let event = match &self.secrets {
+                    Some(secrets) => redacted(secrets, other),
+                    None => other,
+                };
+                let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+                return Some(self.deliver(seq, event).await);
+            }
         };
+        let Some(secrets) = &self.secrets else {
+            return self.deliver_delta(reasoning, step, text).await;
+        };
+        let (other, earlier, shown) = {
+            let mut tails = self.tails.lock().unwrap_or_else(PoisonError::into_inner);
+            // The model moved on from the other kind (reasoning, then
+            // text): its tail goes first, so the pieces keep their order.
+            let other = tails
+                .slot(!reasoning)
+                .take()
+                .map(|(s, mut tail)| (s, secrets.redact_piece(&mut tail, "", true)));
+            let slot = tails.slot(reasoning);
+            // A new step's delta first lets the last step's tail out.
+            let earlier = match slot.take() {
+                Some((s, mut tail)) if s != step => {
+                    Some((s, secrets.redact_piece(&mut tail, "", true)))
+                }
+                Some((_, tail)) => {
+                    *slot = Some((step, tail));
+                    None
+                }
+                None => None,
+            };
+            let (_, tail) = slot.get_or_insert_with(|| (step, String::new()));
+            (other, earlier, secrets.redact_piece(tail, &text, false))
+        };
+        if let Some((s, text)) = other {
+            self.deliver_delta(!reasoning, s, text).await;
+        }
+        if let Some((s, text)) = earlier {
+            self.deliver_delta(reasoning, s, text).await;
+        }
+        self.deliver_delta(reasoning, step, shown).await
+    }
+
+    /// Lets out the held-back delta tails, reasoning first.
+    async fn flush_deltas(&self) {
+        let Some(secrets) = &self.secrets else { return };
+        let tails = {
+            let mut tails = self.tails.lock().unwrap_or_else(PoisonError::into_inner);
+            [true, false].map(|reasoning| {
+                tails.slot(reasoning).take().map(|(step, mut tail)| {
+                    (reasoning, step, secrets.redact_piece(&mut tail, "", true))
+                })
+            })
+        };
+        for (reasoning, step, text) in tails.into_iter().flatten() {
+            self.deliver_delta(reasoning, step, text).await;
+        }
+    }
+
+    /// Delivers a (redacted) delta unless it is empty, with the last
+    /// logged event's `seq`.
+    async fn deliver_delta(
+        &self,
+        reasoning: bool,
+        step: u32,
+        text: String,
+    ) -> Option<RecordedEvent> {
+        if text.is_empty() {
+            return None;
+        }
+        let seq = self.seq.load(Ordering::Relaxed).saturating_sub(1);
+        Some(self.deliver(seq, delta(reasoning, step, text)).await)
+    }
+
+    async fn deliver(&self, seq: u64, event: StreamEvent) -> RecordedEvent {
         let recorded = RecordedEvent {
-            seq: self.seq.fetch_add(1, Ordering::Relaxed),
+            seq,
             timestamp_ms: now_ms(),
             event,
         };
@@ -276,8 +387,8 @@ mod tests {
     async fn events_are_numbered_in_order_and_reach_monitors() {
         let collect = Arc::new(Collect::default());
         let bus = EventBus::new().with_monitor(collect.clone()).starting_at(7);
-        let a = bus.emit(step(0)).await;
-        let b = bus.emit(step(1)).await;
+        let a = bus.emit(step(0)).await.unwrap();
+        let b = bus.emit(step(1)).await.unwrap();
         assert_eq!((a.seq, b.seq), (7, 8));
         assert!(b.timestamp_ms >= a.timestamp_ms);
         assert_eq!(collect.0.lock().unwrap().len(), 2);
@@ -393,6 +504,87 @@ mod tests {
                 model: "m".into(),
                 max_steps: 3,
             }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_secret_split_across_deltas_never_reaches_a_subscriber() {
+        let secret = "pa55-WORD-xyz";
+        let secrets = Arc::new(Secrets::new().with("pw", secret).unwrap());
+        let collect = Arc::new(Collect::default());
+        let (tx, rx) = event_stream(256);
+        let bus = EventBus::new()
+            .with_monitor(collect.clone())
+            .with_stream(tx)
+            .with_secrets(secrets.clone());
+        bus.emit(step(0)).await;
+        // The secret arrives in three deltas, with other text around it;
+        // then the text block, the secret split again.
+        let reasoning = ["I will type pa5", "5-WO", "RD-xyz now, then ", "check."];
+        for piece in reasoning {
+            bus.emit(StreamEvent::ReasoningDelta {
+                step: 0,
+                text: piece.into(),
+            })
+            .await;
+        }
+        for piece in ["pa", "55-WORD", "-xy", "z!"] {
+            bus.emit(StreamEvent::AssistantDelta {
+                step: 0,
+                text: piece.into(),
+            })
+            .await;
+        }
+        // A non-delta event lets the held-back tails out first.
+        bus.emit(StreamEvent::Thinking {
+            step: 0,
+            text: reasoning.concat(),
+        })
+        .await;
+        drop(bus);
+        let streamed: Vec<RecordedEvent> = rx.collect().await;
+        let monitored = collect.0.lock().unwrap().clone();
+        let joined = |events: &[StreamEvent], reasoning: bool| -> String {
+            events
+                .iter()
+                .filter_map(|e| match e {
+                    StreamEvent::ReasoningDelta { text, .. } if reasoning => Some(text.as_str()),
+                    StreamEvent::AssistantDelta { text, .. } if !reasoning => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let events: Vec<StreamEvent> = streamed.iter().map(|e| e.event.clone()).collect();
+        assert_eq!(events, monitored);
+        for e in &events {
+            let text = serde_json::to_string(e).unwrap();
+            assert!(!text.contains("55-WO") && !text.contains("pa5"), "{text}");
+            assert!(!text.contains("RD-x") && !text.contains("-xy"), "{text}");
+        }
+        assert_eq!(
+            joined(&events, true),
+            "I will type <secret:pw> now, then check."
+        );
+        assert_eq!(joined(&events, false), "<secret:pw>!");
+        // Deltas take no number: they repeat the step's, and the
+        // complete thinking (after every delta) takes the next one.
+        assert!(streamed[1..streamed.len() - 1].iter().all(|e| e.seq == 0));
+        assert_eq!(streamed.last().unwrap().seq, 1);
+        assert!(matches!(events.last(), Some(StreamEvent::Thinking { .. })));
+        // In order: all the reasoning, then the text.
+        let first_text = events
+            .iter()
+            .position(|e| matches!(e, StreamEvent::AssistantDelta { .. }))
+            .unwrap();
+        assert!(
+            events[first_text..]
+                .iter()
+                .all(|e| !matches!(e, StreamEvent::ReasoningDelta { .. }))
+        );
+        // Text without a secret goes out as it comes, less the held tail.
+        assert!(
+            matches!(&events[1], StreamEvent::ReasoningDelta { text, .. } if text == "I w"),
+            "{events:?}"
         );
     }
 

@@ -662,6 +662,13 @@ impl PerceptionLoop {
             Err(e) => return Err(e),
         }
 
+        tracing::debug!(
+            target: lumen_core::logs::LOOP,
+            step,
+            url = %url,
+            wire_records = run.history.wire().len(),
+            "calling the model"
+        );
         let model_started = Instant::now();
         let mut done: Vec<Done> = Vec::new();
         let mut terminated: Option<(TerminateStatus, String)> = None;
@@ -763,6 +770,16 @@ impl PerceptionLoop {
                             .await?;
                         }
                         Some(Ok(ModelEvent::Completed(r))) => completed = Some(r),
+                        Some(Ok(ModelEvent::ThinkingDelta(text))) => {
+                            self.bus
+                                .emit(StreamEvent::ReasoningDelta { step, text })
+                                .await;
+                        }
+                        Some(Ok(ModelEvent::TextDelta(text))) => {
+                            self.bus
+                                .emit(StreamEvent::AssistantDelta { step, text })
+                                .await;
+                        }
                         Some(Ok(_)) => {}
                     }
                 }
@@ -865,6 +882,22 @@ impl PerceptionLoop {
             duration_ms,
             model_ms,
         });
+        tracing::debug!(
+            target: lumen_core::logs::LOOP,
+            step,
+            duration_ms,
+            model_ms,
+            input_tokens = response.usage.total_input(),
+            output_tokens = response.usage.output_tokens,
+            window = self.adapter.info().context_window_tokens,
+            utilisation = format!(
+                "{:.0}%",
+                100.0 * response.usage.total_input() as f64
+                    / self.adapter.info().context_window_tokens.max(1) as f64
+            ),
+            failures = run.failures,
+            "step completed"
+        );
         self.bus
             .emit(StreamEvent::StepCompleted {
                 step,

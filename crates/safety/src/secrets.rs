@@ -287,6 +287,56 @@ impl Secrets {
         Cow::Owned(out)
     }
 
+    /// Redacts text that arrives in pieces (a model's streamed reply), so a
+    /// secret split across two pieces is still caught. `pending` holds
+    /// what earlier calls held back (start with an empty string): `piece`
+    /// is appended to it, and the part that can no longer grow into a
+    /// secret is taken out and returned redacted. Held back is at most a
+    /// tail shorter than the longest spelling of a secret (or a secret or
+    /// placeholder that reaches into that tail); with `last` nothing is.
+    /// Joined, the returned texts are the redaction of the joined pieces.
+    pub fn redact_piece(&self, pending: &mut String, piece: &str, last: bool) -> String {
+        pending.push_str(piece);
+        let longest = self.redactions.first().map_or(0, |(s, _)| s.len());
+        let mut cut = match last {
+            true => pending.len(),
+            false => pending.len().saturating_sub(longest.saturating_sub(1)),
+        };
+        while !pending.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        // Move the cut before anything the full redaction would replace
+        // or keep whole across it, until nothing straddles it.
+        while let Some(start) = self.straddling(pending, cut) {
+            cut = start;
+        }
+        let out = self.redact(&pending[..cut]).into_owned();
+        pending.drain(..cut);
+        out
+    }
+
+    /// The earliest start of a secret spelling or a placeholder in `text`
+    /// that begins before `cut` and ends after it.
+    fn straddling(&self, text: &str, cut: usize) -> Option<usize> {
+        let spans = self
+            .redactions
+            .iter()
+            .flat_map(|(s, _)| {
+                (cut.saturating_sub(s.len())..cut)
+                    .filter(|&i| text.is_char_boundary(i) && text[i..].starts_with(s.as_str()))
+                    .map(|i| (i, i + s.len()))
+            })
+            .chain(
+                text[..cut]
+                    .match_indices("<secret:")
+                    .filter_map(|(i, _)| placeholder_len(&text[i..]).map(|n| (i, i + n))),
+            );
+        spans
+            .filter(|&(start, end)| start < cut && end > cut)
+            .map(|(start, _)| start)
+            .min()
+    }
+
     /// Redacts every string (and object key) in a JSON value, in place.
     pub fn redact_json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
@@ -504,6 +554,38 @@ mod tests {
             .with("long", "abcdef")
             .unwrap();
         assert_eq!(s.redact("abcdef abc"), "<secret:long> <secret:short>");
+    }
+
+    #[test]
+    fn a_secret_split_across_pieces_is_redacted() {
+        let s = Secrets::new().with("pw", "hunter2-long").unwrap();
+        // Every way of cutting the text into two or three pieces.
+        let text = "a hunter2-long b <secret:pw> hunter2-longhunter2-long c";
+        let expected = s.redact(text).into_owned();
+        let bounds: Vec<usize> = (0..=text.len()).collect();
+        for &i in &bounds {
+            for &j in bounds.iter().filter(|&&j| j >= i) {
+                let mut pending = String::new();
+                let mut out = String::new();
+                for (k, piece) in [&text[..i], &text[i..j], &text[j..]].iter().enumerate() {
+                    let shown = s.redact_piece(&mut pending, piece, k == 2);
+                    assert!(s.leaks(&shown).is_empty(), "{i},{j}: {shown}");
+                    assert!(!shown.contains("hunter"), "{i},{j}: {shown:?}");
+                    out.push_str(&shown);
+                }
+                assert!(pending.is_empty());
+                assert_eq!(out, expected, "cut at {i} and {j}");
+            }
+        }
+        // Without a cut that could split a secret, nothing is held back
+        // past the longest spelling.
+        let mut pending = String::new();
+        let shown = s.redact_piece(&mut pending, "plain text that goes out", false);
+        assert_eq!(
+            shown.len() + pending.len(),
+            "plain text that goes out".len()
+        );
+        assert!(pending.len() < "hunter2-long".len());
     }
 
     #[test]

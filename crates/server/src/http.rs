@@ -214,7 +214,10 @@ async fn message_run(
 ///   read or sent);
 /// - a live event ahead of the next expected `seq` (a lagging subscriber)
 ///   and the run's end refill from the log. The writer logs an event
-///   before publishing it, so the log always has it.
+///   before publishing it, so the log always has it;
+/// - live-only deltas ([`StreamEvent::is_live_only`]) are not in the log:
+///   a follower gets those published while it is caught up, and none
+///   from a backlog.
 pub(crate) fn follow(
     runs: &Arc<RunManager>,
     entry: Arc<RunEntry>,
@@ -248,6 +251,15 @@ pub(crate) fn follow(
             loop {
                 match live.recv().await {
                     Ok(Live::Event { run, event }) if *run == *entry.id() => {
+                        // A live-only delta repeats the seq of the logged
+                        // event before it: sent when that is the last one
+                        // this follower has, never refilled from the log.
+                        if event.event.is_live_only() {
+                            if last == Some(event.seq) && tx.send((*event).clone()).await.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
                         if event.seq < next(last) {
                             continue;
                         }

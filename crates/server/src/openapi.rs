@@ -126,9 +126,19 @@ pub(crate) fn document() -> Value {
                 },
                 "RecordedEvent": {
                     "type": "object",
-                    "description": "A lumen StreamEvent with its `seq` (the SSE id) and `timestampMs`; screenshot bytes are left out (fetch /v1/runs/{id}/steps/{n}/screenshot).",
+                    "description": "A lumen StreamEvent with its `seq` (the SSE id) and `timestampMs`; screenshot bytes are left out (fetch /v1/runs/{id}/steps/{n}/screenshot). `reasoning_delta` and `assistant_delta` ({step, text}) are the model's reasoning and text as they stream in: live only (never in the event log, the trace or a backlog), they repeat the `seq` of the logged event before them; the complete reasoning follows as `thinking`.",
                     "required": ["seq", "timestampMs", "type"],
-                    "properties": {"seq": {"type": "integer"}, "timestampMs": {"type": "integer"}, "type": {"type": "string"}}
+                    "properties": {
+                        "seq": {"type": "integer"},
+                        "timestampMs": {"type": "integer"},
+                        "type": {"type": "string", "enum": [
+                            "run_started", "step_started", "screenshot", "reasoning_delta", "assistant_delta",
+                            "thinking", "action", "action_result", "action_blocked", "state_written", "nudge",
+                            "compaction", "termination_rejected", "step_completed", "error", "done"
+                        ]},
+                        "step": {"type": "integer"},
+                        "text": {"type": "string", "description": "thinking, reasoning_delta, assistant_delta: the text (a delta's piece)"}
+                    }
                 }
             }
         },

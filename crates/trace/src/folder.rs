@@ -213,6 +213,9 @@ impl Trace {
         let collected = self.collected.clone();
         let files = ScreenshotFiles::new(&self.dir);
         let collect: Recorder = Arc::new(move |e: &RecordedEvent| {
+            if e.event.is_live_only() {
+                return;
+            }
             let mut c = collected.lock().unwrap_or_else(PoisonError::into_inner);
             if let StreamEvent::Screenshot { step, screenshot } = &e.event {
                 match files.save(*step, &screenshot.image) {

@@ -65,7 +65,8 @@ impl ScreenshotFiles {
 }
 
 /// A recorder that appends each event as one JSON line to `path` (the event
-/// log traces and replays are built from). With `keep_images` false,
+/// log traces and replays are built from), live-only deltas left out
+/// ([`StreamEvent::is_live_only`]). With `keep_images` false,
 /// screenshot bytes are left out (`data` emptied) so the log stays small;
 /// the caller saves screenshots as files. Write errors are logged once and
 /// do not disturb the run.
@@ -77,6 +78,10 @@ pub fn jsonl_recorder(path: &Path, keep_images: bool) -> std::io::Result<Recorde
     let writer = Mutex::new(std::io::BufWriter::new(file));
     let failed = AtomicBool::new(false);
     Ok(Arc::new(move |e: &RecordedEvent| {
+        // Streamed deltas are live only; the complete text is logged.
+        if e.event.is_live_only() {
+            return;
+        }
         let line = if keep_images {
             serde_json::to_string(e)
         } else {
@@ -165,6 +170,14 @@ mod tests {
             StreamEvent::Screenshot {
                 step: 0,
                 screenshot: shot,
+            },
+        ));
+        // Streamed deltas are live only: not a line of the log.
+        record(&recorded(
+            1,
+            StreamEvent::ReasoningDelta {
+                step: 0,
+                text: "thinking…".into(),
             },
         ));
         let lines: Vec<RecordedEvent> = std::fs::read_to_string(&path)

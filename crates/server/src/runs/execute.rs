@@ -173,6 +173,7 @@ fn write_events(
             }
             screenshot.image.data = Arc::from(Vec::new());
         }
+        // The log skips live-only deltas itself; they are only published.
         log(&e);
         if matches!(e.event, StreamEvent::StepCompleted { .. })
             && let Err(err) = entry.save()

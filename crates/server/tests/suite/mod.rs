@@ -11,6 +11,7 @@ use lumen_test_support::mock_provider::{MockProvider, Reply, Route};
 use serde_json::{Value, json};
 
 mod data_dir;
+mod deltas;
 mod durability;
 mod front_door;
 mod hardening;
