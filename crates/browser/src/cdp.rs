@@ -275,12 +275,15 @@ impl Conn {
         params: serde_json::Value,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError> {
-        self.guard(method, timeout, async {
-            page.execute(Raw::new(method, params))
-                .await
-                .map(|r| r.result)
-        })
-        .await
+        let started = logged_command(method, &params);
+        let r = self
+            .guard(method, timeout, async {
+                page.execute(Raw::new(method, params))
+                    .await
+                    .map(|r| r.result)
+            })
+            .await;
+        logged_response(method, r, started)
     }
 
     /// A raw command on a page session.
@@ -290,12 +293,8 @@ impl Conn {
         method: &'static str,
         params: serde_json::Value,
     ) -> Result<serde_json::Value, CallError> {
-        self.guard(method, self.call_timeout, async {
-            page.execute(Raw::new(method, params))
-                .await
-                .map(|r| r.result)
-        })
-        .await
+        self.page_raw_within(page, method, params, self.call_timeout)
+            .await
     }
 
     /// A raw command on the browser session.
@@ -304,14 +303,43 @@ impl Conn {
         method: &'static str,
         params: serde_json::Value,
     ) -> Result<serde_json::Value, CallError> {
-        self.guard(method, self.call_timeout, async {
-            self.browser
-                .execute(Raw::new(method, params))
-                .await
-                .map(|r| r.result)
-        })
-        .await
+        let started = logged_command(method, &params);
+        let r = self
+            .guard(method, self.call_timeout, async {
+                self.browser
+                    .execute(Raw::new(method, params))
+                    .await
+                    .map(|r| r.result)
+            })
+            .await;
+        logged_response(method, r, started)
     }
+}
+
+/// Logs a raw command at the CDP surface; its start, when the surface is on.
+fn logged_command(method: &str, params: &serde_json::Value) -> Option<Instant> {
+    crate::wirelog::on().then(|| {
+        crate::wirelog::command(None, method, params);
+        Instant::now()
+    })
+}
+
+/// Logs the answer to a raw command logged by [`logged_command`].
+fn logged_response(
+    method: &str,
+    r: Result<serde_json::Value, CallError>,
+    started: Option<Instant>,
+) -> Result<serde_json::Value, CallError> {
+    if let Some(started) = started {
+        let error = r.as_ref().err().map(ToString::to_string);
+        crate::wirelog::response(
+            None,
+            method,
+            r.as_ref().map_err(|_| error.as_deref().unwrap_or_default()),
+            Some(started.elapsed()),
+        );
+    }
+    r
 }
 
 /// One page session on a connection: the context page-level work needs

@@ -72,6 +72,7 @@ mod remote;
 mod scripts;
 mod tab;
 mod tracker;
+mod wirelog;
 mod ws;
 
 pub use ax::{AxNode, AxSnapshot};

@@ -89,6 +89,7 @@ impl Wire {
     pub(crate) async fn feed(&mut self, method: &str, params: Value) -> Result<u64> {
         self.next_id += 1;
         let id = self.next_id;
+        crate::wirelog::command(Some(id), method, &params);
         let text = json!({ "id": id, "method": method, "params": params }).to_string();
         self.ws
             .feed(Message::text(text))
@@ -178,8 +179,10 @@ impl Wire {
                     .to_owned()),
                 None => Ok(msg["result"].take()),
             };
+            crate::wirelog::response(Some(id), "", reply.as_ref().map_err(String::as_str), None);
             self.replies.insert(id, reply);
         } else if msg.get("method").is_some() {
+            crate::wirelog::event(msg["method"].as_str().unwrap_or(""), &msg["params"]);
             if msg["method"] == "Page.javascriptDialogOpening" {
                 self.answer_dialog(&msg["params"]).await?;
             }

@@ -128,6 +128,11 @@ pub(crate) struct OutputArgs {
     /// Do not write `run.gif` (it takes a moment on long runs).
     #[arg(long)]
     pub(crate) no_gif: bool,
+    /// Show the model's thinking and text live as they stream in; twice
+    /// (`-vv`) also logs every surface to stderr (as `LUMEN_VERBOSE=2`;
+    /// `LUMEN_LOG` and `LUMEN_LOG_<SURFACE>` still win). See docs/logging.md.
+    #[arg(long, short = 'v', action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
 }
 
 /// `lumen run`.

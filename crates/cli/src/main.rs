@@ -49,17 +49,18 @@ use crate::runner::Job;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // Logs are off unless LUMEN_LOG asks for them; then no subscriber is
-    // built at all (a direct browser command pays for every microsecond).
-    if let Some(filter) = std::env::var_os("LUMEN_LOG") {
-        tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_new(filter.to_string_lossy())
-                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
-            )
-            .with_writer(std::io::stderr)
-            .init();
-    }
+    // Logs are off unless LUMEN_LOG, a LUMEN_LOG_<SURFACE> switch or -vv
+    // asks for them; otherwise no subscriber is built at all (a direct
+    // browser command pays for every microsecond). docs/logging.md.
+    let verbose = match &cli.command {
+        Command::Run(a) => a.output.verbose,
+        Command::Demo(a) => a.output.verbose,
+        _ => 0,
+    };
+    lumen::logging::init(&lumen::logging::LogOptions {
+        verbose: if verbose >= 2 { 2 } else { 0 },
+        callback: None,
+    });
     // A direct browser command is one short exchange on one socket: a
     // single-threaded runtime without signal handling starts and stops
     // faster (no worker threads to spawn, wake and join).

@@ -1,6 +1,9 @@
 //! Live progress: a spinner line with the step, URL, tokens and estimated
 //! cost on a terminal (indicatif), plain lines otherwise, or the event
-//! stream as JSON lines with `--json`.
+//! stream as JSON lines with `--json` (the live reasoning and text deltas
+//! included). With `--verbose` the model's reasoning and text are shown as
+//! they stream in: piece by piece on plain output, line by line above the
+//! spinner.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -43,6 +46,10 @@ struct State {
     max_steps: u32,
     usage: TokenUsage,
     bar: Option<ProgressBar>,
+    /// The delta block being shown: (reasoning?, step), and the part of
+    /// its current line not printed yet (spinner only).
+    open: Option<(bool, u32)>,
+    partial: String,
 }
 
 impl State {
@@ -57,6 +64,52 @@ impl State {
             self.max_steps,
             shorten(url, 70)
         )
+    }
+
+    /// Shows a streamed piece: a label when a block starts, then the text
+    /// as it comes (plain) or each finished line (above the spinner).
+    fn piece(&mut self, reasoning: bool, step: u32, text: &str) {
+        if self.open != Some((reasoning, step)) {
+            self.end_block();
+            self.open = Some((reasoning, step));
+            let label = if reasoning { "thinking" } else { "says" };
+            self.partial = format!("  {:>3} {label}: ", step + 1);
+        }
+        self.partial.push_str(text);
+        match &self.bar {
+            Some(bar) => {
+                while let Some(at) = self.partial.find('\n') {
+                    let line: String = self.partial.drain(..=at).collect();
+                    bar.println(line.trim_end());
+                }
+            }
+            None => {
+                let mut out = std::io::stdout().lock();
+                let _ = write!(out, "{}", self.partial);
+                let _ = out.flush();
+                self.partial.clear();
+            }
+        }
+    }
+
+    /// Ends the delta block being shown, if any.
+    fn end_block(&mut self) {
+        if self.open.take().is_none() {
+            return;
+        }
+        let rest = std::mem::take(&mut self.partial);
+        match &self.bar {
+            Some(bar) => {
+                if !rest.trim().is_empty() {
+                    bar.println(rest.trim_end());
+                }
+            }
+            None => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{rest}");
+                let _ = out.flush();
+            }
+        }
     }
 
     fn line(&self, text: &str) {
@@ -75,6 +128,7 @@ impl State {
 #[derive(Clone)]
 pub(crate) struct Progress {
     style: Style,
+    verbose: bool,
     secrets: Arc<Secrets>,
     state: Arc<Mutex<State>>,
 }
@@ -103,14 +157,23 @@ impl Progress {
         });
         Self {
             style,
+            verbose: false,
             secrets: Arc::new(secrets),
             state: Arc::new(Mutex::new(State {
                 model: model.to_owned(),
                 max_steps,
                 usage: TokenUsage::default(),
                 bar,
+                open: None,
+                partial: String::new(),
             })),
         }
+    }
+
+    /// Shows the model's reasoning and text live (`--verbose`).
+    pub(crate) fn verbose(mut self, on: bool) -> Self {
+        self.verbose = on;
+        self
     }
 
     /// A recorder that feeds this progress display.
@@ -124,13 +187,15 @@ impl Progress {
         if self.style == Style::Json {
             return;
         }
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.end_block();
         state.line(&self.secrets.redact(text));
     }
 
     /// Stops the spinner.
     pub(crate) fn finish(&self) {
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.end_block();
         if let Some(bar) = &state.bar {
             bar.finish_and_clear();
         }
@@ -153,6 +218,18 @@ impl Progress {
         }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let r = |s: &str| self.secrets.redact(s).into_owned();
+        // The bus has redacted the deltas, secrets split across pieces
+        // included; a piece alone cannot be redacted again.
+        match &e.event {
+            StreamEvent::ReasoningDelta { step, text } if self.verbose => {
+                return state.piece(true, *step, text);
+            }
+            StreamEvent::AssistantDelta { step, text } if self.verbose => {
+                return state.piece(false, *step, text);
+            }
+            e if e.is_live_only() => return,
+            _ => state.end_block(),
+        }
         match &e.event {
             StreamEvent::RunStarted {
                 instruction,

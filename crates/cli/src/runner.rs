@@ -56,7 +56,8 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
         &options.model,
         options.session.max_steps,
         secrets.clone(),
-    );
+    )
+    .verbose(output.verbose > 0);
     options.session.recorders.extend(trace.recorders()?);
     options.session.recorders.push(progress.recorder());
 

@@ -14,6 +14,9 @@
 //!   `examples/custom_adapter.rs`). The run modes ([`RunMode`]: plan, agent,
 //!   exec with retries) and the planner pass live here; the agent, the CLI
 //!   and the server all run through [`Session::run_mode`].
+//! - [`logging`]: `LUMEN_LOG`, the per-surface `LUMEN_LOG_<SURFACE>`
+//!   switches, a verbose level and a logger callback (nothing is logged
+//!   unless asked for).
 //! - The layers, re-exported: [`browser`], [`models`], [`memory`],
 //!   [`safety`], [`perception`] (the loop), and the contracts from
 //!   `lumen-core` at the crate root.
@@ -46,6 +49,7 @@
 #![deny(missing_docs)]
 
 mod agent;
+pub mod logging;
 mod session;
 
 pub use agent::{Agent, AgentOptions, BrowserSource};

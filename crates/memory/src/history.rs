@@ -368,6 +368,14 @@ impl HistoryManager {
                 dropped += 1;
             }
         }
+        if dropped > 0 {
+            tracing::debug!(
+                target: lumen_core::logs::HISTORY,
+                dropped,
+                kept,
+                "tier-1: older screenshots compressed"
+            );
+        }
         dropped
     }
 
@@ -471,6 +479,13 @@ impl HistoryManager {
             ..ctx
         });
         if !self.needs_compaction(before, window) {
+            tracing::debug!(
+                target: lumen_core::logs::HISTORY,
+                step = ctx.step,
+                estimate = before,
+                window,
+                "no compaction needed"
+            );
             return Ok(None);
         }
         let (summary, usage) = adapter.summarize_counted(&self.wire, ctx.state).await?;
@@ -498,7 +513,15 @@ impl HistoryManager {
             wire: &self.wire,
             ..ctx
         });
-        tracing::debug!(step = ctx.step, before, after, "tier-2 compaction");
+        tracing::debug!(
+            target: lumen_core::logs::HISTORY,
+            step = ctx.step,
+            before,
+            after,
+            window,
+            records_replaced,
+            "tier-2 compaction"
+        );
         Ok(Some(Compaction {
             step: ctx.step,
             tokens_before: before,

@@ -68,24 +68,38 @@ impl<C: Codec> ModelAdapter for HttpAdapter<C> {
     }
 
     async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
+        let started = std::time::Instant::now();
         let body = self.codec.body(ctx, true);
         let events = self
             .http
             .post_sse(&self.codec.url(true), &self.codec.headers(), &body)
             .await?;
-        Ok(stream::drive(
-            events,
-            self.codec.parser(ActionDecoder::for_step(ctx)),
-        ))
+        let model = self.info.model_id.clone();
+        tracing::debug!(
+            target: lumen_core::logs::ADAPTER,
+            model = %model,
+            step = ctx.step,
+            ms = started.elapsed().as_millis() as u64,
+            "stream opened"
+        );
+        let decoded = stream::drive(events, self.codec.parser(ActionDecoder::for_step(ctx)));
+        Ok(Box::pin(futures::StreamExt::inspect(decoded, move |e| {
+            if let Ok(lumen_core::ModelEvent::Completed(r)) = e {
+                log_call(&model, "stream", started, r);
+            }
+        })))
     }
 
     async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
+        let started = std::time::Instant::now();
         let body = self.codec.body(ctx, false);
         let answer = self
             .http
             .post_json(&self.codec.url(false), &self.codec.headers(), &body)
             .await?;
-        self.codec.answer(ActionDecoder::for_step(ctx), answer)
+        let response = self.codec.answer(ActionDecoder::for_step(ctx), answer)?;
+        log_call(&self.info.model_id, "step", started, &response);
+        Ok(response)
     }
 
     /// Images by the provider's rule, compressed screenshots as a marker,
@@ -123,6 +137,23 @@ impl<C: Codec> ModelAdapter for HttpAdapter<C> {
         let summary = prompt::non_empty_summary(self.codec.provider(), summary.trim().to_owned())?;
         Ok((summary, usage))
     }
+}
+
+/// Logs a finished model call at the adapter surface: timing and tokens.
+fn log_call(model: &str, kind: &str, started: std::time::Instant, r: &ModelResponse) {
+    tracing::debug!(
+        target: lumen_core::logs::ADAPTER,
+        model,
+        kind,
+        ms = started.elapsed().as_millis() as u64,
+        input_tokens = r.usage.input_tokens,
+        cache_read_tokens = r.usage.cache_read_tokens,
+        cache_write_tokens = r.usage.cache_write_tokens,
+        output_tokens = r.usage.output_tokens,
+        calls = r.turn.calls.len(),
+        stop = r.stop_reason.as_deref().unwrap_or(""),
+        "model call done"
+    );
 }
 
 /// The tokens a non-streamed summary answer reports, in whichever of the

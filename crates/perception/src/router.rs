@@ -234,6 +234,17 @@ impl ActionRouter {
             self.settle_after(&call.action, navigated, tab).await?;
         }
         exec.duration_ms = started.elapsed().as_millis() as u64;
+        let point = call.action.point();
+        tracing::debug!(
+            target: lumen_core::logs::ACTIONS,
+            action = call.action.kind(),
+            x = point.map(|p| p.x),
+            y = point.map(|p| p.y),
+            ok = exec.ok,
+            ms = exec.duration_ms,
+            "dispatched {}",
+            call.id
+        );
         Ok(exec)
     }
 

@@ -222,10 +222,49 @@ impl CdpTab {
     }
 }
 
+/// Runs one tab operation, logging it with its timing at the browser
+/// surface (`LUMEN_LOG_BROWSER`); `detail` is built only when that is on.
+async fn op<T>(
+    name: &'static str,
+    detail: impl FnOnce() -> String,
+    fut: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    if !tracing::enabled!(target: lumen_core::logs::BROWSER, tracing::Level::DEBUG) {
+        return fut.await;
+    }
+    let detail = detail();
+    let started = std::time::Instant::now();
+    let r = fut.await;
+    tracing::debug!(
+        target: lumen_core::logs::BROWSER,
+        op = name,
+        detail = %detail,
+        ms = started.elapsed().as_millis() as u64,
+        ok = r.is_ok(),
+        "tab {name}"
+    );
+    r
+}
+
 #[async_trait::async_trait]
 impl BrowserTab for CdpTab {
     async fn screenshot(&self, options: &ScreenshotOptions) -> Result<Screenshot> {
-        self.screenshot_settled(options).await
+        op(
+            "screenshot",
+            || format!("{:?} q{}", options.format, options.quality),
+            async {
+                let shot = self.screenshot_settled(options).await?;
+                tracing::debug!(
+                    target: lumen_core::logs::BROWSER,
+                    width = shot.image.width,
+                    height = shot.image.height,
+                    bytes = shot.image.data.len(),
+                    "screenshot captured"
+                );
+                Ok(shot)
+            },
+        )
+        .await
     }
 
     async fn viewport(&self) -> Result<Size> {
@@ -249,15 +288,30 @@ impl BrowserTab for CdpTab {
     }
 
     async fn click(&self, at: Point, options: ClickOptions) -> Result<ActionOutcome> {
-        self.click_at(at, options).await
+        op(
+            "click",
+            || format!("({}, {}) {options:?}", at.x, at.y),
+            self.click_at(at, options),
+        )
+        .await
     }
 
     async fn hover(&self, at: Point) -> Result<ActionOutcome> {
-        self.hover_at(at).await
+        op(
+            "hover",
+            || format!("({}, {})", at.x, at.y),
+            self.hover_at(at),
+        )
+        .await
     }
 
     async fn drag(&self, from: Point, to: Point, path: &[Point]) -> Result<ActionOutcome> {
-        self.drag_along(from, to, path).await
+        op(
+            "drag",
+            || format!("({}, {}) → ({}, {})", from.x, from.y, to.x, to.y),
+            self.drag_along(from, to, path),
+        )
+        .await
     }
 
     async fn mouse_down(&self, at: Option<Point>, button: MouseButton) -> Result<ActionOutcome> {
@@ -275,15 +329,26 @@ impl BrowserTab for CdpTab {
         delta_y: f64,
         modifiers: Modifiers,
     ) -> Result<ActionOutcome> {
-        self.wheel(at, delta_x, delta_y, modifiers).await
+        op(
+            "scroll",
+            || format!("({}, {}) by ({delta_x}, {delta_y})", at.x, at.y),
+            self.wheel(at, delta_x, delta_y, modifiers),
+        )
+        .await
     }
 
     async fn type_text(&self, text: &str) -> Result<ActionOutcome> {
-        self.type_into_focus(text).await
+        // The text may be a secret: only its length is logged.
+        op(
+            "type",
+            || format!("<{} chars>", text.chars().count()),
+            self.type_into_focus(text),
+        )
+        .await
     }
 
     async fn key_press(&self, keys: &[String]) -> Result<ActionOutcome> {
-        self.press_chord(keys).await
+        op("key", || keys.join("+"), self.press_chord(keys)).await
     }
 
     async fn hold_key(&self, keys: &[String], duration: Duration) -> Result<ActionOutcome> {
@@ -291,19 +356,24 @@ impl BrowserTab for CdpTab {
     }
 
     async fn goto(&self, url: &str) -> Result<ActionOutcome> {
-        self.open_url(url).await
+        op(
+            "goto",
+            || url.chars().take(200).collect(),
+            self.open_url(url),
+        )
+        .await
     }
 
     async fn back(&self) -> Result<ActionOutcome> {
-        self.history_step(-1).await
+        op("back", String::new, self.history_step(-1)).await
     }
 
     async fn forward(&self) -> Result<ActionOutcome> {
-        self.history_step(1).await
+        op("forward", String::new, self.history_step(1)).await
     }
 
     async fn reload(&self) -> Result<ActionOutcome> {
-        self.reload_page().await
+        op("reload", String::new, self.reload_page()).await
     }
 
     async fn settle(&self, options: &SettleOptions) -> Result<SettleReport> {

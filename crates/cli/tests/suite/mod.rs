@@ -6,6 +6,7 @@ mod direct_files;
 mod direct_network;
 mod errors;
 mod harness;
+mod live;
 mod policy;
 mod replay;
 mod replay_options;

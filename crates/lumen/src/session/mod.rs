@@ -150,6 +150,9 @@ impl Session {
             guard = guard.with_hook(hook.clone());
         }
         let secrets = Arc::new(options.secrets.clone());
+        // Logs (the CDP surface reads pages back) scrub them while the
+        // session lives.
+        crate::logging::scrub(&secrets);
         let mut bus = EventBus::new();
         for m in &options.monitors {
             bus = bus.with_monitor(m.clone());
