@@ -279,6 +279,14 @@ pub(crate) async fn track_page(
                 .conn
                 .guard("event_listener", t, page.event_listener::<$ty>())
                 .await?
+                // The CDP log surface sees chromiumoxide's events here.
+                .inspect(|e: &Arc<$ty>| {
+                    if crate::wirelog::on() {
+                        let params = serde_json::to_value(&**e).unwrap_or_default();
+                        let method = chromiumoxide::types::Method::identifier(&**e);
+                        crate::wirelog::event(&method, &params);
+                    }
+                })
                 .map($map)
                 .boxed()
         };

@@ -1,7 +1,8 @@
 //! CDP traffic at the `lumen::cdp` log surface (`LUMEN_LOG_CDP`):
 //! commands, responses and events as they cross the wire, for both
-//! transports (our own [`Wire`](crate::ws) and chromiumoxide's connection,
-//! through [`Conn`](crate::cdp)'s raw calls).
+//! transports (our own [`Wire`](crate::ws); chromiumoxide's connection
+//! through [`Conn`](crate::cdp)'s raw calls and the page events the
+//! tracker subscribes to).
 //!
 //! Payloads are cut to [`MAX_SHOWN`] characters (a screenshot is a few
 //! megabytes of base64), and the text of input commands (typed text, key
