@@ -17,6 +17,10 @@
 //! - [`logging`]: `LUMEN_LOG`, the per-surface `LUMEN_LOG_<SURFACE>`
 //!   switches, a verbose level and a logger callback (nothing is logged
 //!   unless asked for).
+//! - [`RunOptions`]: every option of a run as one serde type (the server's
+//!   run body, MCP's `run_task`, IPC's `create`, what `lumen run`'s flags
+//!   and config file fill); [`RunOptions::apply`] sets them onto
+//!   [`AgentOptions`].
 //! - The layers, re-exported: [`browser`], [`models`], [`memory`],
 //!   [`safety`], [`perception`] (the loop), and the contracts from
 //!   `lumen-core` at the crate root.
@@ -50,6 +54,7 @@
 
 mod agent;
 pub mod logging;
+mod options;
 mod session;
 
 pub use agent::{Agent, AgentOptions, BrowserSource};
@@ -60,6 +65,10 @@ pub use lumen_memory as memory;
 pub use lumen_models as models;
 pub use lumen_perception as perception;
 pub use lumen_safety as safety;
+pub use options::{
+    BROWSERBASE_API_KEY_ENV, BROWSERBASE_PROJECT_ID_ENV, DEFAULT_EXEC_ATTEMPTS, OptionError,
+    PathSetting, RunOptions, SecretValues, TaskMode, Viewport, every_option_set, is_plain_subpath,
+};
 pub use session::{RunMode, Session, SessionOptions};
 
 // Keeps the README's example compiling and true.

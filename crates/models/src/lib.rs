@@ -170,8 +170,10 @@ pub struct BrowserOptIns {
     pub file_upload: bool,
 }
 
-/// A tool family to drive the browser with (`--tools computer|browser`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A tool family to drive the browser with (`--tools computer|browser`;
+/// `"computer"` / `"browser"` in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Tools {
     /// Pixels: the provider's computer-use tool.
     Computer,
@@ -196,7 +198,10 @@ impl std::str::FromStr for Tools {
 
 /// How hard a model should think. Each provider maps it onto its own
 /// scale (see [`Effort::anthropic`], [`Effort::openai`], [`Effort::gemini`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Effort {
     /// As little as the model allows.
     Minimal,

@@ -73,4 +73,6 @@ pub use policy::{
     Violation, apply_blocked_requests, request_filter,
 };
 pub use secrets::{SecretError, Secrets};
-pub use verify::{CustomGate, ModelVerifier, UrlMatchesGate, Verdict, parse_verdict, verdict_of};
+pub use verify::{
+    AllOf, CustomGate, ModelVerifier, UrlMatchesGate, Verdict, parse_verdict, verdict_of,
+};

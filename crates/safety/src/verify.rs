@@ -50,6 +50,37 @@ impl Verifier for UrlMatchesGate {
     }
 }
 
+/// Passes when every verifier passes, asked in order; the first rejection
+/// is the answer (later ones are not asked). Usage is summed, so a model
+/// verifier's tokens count even behind a URL gate.
+#[derive(Clone)]
+pub struct AllOf(pub Vec<Arc<dyn Verifier>>);
+
+impl fmt::Debug for AllOf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AllOf({} verifiers)", self.0.len())
+    }
+}
+
+#[async_trait::async_trait]
+impl Verifier for AllOf {
+    async fn verify(&self, input: &VerifyInput<'_>) -> Result<VerifyResult> {
+        let mut usage = lumen_core::TokenUsage::default();
+        let mut last = VerifyResult::pass();
+        for v in &self.0 {
+            let mut r = v.verify(input).await?;
+            usage += r.usage;
+            r.usage = usage;
+            if !r.passed {
+                return Ok(r);
+            }
+            last = r;
+        }
+        last.usage = usage;
+        Ok(last)
+    }
+}
+
 type GateFuture = Pin<Box<dyn Future<Output = bool> + Send>>;
 type GateFn = dyn Fn(Screenshot, String) -> GateFuture + Send + Sync;
 

@@ -27,7 +27,8 @@ pub struct SessionOptions {
     pub history: HistoryConfig,
     /// Sample this many candidates on hard steps (`None`: off).
     pub confidence_gate: Option<usize>,
-    /// Save a checkpoint every N steps for backtracking (0: off).
+    /// Save a checkpoint every N steps for backtracking (0: off; default
+    /// 5, the seed's).
     pub checkpoint_interval: u32,
     /// Named secrets the model types as `<secret:NAME>`.
     pub secrets: Secrets,
@@ -73,7 +74,7 @@ impl Default for SessionOptions {
             recorders: Vec::new(),
             history: HistoryConfig::default(),
             confidence_gate: None,
-            checkpoint_interval: 0,
+            checkpoint_interval: 5,
             secrets: Secrets::default(),
             settle: SettleMode::default(),
             screenshot: ScreenshotOptions::default(),
