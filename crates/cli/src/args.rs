@@ -78,6 +78,30 @@ pub(crate) struct ServeArgs {
     /// These sites are never visited by any run (repeatable).
     #[arg(long = "block-domain", value_name = "PATTERN")]
     pub(crate) block_domains: Vec<String>,
+    /// The folder runs may upload files from: a request's `uploadDir:
+    /// true` (or a relative subfolder of it). Without it, uploads stay off.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) upload_root: Option<PathBuf>,
+    /// The folder downloads are saved under: a request's `downloadDir:
+    /// true` (or a subfolder, created). Without it, downloads are refused.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) download_root: Option<PathBuf>,
+    /// The action cache folder: a request's `cache: true` (or a
+    /// subfolder). Without it, requests cannot use the cache.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cache_root: Option<PathBuf>,
+    /// The workflow-memory file a request's `workflows: true` uses.
+    #[arg(long = "workflows", value_name = "FILE")]
+    pub(crate) workflows_file: Option<PathBuf>,
+    /// Let a request attach its run to another browser with `cdpUrl` (an
+    /// endpoint this machine connects to: allow it only for trusted
+    /// clients).
+    #[arg(long)]
+    pub(crate) allow_cdp_url: bool,
+    /// Let a request run in Browserbase (`browserbase: true`) with this
+    /// server's BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID.
+    #[arg(long)]
+    pub(crate) allow_browserbase: bool,
     /// The operator policy (requests can only narrow it).
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
@@ -224,6 +248,58 @@ pub(crate) struct RunArgs {
     /// it, uploads are off.
     #[arg(long, value_name = "DIR")]
     pub(crate) upload_dir: Option<PathBuf>,
+    /// Extra system instructions for the model.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) system_prompt: Option<String>,
+    /// Refuse the model's "done" until the page URL matches this regular
+    /// expression (e.g. `/order/confirmed`).
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) verify_url: Option<String>,
+    /// Confirm the model's "done" by asking this model (after
+    /// `--verify-url`, when both are given).
+    #[arg(long, value_name = "MODEL")]
+    pub(crate) verifier_model: Option<String>,
+    /// On hard steps, sample N candidate actions (2-8) and take the agreed
+    /// one.
+    #[arg(long, value_name = "N")]
+    pub(crate) confidence_gate: Option<usize>,
+    /// Save a checkpoint every N steps to backtrack to (0: off; default 5).
+    #[arg(long, value_name = "N")]
+    pub(crate) checkpoint_interval: Option<u32>,
+    /// Show the built-in site tips on the sites they know.
+    #[arg(long)]
+    pub(crate) site_tips: bool,
+    /// Workflow memory in FILE: suggest a learnt workflow, learn from
+    /// successful runs.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) workflows: Option<PathBuf>,
+    /// An action cache in DIR: matching steps replay without a model call.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) cache: Option<PathBuf>,
+    /// Run in a Browserbase session (BROWSERBASE_API_KEY and
+    /// BROWSERBASE_PROJECT_ID from the environment).
+    #[arg(long, conflicts_with = "cdp_url")]
+    pub(crate) browserbase: bool,
+    /// The viewport, WIDTHxHEIGHT (kept as given; default 1280x720 snapped
+    /// to the model).
+    #[arg(long, value_name = "WxH")]
+    pub(crate) viewport: Option<String>,
+    /// Screenshot encoding: jpeg (default) or png.
+    #[arg(long, value_name = "jpeg|png")]
+    pub(crate) screenshot_format: Option<String>,
+    /// JPEG quality of screenshots, 1-100 (default 80).
+    #[arg(long, value_name = "Q")]
+    pub(crate) screenshot_quality: Option<u8>,
+    /// Downscale screenshots so their longer edge is at most PX pixels.
+    #[arg(long, value_name = "PX")]
+    pub(crate) screenshot_max_edge: Option<u32>,
+    /// How many of the newest screenshots each model request carries as
+    /// images (default 2).
+    #[arg(long, value_name = "N")]
+    pub(crate) images_kept: Option<usize>,
+    /// Save downloads into DIR (without it, downloads are refused).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) download_dir: Option<PathBuf>,
     /// Policy options.
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
@@ -292,8 +368,7 @@ pub(crate) struct ReplayArgs {
 }
 
 /// `--mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Mode {
     /// Plan only and print the plan.
     Plan,
@@ -301,4 +376,14 @@ pub(crate) enum Mode {
     Agent,
     /// The loop with an explicit retry budget (`--attempts`).
     Exec,
+}
+
+impl From<Mode> for lumen::TaskMode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Plan => lumen::TaskMode::Plan,
+            Mode::Agent => lumen::TaskMode::Agent,
+            Mode::Exec => lumen::TaskMode::Exec,
+        }
+    }
 }

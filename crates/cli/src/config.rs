@@ -1,12 +1,23 @@
 //! The `lumen.toml` config file and its merge with the flags (a flag wins
 //! over the file; the file wins over the defaults).
 //!
+//! The flags and the file fill one [`RunOptions`], the options model the
+//! server's run body uses too: a file key is the snake_case spelling of a
+//! run option (`max_steps` for `maxSteps`, `verify_url` for `verifyUrl`),
+//! plus the few keys only the CLI has (`headed`, `base_url`, `trace_dir`,
+//! `allow_domains`, `block_domains`, `allow_model_javascript`,
+//! `secrets_file`, and `secrets`, which names environment variables rather
+//! than values). An unknown key is an error naming it.
+//!
 //! ```toml
 //! model = "anthropic/claude-sonnet-4-6"
 //! max_steps = 25
 //! max_tokens = 200000               # stop before the next model call
 //! max_cost = 0.50                   # US dollars, at list prices
 //! max_failures = 5                  # failed actions in a row
+//! verify_url = "/order/confirmed"   # "done" only counts on such a page
+//! checkpoint_interval = 5
+//! viewport = "1280x800"
 //! allow_domains = ["*.example.com"]
 //! allow_model_javascript = false   # the browser toolset's javascript_exec
 //! upload_dir = "./uploads"          # the folder file_upload may read
@@ -20,10 +31,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use lumen::models::{Effort, Tools};
-use lumen::safety::{PolicyConfig, Secrets};
+use lumen::safety::PolicyConfig;
+use lumen::{LumenError, OptionError, PathSetting, RunOptions, SecretValues};
 use serde::Deserialize;
 
-use crate::args::{Mode, PolicyArgs, RunArgs};
+use crate::args::{PolicyArgs, RunArgs};
 use crate::exit::CliError;
 
 /// The model used when neither a flag nor the config file names one.
@@ -32,40 +44,75 @@ pub(crate) const DEFAULT_MODEL: &str = "anthropic/claude-sonnet-4-6";
 /// The providers `create_adapter` knows by prefix.
 const PREFIXES: &[&str] = &["anthropic", "openai", "google", "compatible"];
 
-/// The config file, every key optional. Unknown keys are errors, so a typo
-/// is reported instead of silently ignored.
+/// The keys only the CLI has. Unknown keys are errors, so a typo is
+/// reported instead of silently ignored.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct FileConfig {
-    model: Option<String>,
+struct CliKeys {
     base_url: Option<String>,
-    tools: Option<String>,
-    effort: Option<String>,
-    thinking_budget: Option<u32>,
-    planner_model: Option<String>,
-    max_steps: Option<u32>,
-    max_tokens: Option<u64>,
-    max_cost: Option<f64>,
-    max_failures: Option<u32>,
     headed: Option<bool>,
-    cdp_url: Option<String>,
-    start_url: Option<String>,
+    trace_dir: Option<PathBuf>,
     #[serde(default)]
     allow_domains: Vec<String>,
     #[serde(default)]
     block_domains: Vec<String>,
+    allow_model_javascript: Option<bool>,
     /// Secret name → environment variable holding its value.
     #[serde(default)]
     secrets: BTreeMap<String, String>,
     secrets_file: Option<PathBuf>,
-    /// Secret name → the domains it may be typed on.
-    #[serde(default)]
-    secret_domains: BTreeMap<String, Vec<String>>,
-    mode: Option<Mode>,
-    attempts: Option<u32>,
-    trace_dir: Option<PathBuf>,
-    allow_model_javascript: Option<bool>,
-    upload_dir: Option<PathBuf>,
+}
+
+const CLI_KEYS: &[&str] = &[
+    "base_url",
+    "headed",
+    "trace_dir",
+    "allow_domains",
+    "block_domains",
+    "allow_model_javascript",
+    "secrets",
+    "secrets_file",
+];
+
+/// The config file: the CLI's own keys and the run options.
+#[derive(Debug, Default)]
+pub(crate) struct FileConfig {
+    cli: CliKeys,
+    options: RunOptions,
+}
+
+/// `maxSteps` → `max_steps`.
+fn snake(camel: &str) -> String {
+    let mut out = String::new();
+    for c in camel.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `maxSteps` → `--max-steps`.
+fn flag(camel: &str) -> String {
+    format!("--{}", snake(camel).replace('_', "-"))
+}
+
+/// A run option's error as a configuration error naming its flag.
+pub(crate) fn option_error(e: &LumenError) -> CliError {
+    match e {
+        LumenError::Config { setting, message } if !setting.contains(['.', ' ', '_']) => {
+            let named = format!("`{setting}`");
+            if message.contains(&named) {
+                CliError::config(message.replace(&named, &flag(setting)))
+            } else {
+                CliError::config(format!("{}: {message}", flag(setting)))
+            }
+        }
+        other => CliError::config(other.to_string()),
+    }
 }
 
 impl FileConfig {
@@ -77,39 +124,110 @@ impl FileConfig {
                 path.display()
             ))
         })?;
-        toml::from_str(&text).map_err(|e| {
+        Self::parse(&text).map_err(|e| {
             CliError::config(format!(
-                "the config file {} is not valid: {}; fix it (see docs/cli.md for the keys)",
+                "the config file {} is not valid: {e}; fix it (see docs/cli.md for the keys)",
                 path.display(),
-                e.message()
             ))
         })
+    }
+
+    /// Parses the file's text; the error names the key.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let table: toml::Table = toml::from_str(text).map_err(|e| e.message().to_owned())?;
+        let known = RunOptions::keys();
+        let mut cli = toml::Table::new();
+        let mut run = serde_json::Map::new();
+        for (key, value) in table {
+            if CLI_KEYS.contains(&key.as_str()) {
+                cli.insert(key, value);
+                continue;
+            }
+            match known.iter().find(|k| snake(k) == key) {
+                Some(camel) => {
+                    let value = serde_json::to_value(value).map_err(|e| format!("{key}: {e}"))?;
+                    run.insert((*camel).to_owned(), value);
+                }
+                None => return Err(format!("unknown key `{key}`")),
+            }
+        }
+        let options = RunOptions::from_json_object(&run).map_err(|e| match e {
+            OptionError::Unknown(k) => format!("unknown key `{}`", snake(&k)),
+            OptionError::Invalid(k, why) => format!("`{}`: {why}", snake(&k)),
+        })?;
+        let cli = cli
+            .try_into::<CliKeys>()
+            .map_err(|e| e.message().to_owned())?;
+        Ok(Self { cli, options })
     }
 }
 
 /// Everything a run needs, merged and checked.
 #[derive(Debug)]
 pub(crate) struct RunConfig {
+    /// Every run option (the model filled in, secrets read, the policy
+    /// built), checked.
+    pub(crate) options: RunOptions,
+    /// The model (also in `options`).
     pub(crate) model: String,
     pub(crate) base_url: Option<String>,
-    pub(crate) tools: Option<Tools>,
-    pub(crate) effort: Option<Effort>,
-    pub(crate) thinking_budget: Option<u32>,
-    pub(crate) planner_model: Option<String>,
-    pub(crate) max_steps: u32,
-    pub(crate) max_tokens: Option<u64>,
-    pub(crate) max_cost_usd: Option<f64>,
-    pub(crate) max_failures: Option<u32>,
     pub(crate) headed: bool,
-    pub(crate) cdp_url: Option<String>,
-    pub(crate) start_url: Option<String>,
-    pub(crate) policy: PolicyConfig,
-    pub(crate) secrets: Secrets,
-    pub(crate) mode: Mode,
-    pub(crate) attempts: u32,
     pub(crate) trace_dir: Option<PathBuf>,
-    /// The folder uploads may come from (`None`: uploads are off).
-    pub(crate) upload_dir: Option<PathBuf>,
+}
+
+fn parsed<T: std::str::FromStr<Err = LumenError>>(
+    value: Option<&String>,
+) -> Result<Option<T>, CliError> {
+    value
+        .map(|v| v.parse::<T>().map_err(|e| option_error(&e)))
+        .transpose()
+}
+
+/// The run options the flags give.
+fn flag_options(args: &RunArgs) -> Result<RunOptions, CliError> {
+    let path = |p: &Option<PathBuf>| p.clone().map(PathSetting::Path);
+    let screenshot_format = match args.screenshot_format.as_deref() {
+        None => None,
+        Some("jpeg" | "jpg") => Some(lumen::ImageFormat::Jpeg),
+        Some("png") => Some(lumen::ImageFormat::Png),
+        Some(other) => {
+            return Err(CliError::config(format!(
+                "--screenshot-format {other:?}: use jpeg or png"
+            )));
+        }
+    };
+    Ok(RunOptions {
+        start_url: args.url.clone(),
+        model: args.model.clone(),
+        planner_model: args.planner_model.clone(),
+        tools: parsed::<Tools>(args.tools.as_ref())?,
+        effort: parsed::<Effort>(args.effort.as_ref())?,
+        thinking_budget: args.thinking_budget,
+        system_prompt: args.system_prompt.clone(),
+        mode: args.mode.map(Into::into),
+        attempts: args.attempts,
+        max_steps: args.max_steps,
+        max_tokens: args.max_tokens,
+        max_cost: args.max_cost,
+        max_failures: args.max_failures,
+        verify_url: args.verify_url.clone(),
+        verifier_model: args.verifier_model.clone(),
+        confidence_gate: args.confidence_gate,
+        checkpoint_interval: args.checkpoint_interval,
+        site_tips: args.site_tips.then_some(true),
+        workflows: path(&args.workflows),
+        cache: path(&args.cache),
+        cdp_url: args.cdp_url.clone(),
+        browserbase: args.browserbase.then_some(true),
+        viewport: parsed::<lumen::Viewport>(args.viewport.as_ref())?,
+        screenshot_format,
+        screenshot_quality: args.screenshot_quality,
+        screenshot_max_edge: args.screenshot_max_edge,
+        images_kept: args.images_kept,
+        download_dir: path(&args.download_dir),
+        upload_dir: path(&args.upload_dir),
+        ..RunOptions::default()
+    })
 }
 
 impl RunConfig {
@@ -123,93 +241,46 @@ impl RunConfig {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
-        let model = args
+        let FileConfig { cli, options } = file;
+        let mut options = options.overlaid_with(&flag_options(args)?);
+        let model = options
             .model
             .clone()
-            .or(file.model)
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
-        let base_url = args.base_url.clone().or(file.base_url);
+        options.model = Some(model.clone());
+        let base_url = args.base_url.clone().or(cli.base_url);
         check_model(&model, base_url.as_deref(), &env)?;
-        let tools = match args.tools.clone().or(file.tools) {
-            Some(t) => Some(
-                t.parse::<Tools>()
-                    .map_err(|e| CliError::config(format!("--tools: {e}")))?,
-            ),
-            None => None,
-        };
-        let effort = match args.effort.clone().or(file.effort) {
-            Some(e) => Some(
-                e.parse::<Effort>()
-                    .map_err(|e| CliError::config(format!("--effort: {e}")))?,
-            ),
-            None => None,
-        };
-        let thinking_budget = args.thinking_budget.or(file.thinking_budget);
-        let planner_model = args.planner_model.clone().or(file.planner_model);
-        if let Some(p) = &planner_model {
-            check_model(p, base_url.as_deref(), &env)?;
-        }
-        let max_steps = args.max_steps.or(file.max_steps).unwrap_or(30);
-        if max_steps == 0 {
-            return Err(CliError::config(
-                "--max-steps must be at least 1".to_owned(),
-            ));
-        }
-        let max_tokens = args.max_tokens.or(file.max_tokens);
-        if max_tokens == Some(0) {
-            return Err(CliError::config("--max-tokens must be at least 1"));
-        }
-        let max_cost_usd = args.max_cost.or(file.max_cost);
-        if let Some(usd) = max_cost_usd
-            && !(usd.is_finite() && usd > 0.0)
+        for m in [&options.planner_model, &options.verifier_model]
+            .into_iter()
+            .flatten()
         {
-            return Err(CliError::config(format!(
-                "--max-cost {usd}: give a positive number of US dollars, e.g. --max-cost 0.50"
-            )));
+            check_model(m, base_url.as_deref(), &env)?;
         }
         let probe = lumen::TokenUsage {
             input_tokens: 1,
             ..Default::default()
         };
-        if max_cost_usd.is_some() && crate::pricing::cost(&model, &probe).is_none() {
+        if options.max_cost.is_some() && crate::pricing::cost(&model, &probe).is_none() {
             return Err(CliError::config(format!(
                 "--max-cost: {model} has no published price, so a cost budget cannot be \
                  checked; use --max-tokens instead"
             )));
         }
-        let max_failures = args.max_failures.or(file.max_failures);
-        if max_failures == Some(0) {
-            return Err(CliError::config("--max-failures must be at least 1"));
-        }
-        let mode = args.mode.or(file.mode).unwrap_or(Mode::Agent);
-        let attempts = args.attempts.or(file.attempts).unwrap_or(match mode {
-            Mode::Exec => 3,
-            _ => 1,
-        });
-        if attempts == 0 {
-            return Err(CliError::config("--attempts must be at least 1"));
-        }
-        if args.attempts.is_some() && mode != Mode::Exec {
-            return Err(CliError::config(
-                "--attempts only applies with --mode exec; add --mode exec or drop --attempts",
-            ));
-        }
-        // `lumen run` starts open (local pages work); the policy options
-        // close it.
-        let mut policy = policy_from(&args.policy, PolicyConfig::default())?;
+        // `lumen run` starts open (local pages work); the file's `policy`
+        // and the policy options close it.
+        let base = options.policy.take().unwrap_or_default();
+        let mut policy = policy_from(&args.policy, base)?;
         policy
             .allowed_domains
-            .extend(pick(&args.allow_domains, file.allow_domains));
+            .extend(pick(&args.allow_domains, cli.allow_domains));
         policy
             .blocked_domains
-            .extend(pick(&args.block_domains, file.block_domains));
-        if args.allow_model_javascript || file.allow_model_javascript == Some(true) {
+            .extend(pick(&args.block_domains, cli.block_domains));
+        if args.allow_model_javascript || cli.allow_model_javascript == Some(true) {
             policy.allow_model_javascript = Some(true);
         }
-        lumen::safety::SessionPolicy::new(&policy)
-            .map_err(|e| CliError::config(format!("the policy: {e}")))?;
-        let upload_dir = args.upload_dir.clone().or(file.upload_dir);
-        if let Some(dir) = &upload_dir
+        options.policy = Some(policy);
+        if let Some(PathSetting::Path(dir)) = &options.upload_dir
             && !dir.is_dir()
         {
             return Err(CliError::config(format!(
@@ -217,8 +288,8 @@ impl RunConfig {
                 dir.display()
             )));
         }
-        let mut secrets = Secrets::new();
-        let mut pairs: Vec<(String, String)> = file.secrets.into_iter().collect();
+        let mut values = BTreeMap::new();
+        let mut pairs: Vec<(String, String)> = cli.secrets.into_iter().collect();
         for spec in &args.secrets {
             let (name, var) = spec.split_once('=').ok_or_else(|| {
                 CliError::config(format!(
@@ -234,12 +305,12 @@ impl RunConfig {
                     "secret {name}: the environment variable {var} is not set; export it first"
                 ))
             })?;
-            insert_secret(&mut secrets, &name, value)?;
+            values.insert(name, value);
         }
-        if let Some(path) = args.secrets_file.clone().or(file.secrets_file) {
-            read_secrets_file(&path, &mut secrets)?;
+        if let Some(path) = args.secrets_file.clone().or(cli.secrets_file) {
+            read_secrets_file(&path, &mut values)?;
         }
-        let mut scopes: Vec<(String, Vec<String>)> = file.secret_domains.into_iter().collect();
+        let mut scopes = options.secret_domains.take().unwrap_or_default();
         for spec in &args.secret_domains {
             let (name, domains) = spec.split_once('=').ok_or_else(|| {
                 CliError::config(format!(
@@ -247,33 +318,26 @@ impl RunConfig {
                 ))
             })?;
             let domains = domains.split(',').map(|d| d.trim().to_owned()).collect();
-            scopes.push((name.trim().to_owned(), domains));
+            scopes.insert(name.trim().to_owned(), domains);
         }
-        for (name, domains) in scopes {
-            secrets
-                .scope(&name, &domains)
-                .map_err(|e| CliError::config(e.to_string()))?;
+        if !values.is_empty() {
+            options.secrets = Some(SecretValues(values));
         }
+        if !scopes.is_empty() {
+            options.secret_domains = Some(scopes);
+        }
+        options.check().map_err(|e| match &e {
+            LumenError::Config { setting, message } if setting == "secretDomains" => {
+                CliError::config(message.clone())
+            }
+            _ => option_error(&e),
+        })?;
         Ok(Self {
+            options,
             model,
             base_url,
-            tools,
-            effort,
-            thinking_budget,
-            planner_model,
-            max_steps,
-            max_tokens,
-            max_cost_usd,
-            max_failures,
-            headed: args.headed || file.headed.unwrap_or(false),
-            cdp_url: args.cdp_url.clone().or(file.cdp_url),
-            start_url: args.url.clone().or(file.start_url),
-            policy,
-            secrets,
-            mode,
-            attempts,
-            trace_dir: args.output.trace_dir.clone().or(file.trace_dir),
-            upload_dir,
+            headed: args.headed || cli.headed.unwrap_or(false),
+            trace_dir: args.output.trace_dir.clone().or(cli.trace_dir),
         })
     }
 }
@@ -344,15 +408,9 @@ fn pick(flags: &[String], file: Vec<String>) -> Vec<String> {
     }
 }
 
-fn insert_secret(secrets: &mut Secrets, name: &str, value: String) -> Result<(), CliError> {
-    secrets
-        .insert(name, value)
-        .map_err(|e| CliError::config(format!("secret {name}: {e}")))
-}
-
 /// `NAME=value` lines; blank lines and `#` comments are skipped. Errors
 /// name the line, never the value.
-fn read_secrets_file(path: &Path, secrets: &mut Secrets) -> Result<(), CliError> {
+fn read_secrets_file(path: &Path, values: &mut BTreeMap<String, String>) -> Result<(), CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         CliError::config(format!(
             "cannot read the secrets file {}: {e}",
@@ -371,7 +429,7 @@ fn read_secrets_file(path: &Path, secrets: &mut Secrets) -> Result<(), CliError>
                 i + 1
             )));
         };
-        insert_secret(secrets, name.trim(), value.trim().to_owned())?;
+        values.insert(name.trim().to_owned(), value.trim().to_owned());
     }
     Ok(())
 }
@@ -425,12 +483,23 @@ mod tests {
 
     #[test]
     fn the_file_rejects_unknown_keys() {
-        let err = toml::from_str::<FileConfig>("modle = \"x\"").unwrap_err();
-        assert!(err.message().contains("modle"), "{}", err.message());
-        let ok: FileConfig =
-            toml::from_str("model = \"openai/gpt-5\"\nmax_steps = 4\nmode = \"exec\"").unwrap();
-        assert_eq!(ok.max_steps, Some(4));
-        assert_eq!(ok.mode, Some(Mode::Exec));
+        let err = FileConfig::parse("modle = \"x\"").unwrap_err();
+        assert!(err.contains("modle"), "{err}");
+        // A camelCase spelling is not a file key.
+        let err = FileConfig::parse("maxSteps = 4").unwrap_err();
+        assert!(err.contains("maxSteps"), "{err}");
+        let err = FileConfig::parse("checkpoint_interval = \"often\"").unwrap_err();
+        assert!(err.contains("checkpoint_interval"), "{err}");
+        let ok = FileConfig::parse(
+            "model = \"openai/gpt-5\"\nmax_steps = 4\nmode = \"exec\"\nverify_url = \"/done\"\n\
+             headed = true\ncache = \"c\"",
+        )
+        .unwrap();
+        assert_eq!(ok.options.max_steps, Some(4));
+        assert_eq!(ok.options.mode, Some(lumen::TaskMode::Exec));
+        assert_eq!(ok.options.verify_url.as_deref(), Some("/done"));
+        assert_eq!(ok.options.cache, Some(PathSetting::Path("c".into())));
+        assert_eq!(ok.cli.headed, Some(true));
     }
 
     fn run_args(extra: &[&str]) -> RunArgs {
@@ -514,9 +583,9 @@ mod tests {
             env,
         )
         .unwrap();
-        assert_eq!(config.tools, Some(Tools::Browser));
-        assert_eq!(config.effort, Some(Effort::High));
-        assert_eq!(config.thinking_budget, Some(4096));
+        assert_eq!(config.options.tools, Some(Tools::Browser));
+        assert_eq!(config.options.effort, Some(Effort::High));
+        assert_eq!(config.options.thinking_budget, Some(4096));
         let err = RunConfig::resolve(&run_args(&["--tools", "mouse"]), env).unwrap_err();
         assert!(
             err.message.contains("computer or browser"),
@@ -549,7 +618,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            config.secrets.domains("PW"),
+            config.options.secrets().unwrap().domains("PW"),
             vec!["shop.example", "*.pay.example"]
         );
         for (flags, fix) in [
@@ -580,8 +649,8 @@ mod tests {
     fn the_browser_opt_ins_are_off_unless_asked_for() {
         let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "k".to_owned());
         let plain = RunConfig::resolve(&run_args(&[]), env).unwrap();
-        assert_eq!(plain.policy.allow_model_javascript, None);
-        assert_eq!(plain.upload_dir, None);
+        assert_eq!(plain.options.policy.unwrap().allow_model_javascript, None);
+        assert_eq!(plain.options.upload_dir, None);
         let dir = tempfile::tempdir().unwrap();
         let on = RunConfig::resolve(
             &run_args(&[
@@ -592,11 +661,79 @@ mod tests {
             env,
         )
         .unwrap();
-        assert_eq!(on.policy.allow_model_javascript, Some(true));
-        assert_eq!(on.upload_dir.as_deref(), Some(dir.path()));
+        assert_eq!(
+            on.options.policy.unwrap().allow_model_javascript,
+            Some(true)
+        );
+        assert_eq!(
+            on.options.upload_dir,
+            Some(PathSetting::Path(dir.path().into()))
+        );
         let missing = dir.path().join("nope");
         let err = RunConfig::resolve(&run_args(&["--upload-dir", missing.to_str().unwrap()]), env)
             .unwrap_err();
         assert!(err.message.contains("--upload-dir"), "{}", err.message);
+    }
+}
+
+#[cfg(test)]
+mod option_flags {
+    use super::*;
+
+    fn resolve(extra: &[&str]) -> Result<RunConfig, CliError> {
+        use clap::Parser as _;
+        let mut argv = vec!["lumen", "run", "a task"];
+        argv.extend_from_slice(extra);
+        let crate::args::Command::Run(args) =
+            crate::args::Cli::try_parse_from(argv).unwrap().command
+        else {
+            panic!("not a run")
+        };
+        RunConfig::resolve(&args, |name| {
+            (name == "ANTHROPIC_API_KEY").then(|| "k".to_owned())
+        })
+    }
+
+    #[test]
+    fn the_new_flags_fill_the_run_options_and_bad_ones_name_the_flag() {
+        let c = resolve(&[
+            "--verify-url",
+            "/done$",
+            "--confidence-gate",
+            "3",
+            "--checkpoint-interval",
+            "0",
+            "--site-tips",
+            "--viewport",
+            "1024x700",
+            "--screenshot-format",
+            "png",
+            "--images-kept",
+            "4",
+            "--browserbase",
+        ])
+        .unwrap();
+        let o = &c.options;
+        assert_eq!(o.verify_url.as_deref(), Some("/done$"));
+        assert_eq!(o.confidence_gate, Some(3));
+        assert_eq!(o.checkpoint_interval, Some(0));
+        assert_eq!(o.site_tips, Some(true));
+        assert_eq!(
+            o.viewport.map(|v| v.to_string()).as_deref(),
+            Some("1024x700")
+        );
+        assert_eq!(o.screenshot_format, Some(lumen::ImageFormat::Png));
+        assert_eq!(o.images_kept, Some(4));
+        assert_eq!(o.browserbase, Some(true));
+        for (flags, named) in [
+            (&["--confidence-gate", "1"][..], "--confidence-gate"),
+            (&["--viewport", "huge"], "--viewport"),
+            (&["--verify-url", "("], "--verify-url"),
+            (&["--screenshot-format", "gif"], "--screenshot-format"),
+            (&["--attempts", "2"], "--attempts"),
+        ] {
+            let err = resolve(flags).unwrap_err();
+            assert!(err.message.contains(named), "{flags:?}: {}", err.message);
+        }
     }
 }

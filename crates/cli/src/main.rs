@@ -35,14 +35,12 @@ mod runner;
 use std::process::ExitCode;
 
 use clap::Parser as _;
-use lumen::browser::{LaunchOptions, TabOptions};
-use lumen::models::AdapterOptions;
-use lumen::{AgentOptions, BrowserSource, RunMode, SessionOptions};
+use lumen::{AgentOptions, BrowserSource};
 
 // The trace folder and its report: the run-folder crate.
 use lumen_trace::{self as trace, TraceError, timeline};
 
-use crate::args::{Cli, Command, Mode, RunArgs, ServeArgs};
+use crate::args::{Cli, Command, RunArgs, ServeArgs};
 use crate::config::RunConfig;
 use crate::exit::CliError;
 use crate::runner::Job;
@@ -131,6 +129,12 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
         o.default_model = model.clone();
     }
     o.adapter.base_url = args.base_url.clone();
+    o.upload_root = args.upload_root.clone();
+    o.download_root = args.download_root.clone();
+    o.cache_root = args.cache_root.clone();
+    o.workflows_file = args.workflows_file.clone();
+    o.allow_cdp_url = args.allow_cdp_url;
+    o.allow_browserbase = args.allow_browserbase;
     // The operator policy starts closed; the policy options open it.
     o.policy = config::policy_from(
         &args.policy,
@@ -163,60 +167,28 @@ fn served(result: Result<(), lumen_server::ServeError>) -> Result<u8, CliError> 
 /// `lumen run`.
 async fn run(args: RunArgs) -> Result<u8, CliError> {
     let config = RunConfig::resolve(&args, |name| std::env::var(name).ok())?;
-    let tab = TabOptions {
-        upload_dir: config.upload_dir.clone(),
-        ..TabOptions::default()
-    };
-    let browser = match &config.cdp_url {
-        Some(url) => BrowserSource::Cdp {
-            url: url.clone(),
-            tab,
-        },
-        None => BrowserSource::Local(LaunchOptions {
-            headless: !config.headed,
-            tab,
-            ..LaunchOptions::default()
-        }),
-    };
-    let options = AgentOptions {
-        adapter: AdapterOptions {
-            base_url: config.base_url.clone(),
-            tools: config.tools,
-            effort: config.effort,
-            thinking_budget: config.thinking_budget,
-            ..AdapterOptions::default()
-        },
-        planner_model: config.planner_model.clone(),
-        browser,
-        session: SessionOptions {
-            max_steps: config.max_steps,
-            max_tokens: config.max_tokens,
-            max_cost_usd: config.max_cost_usd,
-            max_failures: config.max_failures,
-            policy: config.policy.clone(),
-            secrets: config.secrets.clone(),
-            ..SessionOptions::default()
-        },
-        ..AgentOptions::new(config.model.clone())
-    };
+    let mut options = AgentOptions::new(config.model.clone());
+    options.adapter.base_url = config.base_url.clone();
+    if let BrowserSource::Local(launch) = &mut options.browser {
+        launch.headless = !config.headed;
+    }
+    // Every run option, set in the one place that maps them.
+    config
+        .options
+        .apply(&mut options)
+        .map_err(|e| config::option_error(&e))?;
     // Catch a bad key or model before a browser starts.
     lumen::models::create_adapter(&options.model, options.adapter_options())
         .map_err(|e| CliError::from_setup(&e, None))?;
-    let mode = match config.mode {
-        Mode::Plan => RunMode::Plan,
-        Mode::Agent => RunMode::Agent,
-        Mode::Exec => RunMode::Exec {
-            attempts: config.attempts,
-        },
-    };
+    let mode = config.options.run_mode();
     let finished = runner::execute(Job {
         options,
         instruction: args.instruction.clone(),
-        start_url: config.start_url.clone(),
+        start_url: config.options.start_url.clone(),
         mode,
         output: args.output.clone(),
         trace_dir: config.trace_dir.clone(),
-        cdp_url: config.cdp_url.clone(),
+        cdp_url: config.options.cdp_url.clone(),
     })
     .await?;
     Ok(finished.code)

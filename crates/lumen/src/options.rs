@@ -468,7 +468,10 @@ impl RunOptions {
             ));
         }
         if let Some(p) = &self.policy {
-            SessionPolicy::new(p).map_err(|e| config("policy", e.to_string()))?;
+            SessionPolicy::new(p).map_err(|e| match e {
+                e @ LumenError::Config { .. } => e,
+                other => config("policy", other.to_string()),
+            })?;
         }
         self.secrets()?;
         Ok(())

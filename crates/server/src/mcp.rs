@@ -3,7 +3,8 @@
 //! directly.
 //!
 //! Tools:
-//! - `run_task {instruction, startUrl?, maxSteps?, model?}`: a whole run on
+//! - `run_task {instruction, …options}`: a whole run, with every option of
+//!   the server's run body ([`lumen::RunOptions`], the same checks), on
 //!   the run manager (persisted like a server run); answers with its status,
 //!   result, steps and id when it ends.
 //! - `open {url}`, `click {x, y, button?}`, `type {text}`, `press {keys}`,
@@ -70,20 +71,12 @@ fn action_tool(tag: &str, fields: &[&str], required: &[&str]) -> Arc<Map<String,
     schema(json!({"type": "object", "required": required, "properties": properties}))
 }
 
-fn tools() -> Vec<Tool> {
-    let int = json!({"type": "integer"});
+pub(crate) fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "run_task",
             "Run a browser task with the Lumen agent until it ends; returns its status and answer.",
-            schema(
-                json!({"type": "object", "required": ["instruction"], "properties": {
-                    "instruction": {"type": "string"},
-                    "startUrl": {"type": "string"},
-                    "maxSteps": int,
-                    "model": {"type": "string"}
-                }}),
-            ),
+            schema(crate::openapi::create_run_schema()),
         ),
         Tool::new(
             "open",

@@ -47,6 +47,23 @@ fn control(
     op
 }
 
+/// The run body (`POST /v1/runs`, IPC `create`, MCP `run_task`):
+/// `instruction` and every option of [`lumen::RunOptions`], from its one
+/// schema, so the documents cannot drift from the type.
+pub(crate) fn create_run_schema() -> Value {
+    let mut properties = lumen::RunOptions::json_schema();
+    properties.insert(
+        "instruction".into(),
+        json!({"type": "string", "minLength": 1, "description": "The task, in plain words."}),
+    );
+    json!({
+        "type": "object",
+        "required": ["instruction"],
+        "additionalProperties": false,
+        "properties": properties,
+    })
+}
+
 /// The document.
 pub(crate) fn document() -> Value {
     json!({
@@ -70,7 +87,7 @@ pub(crate) fn document() -> Value {
                                 "invalid_json", "invalid_field", "missing_field", "unknown_field",
                                 "unauthorized", "forbidden_origin", "misdirected_host",
                                 "unsupported_media_type", "body_too_large",
-                                "not_found", "invalid_state", "run_ended",
+                                "not_found", "invalid_state", "run_ended", "policy_denied",
                                 "queue_full", "internal"
                             ]},
                             "message": {"type": "string"},
@@ -78,26 +95,7 @@ pub(crate) fn document() -> Value {
                         }
                     }}
                 },
-                "CreateRun": {
-                    "type": "object",
-                    "required": ["instruction"],
-                    "additionalProperties": false,
-                    "properties": {
-                        "instruction": {"type": "string", "minLength": 1},
-                        "startUrl": {"type": "string", "description": "http(s) URL or about:blank"},
-                        "model": {"type": "string", "description": "e.g. anthropic/claude-sonnet-4-6; the server's default when absent"},
-                        "maxSteps": {"type": "integer", "minimum": 1},
-                        "mode": {"type": "string", "enum": ["agent", "plan", "exec"]},
-                        "attempts": {"type": "integer", "minimum": 1, "maximum": 10},
-                        "policy": {"type": "object", "properties": {
-                            "allowedDomains": {"type": "array", "items": {"type": "string"}},
-                            "blockedDomains": {"type": "array", "items": {"type": "string"}},
-                            "allowedActions": {"type": "array", "items": {"type": "string"}},
-                            "allowedSchemes": {"type": "array", "items": {"type": "string"}}
-                        }, "additionalProperties": false},
-                        "systemPrompt": {"type": "string"}
-                    }
-                },
+                "CreateRun": create_run_schema(),
                 "Run": {
                     "type": "object",
                     "required": ["id", "status", "instruction", "model", "maxSteps", "stepsCompleted"],
@@ -265,6 +263,36 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The keys of a run body with every option set: what the schemas
+    /// must list, no more, no less.
+    fn every_option_key() -> BTreeSet<String> {
+        let full = serde_json::to_value(lumen::every_option_set()).unwrap();
+        let mut keys: BTreeSet<String> = full.as_object().unwrap().keys().cloned().collect();
+        keys.insert("instruction".into());
+        keys
+    }
+
+    #[test]
+    fn the_run_body_schemas_list_every_option_of_the_type() {
+        let doc = document();
+        let openapi: BTreeSet<String> = doc["components"]["schemas"]["CreateRun"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(openapi, every_option_key(), "OpenAPI CreateRun");
+        let tools = crate::mcp::tools();
+        let run_task = tools.iter().find(|t| t.name == "run_task").unwrap();
+        let mcp: BTreeSet<String> = run_task.input_schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(mcp, every_option_key(), "MCP run_task");
     }
 
     #[test]

@@ -66,6 +66,24 @@ pub struct ServeOptions {
     /// A connection on which nothing was read or written for this long is
     /// closed (120 s; event streams send keep-alives well within it).
     pub idle_timeout: Duration,
+    /// The folder runs may upload files from (`uploadDir: true`, or a
+    /// subfolder of it); `None`: a request cannot turn uploads on.
+    pub upload_root: Option<PathBuf>,
+    /// The folder downloads are saved under (`downloadDir: true`, or a
+    /// subfolder of it, created); `None`: downloads stay refused.
+    pub download_root: Option<PathBuf>,
+    /// The action cache folder (`cache: true`, or a subfolder of it);
+    /// `None`: a request cannot turn the cache on.
+    pub cache_root: Option<PathBuf>,
+    /// The workflow-memory file (`workflows: true`); `None`: a request
+    /// cannot turn workflow memory on. A request never names the file.
+    pub workflows_file: Option<PathBuf>,
+    /// Whether a request may attach its run to a browser by `cdpUrl`
+    /// (off by default: the URL is an endpoint the server connects to).
+    pub allow_cdp_url: bool,
+    /// Whether a request may run in Browserbase (`browserbase: true`) with
+    /// the operator's `BROWSERBASE_API_KEY` (off by default).
+    pub allow_browserbase: bool,
     /// Fault injection for the server's own tests; inert by default, not
     /// part of the supported API.
     #[doc(hidden)]
@@ -109,6 +127,12 @@ impl Default for ServeOptions {
             max_connections: 256,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(120),
+            upload_root: None,
+            download_root: None,
+            cache_root: None,
+            workflows_file: None,
+            allow_cdp_url: false,
+            allow_browserbase: false,
             test_hooks: TestHooks::default(),
         }
     }

@@ -79,6 +79,8 @@ pub struct RunEntry {
     task: Mutex<Option<JoinHandle<()>>>,
     /// Held while `run.json` is written, so the last write is the latest.
     saving: Mutex<()>,
+    /// The request's secret values: in memory only, never persisted.
+    secrets: Mutex<Option<lumen::SecretValues>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -94,6 +96,7 @@ impl RunEntry {
             control: Mutex::new(RunControl::new()),
             task: Mutex::new(None),
             saving: Mutex::new(()),
+            secrets: Mutex::new(None),
         }
     }
 
@@ -371,9 +374,15 @@ impl RunManager {
 
     /// `POST /v1/runs`.
     pub async fn create(self: &Arc<Self>, body: &Value) -> Result<RunInfo, ApiError> {
-        let new = self.validate(body).await?;
+        let mut new = self.validate(body).await?;
         self.reserve()?;
         let id = self.new_id();
+        // Secret values stay in memory; the record keeps their names.
+        let secrets = new.options.secrets.take();
+        let secret_names = secrets
+            .as_ref()
+            .map(|s| s.0.keys().cloned().collect())
+            .unwrap_or_default();
         let info = RunInfo {
             id: id.clone(),
             status: RunState::Queued,
@@ -398,11 +407,14 @@ impl RunManager {
             pending_messages: Vec::new(),
             undelivered_messages: Vec::new(),
             resumes: 0,
+            options: new.options,
+            secret_names,
         };
         let entry = Arc::new(RunEntry::new(
             RunDir::new(&self.options.data_dir, &id),
             info.clone(),
         ));
+        *lock(&entry.secrets) = secrets;
         let saving = entry.clone();
         if let Err(e) = off_thread(move || saving.save()).await {
             self.active.fetch_sub(1, Ordering::SeqCst);

@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 
 use lumen::safety::PolicyConfig;
-use lumen::{RecordedEvent, StreamEvent, TokenUsage};
+use lumen::{RecordedEvent, RunOptions, StreamEvent, TokenUsage};
 use serde::{Deserialize, Serialize};
 
 /// Where a run stands.
@@ -156,6 +156,18 @@ pub struct RunInfo {
     /// How many times the run was resumed after an interruption.
     #[serde(default)]
     pub resumes: u32,
+    /// Every option of the run as the request gave it ([`RunOptions`], the
+    /// run body without `instruction`), secret values left out.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub options: RunOptions,
+    /// The names of the run's secrets. Their values are kept in memory
+    /// only, never written: a run resumed after a server restart has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_names: Vec<String>,
+}
+
+fn is_default(o: &RunOptions) -> bool {
+    *o == RunOptions::default()
 }
 
 /// Whether `id` is a well-formed run id (letters, digits, `-`, `_`; at most

@@ -32,6 +32,13 @@ impl CdpTab {
     ///
     /// [`BrowserTab::close`]: lumen_core::BrowserTab::close
     pub async fn open_isolated(&self) -> Result<CdpTab> {
+        self.open_isolated_with(self.shared.options.clone()).await
+    }
+
+    /// [`open_isolated`](Self::open_isolated) with `options` for the new
+    /// tab instead of this tab's (a run's own viewport, download and upload
+    /// folders in a shared browser).
+    pub async fn open_isolated_with(&self, options: crate::TabOptions) -> Result<CdpTab> {
         let conn = Conn::connect(&self.shared.ws_url, self.shared.conn.call_timeout)
             .await
             .map_err(LumenError::from)?;
@@ -46,15 +53,7 @@ impl CdpTab {
                 message: "Target.createBrowserContext answered no browserContextId".into(),
             });
         };
-        Self::setup(
-            conn,
-            self.shared.options.clone(),
-            None,
-            None,
-            Vec::new(),
-            Some(id),
-        )
-        .await
+        Self::setup(conn, options, None, None, Vec::new(), Some(id)).await
     }
 
     /// The browser context this tab lives in, when it has one of its own.

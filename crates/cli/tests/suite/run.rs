@@ -296,3 +296,45 @@ async fn budget_flags_that_cannot_work_are_configuration_errors() {
     }
     assert!(env.mock.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_url_and_screenshot_format_flags_take_effect_in_a_real_run() {
+    let env = Env::new().await;
+    let page2 = env.site.url("links/page2.html");
+    env.script(vec![
+        done(0, "too early", "success"),
+        navigate(1, &page2),
+        done(2, "on page 2", "success"),
+    ]);
+    let out = env
+        .run(
+            "links/page1.html",
+            &[
+                "--verify-url",
+                r"page2\.html$",
+                "--screenshot-format",
+                "png",
+                "--max-steps",
+                "5",
+            ],
+        )
+        .await;
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    let bodies: Vec<String> = env
+        .mock
+        .requests()
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert_eq!(bodies.len(), 3, "the early finish was refused");
+    assert!(
+        bodies[1].contains("should be at a URL matching"),
+        "{}",
+        bodies[1]
+    );
+    assert!(
+        bodies[0].contains("image/png"),
+        "png screenshots reach the model"
+    );
+    assert!(!bodies[0].contains("image/jpeg"));
+}

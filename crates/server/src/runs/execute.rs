@@ -376,25 +376,44 @@ impl RunManager {
         }
         let w = writer.insert(Writer::start(entry.clone(), log, offset, self.hub.clone()));
         let recorder = w.recorder(entry.clone(), self.options.test_hooks.panic_at_step);
+        let agent = self.run_agent_options(entry)?;
+        let (source, tab_options) = match &agent.browser {
+            lumen::BrowserSource::Local(l) => (None, l.tab.clone()),
+            lumen::BrowserSource::Cdp { url, tab } => (Some(Ok(url.clone())), tab.clone()),
+            lumen::BrowserSource::Browserbase(b) => (Some(Err(b.clone())), b.tab.clone()),
+            lumen::BrowserSource::Custom(_) => {
+                return Err(LumenError::config(
+                    "browser",
+                    "a custom tab cannot serve a run",
+                ));
+            }
+        };
+        let pooled = source.is_none();
         let browser = tokio::select! {
             biased;
             reason = control.cancelled() => return Err(LumenError::Cancelled { reason }),
-            browser = self.pool.take() => browser?,
+            browser = async {
+                match source {
+                    None => self.pool.take().await,
+                    Some(Ok(url)) => Ok(Arc::new(CdpTab::connect(&url, tab_options.clone()).await?)),
+                    Some(Err(bb)) => Ok(Arc::new(CdpTab::browserbase(bb).await?)),
+                }
+            } => browser?,
         };
         // The run's own browser context: nothing an earlier run (perhaps
         // another client's) stored is visible to it, and nothing it stores
-        // outlives it.
-        let tab = match browser.open_isolated().await {
+        // outlives it. Its tab takes the run's viewport and folders.
+        let tab = match browser.open_isolated_with(tab_options).await {
             Ok(tab) => Arc::new(tab),
             Err(e) => {
-                if !browser.is_disconnected() {
+                if pooled && !browser.is_disconnected() {
                     self.pool.give(browser).await;
                 }
                 return Err(e);
             }
         };
         let result = self
-            .drive_on(entry, control, tab.clone(), snapshot, recorder)
+            .drive_on(entry, control, tab.clone(), snapshot, recorder, agent)
             .await;
         // Disposes the context: its pages, cookies, storage, cache and
         // service workers. (Dropped without this, after a panic, the
@@ -403,10 +422,30 @@ impl RunManager {
         let lost = browser.is_disconnected()
             || matches!(&result, Err(LumenError::BrowserDisconnected { .. }))
             || matches!(&result, Ok(r) if r.error.as_ref().is_some_and(|e| e.code == lumen::ErrorCode::BrowserDisconnected));
-        if !lost {
+        if !pooled {
+            // Someone else's browser: only the connection is ours.
+            drop(browser);
+        } else if !lost {
             self.pool.give(browser).await;
         }
         result
+    }
+
+    /// The agent options of a persisted run: its options with the record's
+    /// settled values (model, budget, mode) and the secrets kept in memory.
+    fn run_agent_options(&self, entry: &RunEntry) -> lumen::Result<lumen::AgentOptions> {
+        let info = lock(&entry.info).clone();
+        let mut options = info.options.clone();
+        options.model = Some(info.model.clone());
+        options.max_steps = Some(info.max_steps);
+        options.system_prompt = info.system_prompt.clone();
+        options.secrets = lock(&entry.secrets).clone();
+        self.agent_options(&options).map_err(|e| {
+            LumenError::config(
+                e.field.clone().unwrap_or_else(|| "options".into()),
+                e.message,
+            )
+        })
     }
 
     async fn drive_on(
@@ -416,9 +455,15 @@ impl RunManager {
         tab: Arc<CdpTab>,
         snapshot: Option<SerializedHistory>,
         recorder: Recorder,
+        agent: lumen::AgentOptions,
     ) -> lumen::Result<RunResult> {
         let info = lock(&entry.info).clone();
-        let adapter = lumen::models::create_adapter(&info.model, self.options.adapter.clone())?;
+        let adapter_options = agent.adapter_options();
+        let adapter = lumen::models::create_adapter(&agent.model, adapter_options.clone())?;
+        let planner = match &agent.planner_model {
+            Some(m) => Some(lumen::models::create_adapter(m, adapter_options)?),
+            None => None,
+        };
         // The run's policy, narrowed again under today's operator policy
         // (the operator may have tightened it since the run was created).
         let policy = self
@@ -454,11 +499,9 @@ impl RunManager {
             }
         }
         let options = SessionOptions {
-            max_steps: info.max_steps,
             policy,
-            system_prompt: info.system_prompt.clone(),
             recorders: vec![recorder],
-            ..SessionOptions::default()
+            ..agent.session
         };
         let tab: Arc<dyn BrowserTab> = tab;
         let mut session = match snapshot {
@@ -466,6 +509,7 @@ impl RunManager {
             None => Session::new(tab, adapter, options)?,
         };
         session.set_control(control.clone());
+        session.set_planner(planner);
         session.save_after_each_step(entry.dir.session());
         let mode = match info.mode {
             Mode::Plan => RunMode::Plan,

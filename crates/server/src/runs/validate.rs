@@ -1,7 +1,10 @@
 //! Request bodies: `POST /v1/runs` and the control calls' optional bodies,
 //! validated into typed values or refused with a 4xx naming the field.
 
+use std::path::Path;
+
 use lumen::safety::{PolicyConfig, PolicyErrorKind, SessionPolicy};
+use lumen::{LumenError, OptionError, PathSetting, RunMode, RunOptions};
 use serde_json::{Map, Value};
 
 use super::{RunManager, policy_denied};
@@ -19,18 +22,10 @@ pub(super) struct NewRun {
     pub(super) attempts: u32,
     pub(super) policy: PolicyConfig,
     pub(super) system_prompt: Option<String>,
+    /// Every option as the request gave it (secret values included: the
+    /// caller keeps them in memory only).
+    pub(super) options: RunOptions,
 }
-
-const CREATE_FIELDS: &[&str] = &[
-    "instruction",
-    "startUrl",
-    "model",
-    "maxSteps",
-    "mode",
-    "attempts",
-    "policy",
-    "systemPrompt",
-];
 
 /// The object fields of `body`, refusing anything else and unknown fields.
 fn object<'a>(body: &'a Value, known: &[&str]) -> Result<&'a Map<String, Value>, ApiError> {
@@ -57,27 +52,6 @@ pub(super) fn opt_string(
     }
 }
 
-fn opt_u32(
-    obj: &Map<String, Value>,
-    field: &str,
-    min: u32,
-    max: u32,
-) -> Result<Option<u32>, ApiError> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .filter(|n| (min as u64..=max as u64).contains(n))
-            .map(|n| Some(n as u32))
-            .ok_or_else(|| {
-                ApiError::invalid_field(
-                    field,
-                    format!("`{field}` must be an integer from {min} to {max}"),
-                )
-            }),
-    }
-}
-
 /// Parses an optional body of a control request (`{"reason"}`, `{"text"}`).
 pub(super) fn control_body(body: &[u8], known: &[&str]) -> Result<Map<String, Value>, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -88,42 +62,208 @@ pub(super) fn control_body(body: &[u8], known: &[&str]) -> Result<Map<String, Va
     object(&value, known).cloned()
 }
 
+/// A [`LumenError::Config`] from checking or applying options as a 400
+/// naming the option.
+pub(super) fn option_error(e: &LumenError) -> ApiError {
+    match e {
+        LumenError::Config { setting, message } => {
+            ApiError::invalid_field(setting, message.clone())
+        }
+        other => ApiError::invalid_field("options", other.to_string()),
+    }
+}
+
+/// The operator's place for a folder option: `true` is `root`, a plain
+/// relative path a subfolder of it (which must resolve inside it, symlinks
+/// followed; `create`d when missing), `false` off. Without a root the
+/// option cannot be turned on.
+pub(super) fn confine(
+    field: &str,
+    setting: &PathSetting,
+    root: Option<&Path>,
+    create: bool,
+) -> Result<PathSetting, ApiError> {
+    let root = match (setting, root) {
+        (PathSetting::Off, _) => return Ok(PathSetting::Off),
+        (_, None) => {
+            return Err(policy_denied(
+                field,
+                format!(
+                    "`{field}` is not available: the operator has not set up a folder for it \
+                     (see `lumen serve --help`)"
+                ),
+            ));
+        }
+        (_, Some(root)) => root,
+    };
+    let wanted = match setting {
+        PathSetting::Path(p) if !lumen::is_plain_subpath(p) => {
+            return Err(policy_denied(
+                field,
+                format!(
+                    "`{field}` may only be true or a relative subfolder of the operator's \
+                     folder (no absolute path, no `..`)"
+                ),
+            ));
+        }
+        PathSetting::Path(p) => root.join(p),
+        _ => root.to_path_buf(),
+    };
+    if create && let Err(e) = std::fs::create_dir_all(&wanted) {
+        return Err(ApiError::internal(format!(
+            "`{field}`: the folder cannot be created: {e}"
+        )));
+    }
+    let (Ok(real_root), Ok(real)) = (root.canonicalize(), wanted.canonicalize()) else {
+        return Err(ApiError::invalid_field(
+            field,
+            format!("`{field}`: no such folder under the operator's folder"),
+        ));
+    };
+    if !real.starts_with(&real_root) || !real.is_dir() {
+        return Err(policy_denied(
+            field,
+            format!("`{field}` must stay inside the operator's folder"),
+        ));
+    }
+    Ok(PathSetting::Path(real))
+}
+
 impl RunManager {
+    /// The options of a run as the engine takes them: the folder switches
+    /// resolved to the operator's folders (and refused where the operator
+    /// allows none), endpoints refused unless the operator allowed them.
+    pub(super) fn operator_options(&self, mut o: RunOptions) -> Result<RunOptions, ApiError> {
+        let ops = &self.options;
+        if o.cdp_url.is_some() && !ops.allow_cdp_url {
+            return Err(policy_denied(
+                "cdpUrl",
+                "this server does not attach runs to other browsers (`lumen serve --allow-cdp-url`)",
+            ));
+        }
+        if o.browserbase == Some(true) && !ops.allow_browserbase {
+            return Err(policy_denied(
+                "browserbase",
+                "this server does not run tasks in Browserbase (`lumen serve --allow-browserbase`)",
+            ));
+        }
+        if let Some(w) = &o.workflows {
+            o.workflows = Some(match (w, &ops.workflows_file) {
+                (PathSetting::Off, _) => PathSetting::Off,
+                (PathSetting::On, Some(file)) => PathSetting::Path(file.clone()),
+                (PathSetting::On, None) => {
+                    return Err(policy_denied(
+                        "workflows",
+                        "`workflows` is not available: the operator has set no workflow file \
+                         (`lumen serve --workflows FILE`)",
+                    ));
+                }
+                (PathSetting::Path(_), _) => {
+                    return Err(policy_denied(
+                        "workflows",
+                        "a request may only switch `workflows` on or off (the file is the operator's)",
+                    ));
+                }
+            });
+        }
+        if let Some(d) = &o.upload_dir {
+            o.upload_dir = Some(confine("uploadDir", d, ops.upload_root.as_deref(), false)?);
+        }
+        if let Some(d) = &o.download_dir {
+            o.download_dir = Some(confine(
+                "downloadDir",
+                d,
+                ops.download_root.as_deref(),
+                true,
+            )?);
+        }
+        if let Some(d) = &o.cache {
+            o.cache = Some(confine("cache", d, ops.cache_root.as_deref(), true)?);
+        }
+        Ok(o)
+    }
+
+    /// The agent options of a run: the operator's adapter settings, then
+    /// the run's options (folders and endpoints resolved by
+    /// [`operator_options`](Self::operator_options)). The policy is set by
+    /// the caller (the operator's, narrowed).
+    pub(super) fn agent_options(
+        &self,
+        options: &RunOptions,
+    ) -> Result<lumen::AgentOptions, ApiError> {
+        let mut resolved = self.operator_options(options.clone())?;
+        resolved.policy = None;
+        let model = resolved
+            .model
+            .clone()
+            .unwrap_or_else(|| self.options.default_model.clone());
+        let mut agent = lumen::AgentOptions::new(model);
+        agent.adapter = self.options.adapter.clone();
+        agent.browser = lumen::BrowserSource::Local(self.options.launch.clone());
+        resolved.apply(&mut agent).map_err(|e| option_error(&e))?;
+        Ok(agent)
+    }
+
     pub(super) async fn validate(&self, body: &Value) -> Result<NewRun, ApiError> {
-        let obj = object(body, CREATE_FIELDS)?;
-        let instruction = opt_string(obj, "instruction")?
-            .ok_or_else(|| ApiError::missing_field("instruction"))?;
+        let mut obj = body
+            .as_object()
+            .ok_or_else(|| ApiError::invalid_json("the body must be a JSON object"))?
+            .clone();
+        let instruction = match obj.remove("instruction") {
+            None | Some(Value::Null) => return Err(ApiError::missing_field("instruction")),
+            Some(Value::String(s)) => s,
+            Some(_) => {
+                return Err(ApiError::invalid_field(
+                    "instruction",
+                    "`instruction` must be a string",
+                ));
+            }
+        };
         if instruction.trim().is_empty() {
             return Err(ApiError::invalid_field(
                 "instruction",
                 "`instruction` must not be empty",
             ));
         }
-        let start_url = opt_string(obj, "startUrl")?;
-        let model = opt_string(obj, "model")?.unwrap_or_else(|| self.options.default_model.clone());
-        if let Err(e) = lumen::models::create_adapter(&model, self.options.adapter.clone()) {
-            return Err(ApiError::invalid_field("model", e.to_string()));
-        }
-        let max_steps = opt_u32(obj, "maxSteps", 1, self.options.max_steps_limit)?
-            .unwrap_or(self.options.default_max_steps);
-        let mode = match opt_string(obj, "mode")?.as_deref() {
-            None | Some("agent") => Mode::Agent,
-            Some("plan") => Mode::Plan,
-            Some("exec") => Mode::Exec,
-            Some(_) => {
-                return Err(ApiError::invalid_field(
-                    "mode",
-                    "`mode` must be \"agent\", \"plan\" or \"exec\"",
-                ));
+        // `null` means "not given", as for every optional field.
+        obj.retain(|_, v| !v.is_null());
+        let options = RunOptions::from_json_object(&obj).map_err(|e| match e {
+            OptionError::Unknown(k) => ApiError::unknown_field(&k),
+            OptionError::Invalid(k, why) => ApiError::invalid_field(&k, format!("`{k}`: {why}")),
+        })?;
+        options.check().map_err(|e| option_error(&e))?;
+        let model = options
+            .model
+            .clone()
+            .unwrap_or_else(|| self.options.default_model.clone());
+        for (field, m) in [
+            ("model", Some(&model)),
+            ("plannerModel", options.planner_model.as_ref()),
+            ("verifierModel", options.verifier_model.as_ref()),
+        ] {
+            if let Some(m) = m
+                && let Err(e) = lumen::models::create_adapter(m, self.options.adapter.clone())
+            {
+                return Err(ApiError::invalid_field(field, e.to_string()));
             }
-        };
-        let attempts = opt_u32(obj, "attempts", 1, 10)?.unwrap_or(1);
-        let requested = match obj.get("policy") {
-            None | Some(Value::Null) => PolicyConfig::default(),
-            Some(v) => serde_json::from_value::<PolicyConfig>(v.clone())
-                .map_err(|e| ApiError::invalid_field("policy", format!("invalid policy: {e}")))?,
+        }
+        let max_steps = options.max_steps.unwrap_or(self.options.default_max_steps);
+        if max_steps > self.options.max_steps_limit {
+            return Err(ApiError::invalid_field(
+                "maxSteps",
+                format!(
+                    "`maxSteps` must be an integer from 1 to {}",
+                    self.options.max_steps_limit
+                ),
+            ));
+        }
+        let (mode, attempts) = match options.run_mode() {
+            RunMode::Agent => (Mode::Agent, 1),
+            RunMode::Plan => (Mode::Plan, 1),
+            RunMode::Exec { attempts } => (Mode::Exec, attempts),
         };
         // The run gets the operator policy, narrowed by the request's.
+        let requested = options.policy.clone().unwrap_or_default();
         let policy = self
             .operator_policy()
             .narrowed_by(&requested)
@@ -133,18 +273,23 @@ impl RunManager {
             })?;
         let session_policy = SessionPolicy::new(&policy)
             .map_err(|e| ApiError::invalid_field("policy", e.to_string()))?;
-        if let Some(u) = &start_url {
+        if let Some(u) = &options.start_url {
             Self::judge_url(&session_policy, "startUrl", u).await?;
         }
+        // The operator's rules on folders and endpoints, and whether the
+        // engine takes the options (a workflow file that cannot be read, a
+        // verifier model without a key…), before the run is accepted.
+        self.agent_options(&options)?;
         Ok(NewRun {
             instruction,
-            start_url,
+            start_url: options.start_url.clone(),
             model,
             max_steps,
             mode,
             attempts,
             policy,
-            system_prompt: opt_string(obj, "systemPrompt")?,
+            system_prompt: options.system_prompt.clone(),
+            options,
         })
     }
 }

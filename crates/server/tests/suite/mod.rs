@@ -20,6 +20,7 @@ mod ipc;
 mod isolation;
 mod mcp;
 mod modes;
+mod options;
 mod policy;
 mod properties;
 mod streams;
