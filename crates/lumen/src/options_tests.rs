@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 
 fn from(v: Value) -> std::result::Result<RunOptions, OptionError> {
     RunOptions::from_json_object(v.as_object().unwrap())

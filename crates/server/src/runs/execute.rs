@@ -438,7 +438,7 @@ impl RunManager {
         let mut options = info.options.clone();
         options.model = Some(info.model.clone());
         options.max_steps = Some(info.max_steps);
-        options.system_prompt = info.system_prompt.clone();
+        options.system_prompt = info.system_prompt;
         options.secrets = lock(&entry.secrets).clone();
         self.agent_options(&options).map_err(|e| {
             LumenError::config(

@@ -71,7 +71,7 @@ async fn refused(c: &Client, body: Value) -> (u16, String, String) {
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    assert!(status >= 400 && status < 500, "{body} → {status} {answer}");
+    assert!((400..500).contains(&status), "{body} → {status} {answer}");
     (status, code, field)
 }
 
