@@ -93,11 +93,11 @@ pub(crate) struct ServeArgs {
     /// The workflow-memory file a request's `workflows: true` uses.
     #[arg(long = "workflows", value_name = "FILE")]
     pub(crate) workflows_file: Option<PathBuf>,
-    /// Let a request attach its run to another browser with `cdpUrl` (an
-    /// endpoint this machine connects to: allow it only for trusted
-    /// clients).
-    #[arg(long)]
-    pub(crate) allow_cdp_url: bool,
+    /// A browser a request may attach its run to with `cdpUrl`
+    /// (repeatable; `ws://…` or `http://host:port`, matched exactly). Any
+    /// other endpoint is refused: this machine would connect to it.
+    #[arg(long = "allow-cdp-url", value_name = "URL")]
+    pub(crate) allowed_cdp_urls: Vec<String>,
     /// Let a request run in Browserbase (`browserbase: true`) with this
     /// server's BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID.
     #[arg(long)]

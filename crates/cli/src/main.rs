@@ -133,7 +133,7 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.download_root = args.download_root.clone();
     o.cache_root = args.cache_root.clone();
     o.workflows_file = args.workflows_file.clone();
-    o.allow_cdp_url = args.allow_cdp_url;
+    o.allowed_cdp_urls = args.allowed_cdp_urls.clone();
     o.allow_browserbase = args.allow_browserbase;
     // The operator policy starts closed; the policy options open it.
     o.policy = config::policy_from(

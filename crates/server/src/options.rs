@@ -78,9 +78,11 @@ pub struct ServeOptions {
     /// The workflow-memory file (`workflows: true`); `None`: a request
     /// cannot turn workflow memory on. A request never names the file.
     pub workflows_file: Option<PathBuf>,
-    /// Whether a request may attach its run to a browser by `cdpUrl`
-    /// (off by default: the URL is an endpoint the server connects to).
-    pub allow_cdp_url: bool,
+    /// The browsers a request may attach its run to by `cdpUrl`, exactly
+    /// as listed (a trailing `/` aside). Empty by default: the URL is an
+    /// endpoint this machine connects to, so a client never picks one the
+    /// operator has not named.
+    pub allowed_cdp_urls: Vec<String>,
     /// Whether a request may run in Browserbase (`browserbase: true`) with
     /// the operator's `BROWSERBASE_API_KEY` (off by default).
     pub allow_browserbase: bool,
@@ -131,7 +133,7 @@ impl Default for ServeOptions {
             download_root: None,
             cache_root: None,
             workflows_file: None,
-            allow_cdp_url: false,
+            allowed_cdp_urls: Vec::new(),
             allow_browserbase: false,
             test_hooks: TestHooks::default(),
         }

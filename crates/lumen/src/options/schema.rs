@@ -96,7 +96,7 @@ pub(super) const SCHEMA: &[(&str, SchemaFn)] = &[
     ),
     (
         "cdpUrl",
-        || json!({"type": "string", "description": "Attach to a running browser (ws:// or http://host:port); servers need --allow-cdp-url."}),
+        || json!({"type": "string", "description": "Attach to a running browser (ws:// or http://host:port); a server accepts only the endpoints its operator listed with --allow-cdp-url."}),
     ),
     (
         "browserbase",

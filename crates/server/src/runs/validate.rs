@@ -135,11 +135,21 @@ impl RunManager {
     /// allows none), endpoints refused unless the operator allowed them.
     pub(super) fn operator_options(&self, mut o: RunOptions) -> Result<RunOptions, ApiError> {
         let ops = &self.options;
-        if o.cdp_url.is_some() && !ops.allow_cdp_url {
-            return Err(policy_denied(
-                "cdpUrl",
-                "this server does not attach runs to other browsers (`lumen serve --allow-cdp-url`)",
-            ));
+        if let Some(url) = &o.cdp_url {
+            let same = |a: &str| a.trim_end_matches('/') == url.trim_end_matches('/');
+            if ops.allowed_cdp_urls.is_empty() {
+                return Err(policy_denied(
+                    "cdpUrl",
+                    "this server does not attach runs to other browsers (`lumen serve \
+                     --allow-cdp-url URL` names the ones it may)",
+                ));
+            }
+            if !ops.allowed_cdp_urls.iter().any(|a| same(a)) {
+                return Err(policy_denied(
+                    "cdpUrl",
+                    "not one of the browsers this server may attach runs to",
+                ));
+            }
         }
         if o.browserbase == Some(true) && !ops.allow_browserbase {
             return Err(policy_denied(

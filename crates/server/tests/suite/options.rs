@@ -83,6 +83,8 @@ async fn options_a_client_may_not_choose_are_refused_by_name() {
     std::fs::create_dir_all(uploads.join("mine")).unwrap();
     let mut options = env.options();
     options.upload_root = Some(uploads.clone());
+    // One listed browser: any other endpoint is still refused.
+    options.allowed_cdp_urls = vec!["http://127.0.0.1:9/".into()];
     let server = Server::start(options).await.unwrap();
     let c = Client::new(server.local_addr());
     let with = |extra: Value| {
@@ -165,6 +167,12 @@ async fn options_a_client_may_not_choose_are_refused_by_name() {
         let got = refused(&c, with(extra.clone())).await;
         assert_eq!(got, (status, code.to_owned(), field.to_owned()), "{extra}");
     }
+    // The listed endpoint is accepted (the run then fails to attach:
+    // nothing listens there).
+    let (status, answer) = c
+        .post("/v1/runs", with(json!({"cdpUrl": "http://127.0.0.1:9"})))
+        .await;
+    assert!((200..300).contains(&status), "{status} {answer}");
     // A symlink out of the operator's folder is refused too.
     #[cfg(unix)]
     {
