@@ -81,23 +81,9 @@ pub(crate) struct FileConfig {
     options: RunOptions,
 }
 
-/// `maxSteps` → `max_steps`.
-fn snake(camel: &str) -> String {
-    let mut out = String::new();
-    for c in camel.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `maxSteps` → `--max-steps`.
 fn flag(camel: &str) -> String {
-    format!("--{}", snake(camel).replace('_', "-"))
+    format!("--{}", lumen::snake_case(camel).replace('_', "-"))
 }
 
 /// A run option's error as a configuration error naming its flag.
@@ -143,7 +129,7 @@ impl FileConfig {
                 cli.insert(key, value);
                 continue;
             }
-            match known.iter().find(|k| snake(k) == key) {
+            match known.iter().find(|k| lumen::snake_case(k) == key) {
                 Some(camel) => {
                     let value = serde_json::to_value(value).map_err(|e| format!("{key}: {e}"))?;
                     run.insert((*camel).to_owned(), value);
@@ -152,8 +138,8 @@ impl FileConfig {
             }
         }
         let options = RunOptions::from_json_object(&run).map_err(|e| match e {
-            OptionError::Unknown(k) => format!("unknown key `{}`", snake(&k)),
-            OptionError::Invalid(k, why) => format!("`{}`: {why}", snake(&k)),
+            OptionError::Unknown(k) => format!("unknown key `{}`", lumen::snake_case(&k)),
+            OptionError::Invalid(k, why) => format!("`{}`: {why}", lumen::snake_case(&k)),
         })?;
         let cli = cli
             .try_into::<CliKeys>()

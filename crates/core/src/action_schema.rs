@@ -469,6 +469,22 @@ pub const CATALOGUE: &[ActionSchema] = &[
     },
 ];
 
+/// A camelCase name in snake_case (`startX` → `start_x`). Our JSON names
+/// are camelCase (the catalogue's fields, the run options); a provider's
+/// function arguments and the CLI's TOML config spell them in snake_case.
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

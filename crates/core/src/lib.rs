@@ -62,7 +62,7 @@ pub use action::{
     Action, ActionCall, ActionCategory, Modifiers, MouseButton, SafetyCheck, ScrollDirection,
     ScrollUnit, TerminateStatus,
 };
-pub use action_schema::{ActionSchema, CATALOGUE, FieldKind, FieldSchema};
+pub use action_schema::{ActionSchema, CATALOGUE, FieldKind, FieldSchema, snake_case};
 pub use browser::{
     BrowserTab, BufferedLines, ClickOptions, FormField, Screenshot, ScreenshotOptions,
     ScrollOffset, SettleOptions, SettleReport,

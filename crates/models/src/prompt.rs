@@ -76,20 +76,6 @@ impl Arg {
     }
 }
 
-/// `startX` → `start_x`.
-fn snake_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 2);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// An offer as `(name, description, JSON Schema of the arguments)`:
 /// snake_case argument names, coordinates as numbers in `unit` (said in
 /// their description), open objects with `additionalProperties`.
@@ -104,7 +90,7 @@ pub(crate) fn function_tool(
     let mut required = Vec::new();
     for arg in offer.args {
         let field = action.field(arg.field)?;
-        let name = snake_case(field.name);
+        let name = lumen_core::snake_case(field.name);
         let (min, max) = arg.bounds.unwrap_or((field.min, field.max));
         let note = arg.note.unwrap_or(field.description);
         let bounded = |mut schema: Value, min_key: &str, max_key: &str| {
