@@ -19,7 +19,10 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Run a task in a browser with a model.
-    Run(Box<RunArgs>),
+    Run(Box<RunCmd>),
+    /// Continue a run saved in a trace folder (its `session.json`) from its
+    /// last completed step, into a new trace folder.
+    Resume(Box<ResumeArgs>),
     /// The offline demo: a fixture site, a scripted mock model and real
     /// Chromium. Needs no network and no API key.
     Demo(DemoArgs),
@@ -161,10 +164,34 @@ pub(crate) struct OutputArgs {
 
 /// `lumen run`.
 #[derive(Debug, Args)]
-pub(crate) struct RunArgs {
+pub(crate) struct RunCmd {
     /// The task, in plain words.
     pub(crate) instruction: String,
-    /// The page to start on.
+    /// The run's options.
+    #[command(flatten)]
+    pub(crate) options: RunArgs,
+}
+
+/// `lumen resume`.
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The trace folder of the run to continue, or the `session.json` in
+    /// it.
+    pub(crate) path: PathBuf,
+    /// The task from here on (default: the saved run's task; required only
+    /// when the folder names none).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) instruction: Option<String>,
+    /// The run's options: each one given overrides the saved run's.
+    #[command(flatten)]
+    pub(crate) options: RunArgs,
+}
+
+/// The options of `lumen run` and `lumen resume` (every one optional, so a
+/// config file or a saved run can supply it).
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The page to start on (`resume`: instead of the page the run was on).
     #[arg(long, value_name = "URL")]
     pub(crate) url: Option<String>,
     /// The model: `anthropic/…`, `openai/…`, `google/…`, or a model name

@@ -223,18 +223,31 @@ impl RunConfig {
         args: &RunArgs,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, CliError> {
+        Self::resolve_over(&RunOptions::default(), None, args, env)
+    }
+
+    /// [`resolve`](Self::resolve) over a saved run's options and base URL
+    /// (`lumen resume`): the config file over them, the flags over both.
+    pub(crate) fn resolve_over(
+        saved: &RunOptions,
+        saved_base_url: Option<String>,
+        args: &RunArgs,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, CliError> {
         let file = match &args.config {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
         let FileConfig { cli, options } = file;
-        let mut options = options.overlaid_with(&flag_options(args)?);
+        let mut options = saved
+            .overlaid_with(&options)
+            .overlaid_with(&flag_options(args)?);
         let model = options
             .model
             .clone()
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned());
         options.model = Some(model.clone());
-        let base_url = args.base_url.clone().or(cli.base_url);
+        let base_url = args.base_url.clone().or(cli.base_url).or(saved_base_url);
         check_model(&model, base_url.as_deref(), &env)?;
         for m in [&options.planner_model, &options.verifier_model]
             .into_iter()
@@ -493,7 +506,7 @@ mod tests {
         let mut argv = vec!["lumen", "run", "a task"];
         argv.extend_from_slice(extra);
         match crate::args::Cli::try_parse_from(argv).unwrap().command {
-            crate::args::Command::Run(args) => *args,
+            crate::args::Command::Run(args) => args.options,
             other => panic!("not a run: {other:?}"),
         }
     }
@@ -675,7 +688,7 @@ mod option_flags {
         else {
             panic!("not a run")
         };
-        RunConfig::resolve(&args, |name| {
+        RunConfig::resolve(&args.options, |name| {
             (name == "ANTHROPIC_API_KEY").then(|| "k".to_owned())
         })
     }

@@ -210,6 +210,8 @@ pub(crate) async fn run(args: DemoArgs) -> Result<Finished, CliError> {
         trace_dir: args.output.trace_dir.clone(),
         output: args.output,
         cdp_url: None,
+        saved: None,
+        resume: None,
     })
     .await?;
     drop(site);

@@ -6,6 +6,9 @@
 //!   progress, Ctrl-C cancellation and a trace folder (`events.jsonl`,
 //!   screenshots, `session.json`, `report.html`, `run.gif`).
 //!
+//! - `lumen resume <trace>`: continues a run saved in a trace folder from
+//!   its last completed step, into a new trace folder.
+//!
 //! - `lumen replay <trace>`: re-runs a trace without the model, stopping
 //!   with a report where the page no longer looks as recorded.
 //!
@@ -30,6 +33,7 @@ mod exit;
 mod pricing;
 mod progress;
 mod replay;
+mod resume;
 mod runner;
 
 use std::process::ExitCode;
@@ -40,7 +44,7 @@ use lumen::{AgentOptions, BrowserSource};
 // The trace folder and its report: the run-folder crate.
 use lumen_trace::{self as trace, TraceError, timeline};
 
-use crate::args::{Cli, Command, RunArgs, ServeArgs};
+use crate::args::{Cli, Command, RunArgs, RunCmd, ServeArgs};
 use crate::config::RunConfig;
 use crate::exit::CliError;
 use crate::runner::Job;
@@ -51,7 +55,8 @@ fn main() -> ExitCode {
     // asks for them; otherwise no subscriber is built at all (a direct
     // browser command pays for every microsecond). docs/logging.md.
     let verbose = match &cli.command {
-        Command::Run(a) => a.output.verbose,
+        Command::Run(a) => a.options.output.verbose,
+        Command::Resume(a) => a.options.output.verbose,
         Command::Demo(a) => a.output.verbose,
         _ => 0,
     };
@@ -79,7 +84,8 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         match cli.command {
-            Command::Run(args) => run(*args).await,
+            Command::Run(cmd) => run(*cmd).await,
+            Command::Resume(args) => resume::run(*args).await,
             Command::Replay(args) => replay::run(args).await,
             Command::Browser(args) => direct::run(args).await,
             Command::Demo(args) => demo::run(args).await.map(|f| {
@@ -165,8 +171,22 @@ fn served(result: Result<(), lumen_server::ServeError>) -> Result<u8, CliError> 
 }
 
 /// `lumen run`.
-async fn run(args: RunArgs) -> Result<u8, CliError> {
-    let config = RunConfig::resolve(&args, |name| std::env::var(name).ok())?;
+async fn run(cmd: RunCmd) -> Result<u8, CliError> {
+    let config = RunConfig::resolve(&cmd.options, |name| std::env::var(name).ok())?;
+    let start_url = config.options.start_url.clone();
+    launch(&cmd.options, config, cmd.instruction, start_url, None).await
+}
+
+/// Runs `instruction` with the resolved `config`, from `start_url`
+/// (continuing `resume` when given): the one path of `lumen run` and
+/// `lumen resume`. The trace gets the run's `options.json`.
+async fn launch(
+    args: &RunArgs,
+    config: RunConfig,
+    instruction: String,
+    start_url: Option<String>,
+    resume: Option<lumen::memory::SerializedHistory>,
+) -> Result<u8, CliError> {
     let mut options = AgentOptions::new(config.model.clone());
     options.adapter.base_url = config.base_url.clone();
     if let BrowserSource::Local(launch) = &mut options.browser {
@@ -181,14 +201,17 @@ async fn run(args: RunArgs) -> Result<u8, CliError> {
     lumen::models::create_adapter(&options.model, options.adapter_options())
         .map_err(|e| CliError::from_setup(&e, None))?;
     let mode = config.options.run_mode();
+    let saved = resume::SavedRun::of(&config, &instruction);
     let finished = runner::execute(Job {
         options,
-        instruction: args.instruction.clone(),
-        start_url: config.options.start_url.clone(),
+        instruction,
+        start_url,
         mode,
         output: args.output.clone(),
         trace_dir: config.trace_dir.clone(),
         cdp_url: config.options.cdp_url.clone(),
+        saved: Some(saved),
+        resume,
     })
     .await?;
     Ok(finished.code)

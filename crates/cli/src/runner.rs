@@ -4,12 +4,14 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use lumen::memory::SerializedHistory;
 use lumen::safety::Secrets;
 use lumen::{Agent, AgentOptions, RunMode, RunResult, RunStatus};
 
 use crate::args::OutputArgs;
 use crate::exit::{self, CliError};
 use crate::progress::{Progress, Style};
+use crate::resume::SavedRun;
 use crate::trace::{self, Trace};
 
 /// One run to execute.
@@ -24,6 +26,11 @@ pub(crate) struct Job {
     pub(crate) trace_dir: Option<PathBuf>,
     /// For error messages about attaching.
     pub(crate) cdp_url: Option<String>,
+    /// What the run was asked to do, written to the trace's `options.json`
+    /// so `lumen resume` can continue it (`None`: not written).
+    pub(crate) saved: Option<SavedRun>,
+    /// The snapshot a resumed run continues from.
+    pub(crate) resume: Option<SerializedHistory>,
 }
 
 /// What a finished run left behind.
@@ -45,6 +52,8 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
         output,
         trace_dir,
         cdp_url,
+        saved,
+        resume,
     } = job;
     let default_dir = trace_dir.is_none();
     let dir = trace_dir.unwrap_or_else(|| trace::default_dir(&instruction));
@@ -58,10 +67,25 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
         secrets.clone(),
     )
     .verbose(output.verbose > 0);
+    if let Some(saved) = &saved
+        && let Err(e) = saved.write(&trace.dir().join(trace::OPTIONS), &secrets)
+    {
+        progress.say(&format!(
+            "warning: the run's options could not be saved: {e}"
+        ));
+    }
     options.session.recorders.extend(trace.recorders()?);
     options.session.recorders.push(progress.recorder());
 
-    let mut agent = Agent::new(options);
+    let mut agent = match resume {
+        Some(snapshot) => Agent::resume(snapshot, options),
+        None => Agent::new(options),
+    };
+    // A run killed mid-way can be resumed from its last completed step (a
+    // plan-only run takes no step: there is nothing to resume).
+    if mode != RunMode::Plan {
+        agent.save_after_each_step(trace.dir().join(trace::SESSION));
+    }
     let control = agent.control();
     let watcher = {
         let progress = progress.clone();

@@ -200,6 +200,8 @@ pub struct Agent {
     connected: Option<Connected>,
     session: Option<Session>,
     resume_from: Option<SerializedHistory>,
+    /// Where every session saves its snapshot after each completed step.
+    autosave: Option<std::path::PathBuf>,
     control: RunControl,
 }
 
@@ -220,6 +222,7 @@ impl Agent {
             connected: None,
             session: None,
             resume_from: None,
+            autosave: None,
             control: RunControl::new(),
         }
     }
@@ -230,6 +233,18 @@ impl Agent {
             resume_from: Some(snapshot),
             ..Self::new(options)
         }
+    }
+
+    /// Saves the run's snapshot to `path` after every completed step of
+    /// this agent's runs ([`Session::save_after_each_step`]), so a process
+    /// killed mid-run can be resumed from its last completed step with
+    /// [`Agent::resume`] (`lumen resume` does).
+    pub fn save_after_each_step(&mut self, path: impl Into<std::path::PathBuf>) {
+        let path = path.into();
+        if let Some(session) = &mut self.session {
+            session.save_after_each_step(path.clone());
+        }
+        self.autosave = Some(path);
     }
 
     /// Cancel, pause/resume, stop and guidance for the current run. The same
@@ -348,6 +363,9 @@ impl Agent {
         )?;
         session.set_control(self.control.clone());
         session.set_planner(planner.clone());
+        if let Some(path) = &self.autosave {
+            session.save_after_each_step(path.clone());
+        }
         Ok(session)
     }
 

@@ -8,6 +8,8 @@
 //!   named by [`screenshot_name`];
 //! - [`SESSION`] (`session.json`): the serialized session (resumable;
 //!   secrets scrubbed);
+//! - [`OPTIONS`] (`options.json`): what the run was asked to do (task,
+//!   model, run options without secret values), for `lumen resume`;
 //! - [`RESULT`] (`result.json`): how the run ended;
 //! - [`REPORT`] (`report.html`): a self-contained report (opens offline);
 //! - [`GIF`] (`run.gif`): the screenshots with the actions drawn on them.
@@ -25,6 +27,8 @@ pub const REPORT: &str = "report.html";
 pub const GIF: &str = "run.gif";
 /// The serialized session.
 pub const SESSION: &str = "session.json";
+/// The run's task, model and options (no secret values).
+pub const OPTIONS: &str = "options.json";
 /// The run's result without its history.
 pub const RESULT: &str = "result.json";
 /// The folder of screenshot files.

@@ -48,6 +48,6 @@ pub mod timeline;
 pub use atomic::{sync_dir, write_atomic};
 pub use folder::{Pricing, RenderOptions, Rendered, Trace, TraceError, render};
 pub use layout::{
-    EVENTS, GIF, REPORT, RESULT, SCREENSHOTS, SESSION, default_dir, screenshot_name, slug,
+    EVENTS, GIF, OPTIONS, REPORT, RESULT, SCREENSHOTS, SESSION, default_dir, screenshot_name, slug,
 };
 pub use recorder::{ScreenshotFiles, jsonl_recorder};

@@ -11,5 +11,6 @@ mod policy;
 mod replay;
 mod replay_options;
 mod report;
+mod resume;
 mod run;
 mod serve;
