@@ -47,6 +47,7 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v1/runs/{id}/pause", post(pause_run))
         .route("/v1/runs/{id}/resume", post(resume_run))
         .route("/v1/runs/{id}/message", post(message_run))
+        .route("/v1/runs/{id}/tasks", post(add_task))
         .route("/v1/runs/{id}/events", get(run_events))
         .route("/v1/runs/{id}/trace", get(run_trace))
         .route("/v1/runs/{id}/steps/{n}/screenshot", get(step_screenshot))
@@ -188,6 +189,18 @@ async fn resume_run(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     Ok(Json(s.runs.resume(&id).await?).into_response())
+}
+
+async fn add_task(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(s.runs.add_task(&id, &body).await?),
+    )
+        .into_response())
 }
 
 async fn message_run(

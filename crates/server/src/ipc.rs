@@ -18,6 +18,7 @@
 //! | `cancel` | `{runId, reason?}` | the run |
 //! | `pause` / `resume` | `{runId}` | the run |
 //! | `message` | `{runId, text}` | `{delivery}` |
+//! | `add_task` | `{runId, instruction}` | `{id, task, queued}`, as `POST /v1/runs/{id}/tasks` |
 //! | `subscribe` | `{runId, after?}` | `{"subscribed": runId}` |
 //! | `trace` | `{runId}` | as `GET /v1/runs/{id}/trace` |
 //! | `shutdown` | | `{}`, then runs are interrupted and the process ends |
@@ -161,6 +162,10 @@ async fn handle(
         "resume" => to_value(runs.resume(&run_id(params)?).await?),
         "message" => {
             runs.message(&run_id(params)?, &body_without_id(params))
+                .await
+        }
+        "add_task" => {
+            runs.add_task(&run_id(params)?, &body_without_id(params))
                 .await
         }
         "subscribe" => {

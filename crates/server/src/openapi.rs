@@ -117,6 +117,10 @@ pub(crate) fn document() -> Value {
                         "pendingMessages": {"type": "array", "items": {"type": "string"}},
                         "undeliveredMessages": {"type": "array", "items": {"type": "string"}},
                         "resumes": {"type": "integer"},
+                        "tasks": {"type": "array", "items": {"type": "string"}, "description": "Follow-on tasks in the order given (POST /v1/runs/{id}/tasks)"},
+                        "taskIndex": {"type": "integer", "description": "The task running or last run: 0 the instruction, n tasks[n-1]"},
+                        "taskResults": task_results_schema(),
+                        "taskSeq": {"type": "integer", "description": "The event seq the running follow-on task starts at"},
                         "createdAtMs": {"type": "integer"},
                         "startedAtMs": {"type": "integer"},
                         "endedAtMs": {"type": "integer"}
@@ -198,6 +202,7 @@ pub(crate) fn document() -> Value {
                 ("202", json!({"description": "Accepted: {id, delivery: next_step | on_resume}"})),
                 &[("400", "Invalid body"), ("409", "The run has ended; the message was not delivered")],
             )},
+            "/v1/runs/{id}/tasks": {"post": add_task_operation()},
             "/v1/runs/{id}/events": {"get": {
                 "summary": "Server-sent events of the run (id = seq; resume with Last-Event-ID or ?after=)",
                 "parameters": [
@@ -226,6 +231,46 @@ pub(crate) fn document() -> Value {
             }}
         }
     })
+}
+
+/// `Run.taskResults`.
+fn task_results_schema() -> Value {
+    json!({
+        "type": "array",
+        "description": "On runs given follow-on tasks: how each finished task ended, in order; the run's result is the last one's",
+        "items": {
+            "type": "object",
+            "required": ["instruction", "status", "steps"],
+            "properties": {
+                "instruction": {"type": "string"},
+                "status": {"type": "string", "enum": ["success", "failure", "maxSteps", "budgetExceeded"]},
+                "result": {"type": "string"},
+                "steps": {"type": "integer"},
+                "usage": {"type": "object"}
+            }
+        }
+    })
+}
+
+/// `POST /v1/runs/{id}/tasks`.
+fn add_task_operation() -> Value {
+    control(
+        "Queue a follow-on task: run after the current task succeeds, in the same browser, with a fresh history and step budget and the task state carried over (an interrupted run runs it after resuming). A task that does not succeed ends the run; the tasks after it are not run and stay listed",
+        Some(
+            json!({"type": "object", "required": ["instruction"], "properties": {"instruction": {"type": "string"}}}),
+        ),
+        (
+            "202",
+            json!({"description": "Queued: {id, task: its index (1 is the first follow-on; taskIndex reaches it when it runs), queued: how many tasks wait before it runs, itself included}"}),
+        ),
+        &[
+            ("400", "Invalid body (the field is named)"),
+            (
+                "409",
+                "The run has ended, is ending or is being cancelled (run_ended); the task was not added",
+            ),
+        ],
+    )
 }
 
 #[cfg(test)]

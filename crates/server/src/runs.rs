@@ -30,6 +30,7 @@ use crate::options::ServeOptions;
 use crate::store::{self, RunDir, RunInfo, RunState};
 
 mod execute;
+mod tasks;
 mod validate;
 
 use execute::BrowserPool;
@@ -81,6 +82,9 @@ pub struct RunEntry {
     saving: Mutex<()>,
     /// The request's secret values: in memory only, never persisted.
     secrets: Mutex<Option<lumen::SecretValues>>,
+    /// Set (under the `info` lock) when the execution decided to end: no
+    /// follow-on task is taken any more ([`tasks`]).
+    tasks_closed: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -97,6 +101,7 @@ impl RunEntry {
             task: Mutex::new(None),
             saving: Mutex::new(()),
             secrets: Mutex::new(None),
+            tasks_closed: AtomicBool::new(false),
         }
     }
 
@@ -161,7 +166,8 @@ impl RunEntry {
             StreamEvent::StepCompleted { step, usage, .. } => {
                 // Persisted by the execution's writer, off the loop.
                 let mut i = lock(&self.info);
-                i.steps_completed = i.steps_completed.max(*step + 1);
+                let (before, _) = tasks::finished_totals(&i);
+                i.steps_completed = i.steps_completed.max(before + *step + 1);
                 i.usage += *usage;
             }
             _ => {}
@@ -409,6 +415,10 @@ impl RunManager {
             resumes: 0,
             options: new.options,
             secret_names,
+            tasks: Vec::new(),
+            task_index: 0,
+            task_results: Vec::new(),
+            task_seq: 0,
         };
         let entry = Arc::new(RunEntry::new(
             RunDir::new(&self.options.data_dir, &id),
@@ -545,6 +555,7 @@ impl RunManager {
                 RunState::Interrupted => {
                     self.reserve()?;
                     *lock(&entry.control) = RunControl::new();
+                    entry.tasks_closed.store(false, Ordering::SeqCst);
                     info.status = RunState::Queued;
                     info.resumes += 1;
                     info.cancel_reason = None;

@@ -164,10 +164,49 @@ pub struct RunInfo {
     /// only, never written: a run resumed after a server restart has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_names: Vec<String>,
+    /// Follow-on tasks (`POST /v1/runs/{id}/tasks`), in the order given,
+    /// each run after the one before it succeeded, in the same browser.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<String>,
+    /// The task running (or to run on resume): 0 the `instruction`, n
+    /// `tasks[n-1]`.
+    #[serde(default)]
+    pub task_index: u32,
+    /// The outcome of every finished task of a run given follow-on tasks,
+    /// in order (`taskResults[n]` is task n's); the run's own `result` is
+    /// the last one's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_results: Vec<TaskResult>,
+    /// The `seq` the running follow-on task's events start at: a resumed
+    /// run keeps every event before it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub task_seq: u64,
+}
+
+/// How one task of a run ended (see [`RunInfo::task_results`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskResult {
+    /// The task.
+    pub instruction: String,
+    /// The loop's status (`success`, `failure`, `maxSteps`…).
+    pub status: lumen::RunStatus,
+    /// The answer or failure reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Steps the task took.
+    pub steps: u32,
+    /// Tokens the task used.
+    #[serde(default)]
+    pub usage: TokenUsage,
 }
 
 fn is_default(o: &RunOptions) -> bool {
     *o == RunOptions::default()
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whether `id` is a well-formed run id (letters, digits, `-`, `_`; at most
@@ -383,16 +422,24 @@ pub fn read_events(path: &Path, after: Option<u64>) -> std::io::Result<EventLog>
 /// `step_completed` of the last snapshotted step (a step in flight when the
 /// run stopped, the interrupted run's end, a torn last line) are dropped,
 /// because the resumed run does that step again. Lines before it are kept
-/// byte for byte, unreadable ones included. Returns the `seq` the resumed
-/// execution continues from (one past the last event kept).
-pub fn reconcile_events(path: &Path, steps: u32) -> std::io::Result<u64> {
+/// byte for byte, unreadable ones included. Events before `floor` (the
+/// start of the running follow-on task, whose snapshot counts only its
+/// own steps) are always kept. Returns the `seq` the resumed execution
+/// continues from (one past the last event kept).
+pub fn reconcile_events(path: &Path, steps: u32, floor: u64) -> std::io::Result<u64> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e),
     };
-    let (mut keep, mut next) = (0, 0);
+    let (mut keep, mut next) = (0, floor);
     for (end, event) in log_lines(&bytes) {
+        if let Some(e) = &event
+            && e.seq < floor
+        {
+            keep = end;
+            continue;
+        }
         if steps > 0
             && let Some(e) = &event
             && matches!(e.event, StreamEvent::StepCompleted { step, .. } if step + 1 == steps)
@@ -493,13 +540,39 @@ mod tests {
             1,
             "the torn line"
         );
-        assert_eq!(reconcile_events(&path, 2).unwrap(), 4);
+        assert_eq!(reconcile_events(&path, 2, 0).unwrap(), 4);
         let kept = read_events(&path, None).unwrap().events;
         assert_eq!(kept.last().unwrap().event, completed(1));
         // A log whose last step finished after the snapshot was taken keeps
         // only what the snapshot holds.
-        assert_eq!(reconcile_events(&path, 1).unwrap(), 2);
-        assert_eq!(reconcile_events(&path, 0).unwrap(), 0);
+        assert_eq!(reconcile_events(&path, 1, 0).unwrap(), 2);
+        assert_eq!(reconcile_events(&path, 0, 0).unwrap(), 0);
+    }
+
+    #[test]
+    fn reconcile_keeps_the_finished_tasks_before_the_floor() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        // Task 0 took steps 0 and 1; the follow-on task (from seq 4) is on
+        // its own step 0, then 1.
+        let lines = [
+            event(0, started(0)),
+            event(1, completed(0)),
+            event(2, started(1)),
+            event(3, completed(1)),
+            event(4, started(0)),
+            event(5, completed(0)),
+            event(6, started(1)),
+        ];
+        std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
+        // The follow-on task's snapshot holds its step 0.
+        assert_eq!(reconcile_events(&path, 1, 4).unwrap(), 6);
+        assert_eq!(read_events(&path, None).unwrap().events.len(), 6);
+        // Interrupted before its first step: task 0's events stay whole.
+        assert_eq!(reconcile_events(&path, 0, 4).unwrap(), 4);
+        let kept = read_events(&path, None).unwrap().events;
+        assert_eq!(kept.len(), 4);
+        assert_eq!(kept.last().unwrap().event, completed(1));
     }
 
     #[test]
@@ -527,10 +600,10 @@ mod tests {
         assert_eq!(read_events(&path, Some(1)).unwrap().events.len(), 2);
         // Resuming after step 1 keeps everything, the corrupt lines byte
         // for byte, and continues from the last event's seq.
-        assert_eq!(reconcile_events(&path, 2).unwrap(), 6);
+        assert_eq!(reconcile_events(&path, 2, 0).unwrap(), 6);
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
         // Cutting back to step 0 drops what follows it only.
-        assert_eq!(reconcile_events(&path, 1).unwrap(), 2);
+        assert_eq!(reconcile_events(&path, 1, 0).unwrap(), 2);
         assert_eq!(read_events(&path, None).unwrap().events.len(), 2);
     }
 

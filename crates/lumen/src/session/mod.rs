@@ -261,13 +261,22 @@ impl Session {
     /// Starts a follow-on task in the same browser with a fresh history and
     /// step budget (the task state carries over).
     pub async fn add_task(&mut self, instruction: &str) -> RunResult {
+        self.begin_task();
+        self.run(instruction).await
+    }
+
+    /// What [`add_task`](Self::add_task) does before it runs: a fresh
+    /// history and step budget, the task state carried over. Lets a caller
+    /// snapshot the task boundary ([`save`](Self::save)) or run the next
+    /// task in a mode ([`run_mode`](Self::run_mode)), as the server does
+    /// for a run's follow-on tasks.
+    pub fn begin_task(&mut self) {
         let state = self.run.state.clone();
         self.run = RunState::resume(
             HistoryManager::new(self.perception.config().history),
             state,
             self.perception.config(),
         );
-        self.run(instruction).await
     }
 
     /// Sets a plan shown in every step's prompt (from a planner pass).

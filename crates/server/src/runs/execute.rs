@@ -30,7 +30,7 @@ use lumen::{
 };
 use tokio::sync::broadcast;
 
-use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread};
+use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread, tasks};
 use crate::store::{self, Mode, RunState};
 
 /// Browsers kept for reuse between runs (at most one per slot). Each run
@@ -330,12 +330,16 @@ impl RunManager {
                         RunState::Failed
                     }
                 };
-                i.steps_completed = result.steps;
-                i.usage = result.usage;
+                // Earlier tasks' steps and tokens count too (`tasks.rs`).
+                let (steps, mut usage) = tasks::finished_totals(&i);
+                usage += result.usage;
+                i.steps_completed = steps + result.steps;
+                i.usage = usage;
                 i.error = result.error.clone();
                 if result.status == RunStatus::Cancelled {
                     i.cancel_reason = reason;
                 } else {
+                    tasks::record_task(&mut i, &result);
                     i.result = result.result.clone();
                     i.outcome = Some(result.status);
                 }
@@ -343,6 +347,9 @@ impl RunManager {
                 saved_result = Some(result);
             }
         }
+        // Terminal runs refuse tasks by their status; an interrupted one
+        // takes them again.
+        entry.tasks_closed.store(false, Ordering::SeqCst);
         if i.status != RunState::Interrupted {
             i.ended_at_ms = Some(now_ms());
         } else {
@@ -366,7 +373,8 @@ impl RunManager {
         writer: &mut Option<Writer>,
     ) -> lumen::Result<RunResult> {
         let dir = entry.dir.clone();
-        let prepared = tokio::task::spawn_blocking(move || prepare(&dir, resume))
+        let floor = lock(&entry.info).task_seq;
+        let prepared = tokio::task::spawn_blocking(move || prepare(&dir, resume, floor))
             .await
             .map_err(|e| LumenError::config("data dir", e.to_string()))??;
         let (snapshot, offset, log) = prepared;
@@ -375,7 +383,7 @@ impl RunManager {
             control.inject_guidance(m);
         }
         let w = writer.insert(Writer::start(entry.clone(), log, offset, self.hub.clone()));
-        let recorder = w.recorder(entry.clone(), self.options.test_hooks.panic_at_step);
+        let w = &*w;
         let agent = self.run_agent_options(entry)?;
         let (source, tab_options) = match &agent.browser {
             lumen::BrowserSource::Local(l) => (None, l.tab.clone()),
@@ -413,7 +421,7 @@ impl RunManager {
             }
         };
         let result = self
-            .drive_on(entry, control, tab.clone(), snapshot, recorder, agent)
+            .drive_on(entry, control, tab.clone(), snapshot, w, agent)
             .await;
         // Disposes the context: its pages, cookies, storage, cache and
         // service workers. (Dropped without this, after a panic, the
@@ -450,13 +458,14 @@ impl RunManager {
 
     async fn drive_on(
         &self,
-        entry: &RunEntry,
+        entry: &Arc<RunEntry>,
         control: &RunControl,
         tab: Arc<CdpTab>,
         snapshot: Option<SerializedHistory>,
-        recorder: Recorder,
+        writer: &Writer,
         agent: lumen::AgentOptions,
     ) -> lumen::Result<RunResult> {
+        let recorder = writer.recorder(entry.clone(), self.options.test_hooks.panic_at_step);
         let info = lock(&entry.info).clone();
         let adapter_options = agent.adapter_options();
         let adapter = lumen::models::create_adapter(&agent.model, adapter_options.clone())?;
@@ -518,9 +527,23 @@ impl RunManager {
                 attempts: info.attempts,
             },
         };
-        session
-            .run_mode(&info.instruction, url.as_deref(), mode)
-            .await
+        let instruction = tasks::current_instruction(&info);
+        let mut result = session.run_mode(&instruction, url.as_deref(), mode).await;
+        // The follow-on tasks, each in the same session once the one before
+        // it succeeded (`tasks.rs`). The boundary is saved first, so a run
+        // interrupted in the next task resumes that task with the state.
+        while let Ok(done) = &result
+            && let Some(next) =
+                entry.next_task(control, done, writer.next_seq.load(Ordering::SeqCst))
+        {
+            session.begin_task();
+            if let Err(e) = session.save(&entry.dir.session(), false) {
+                tracing::warn!(run = %entry.id, "the session snapshot could not be saved: {e}");
+            }
+            entry.persist().await;
+            result = session.run_mode(&next, None, mode).await;
+        }
+        result
     }
 }
 
@@ -531,6 +554,7 @@ impl RunManager {
 fn prepare(
     dir: &store::RunDir,
     resume: bool,
+    floor: u64,
 ) -> lumen::Result<(Option<SerializedHistory>, u64, Recorder)> {
     let io = |e: std::io::Error| LumenError::config("data dir", e.to_string());
     let snapshot = match resume && dir.session().is_file() {
@@ -539,8 +563,12 @@ fn prepare(
     };
     let events = dir.events();
     let offset = if resume {
-        store::reconcile_events(&events, snapshot.as_ref().map_or(0, |s| s.step_count))
-            .map_err(io)?
+        store::reconcile_events(
+            &events,
+            snapshot.as_ref().map_or(0, |s| s.step_count),
+            floor,
+        )
+        .map_err(io)?
     } else {
         store::write_atomic(&events, b"").map_err(io)?;
         0

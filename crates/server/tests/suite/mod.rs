@@ -24,6 +24,7 @@ mod options;
 mod policy;
 mod properties;
 mod streams;
+mod tasks;
 
 pub(crate) const MODEL: &str = "compatible/qwen2.5-vl";
 

@@ -1,0 +1,298 @@
+//! Follow-on tasks (`POST /v1/runs/{id}/tasks`, IPC `add_task`): run in
+//! the same browser after the task before them succeeded, every answer
+//! kept. Real Chromium, the real server, the mock provider.
+
+use std::time::Duration;
+
+use lumen_server::Server;
+use lumen_test_support::mock_provider::Route;
+use lumen_test_support::mock_provider::script::chat_turn;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+
+use super::{Client, Env};
+
+impl Env {
+    /// A `goto` to the fixture site's `page` (a navigation the next task
+    /// can only see if it runs in the same browser).
+    fn goto(&self, page: &str) {
+        self.mock.push(
+            Route::ChatCompletions,
+            chat_turn(
+                &[("g", "goto", json!({"url": self.site.url(page)}))],
+                None,
+                100,
+            ),
+        );
+    }
+
+    fn fail(&self, reason: &str) {
+        self.mock.push(
+            Route::ChatCompletions,
+            chat_turn(
+                &[(
+                    "d",
+                    "task_complete",
+                    json!({"result": reason, "status": "failure"}),
+                )],
+                None,
+                100,
+            ),
+        );
+    }
+}
+
+/// The URL of each `step_started` event, with its step, in log order.
+fn step_urls(events: &[Value]) -> Vec<(u64, String)> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "step_started")
+        .map(|e| {
+            (
+                e["step"].as_u64().unwrap(),
+                e["url"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_follow_on_task_runs_in_the_same_browser_and_every_answer_is_kept() {
+    let env = Env::new().await;
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    // Task 0 leaves the start page for page 2; task 1 answers at once.
+    env.goto("links/page2.html");
+    env.done("one");
+    env.done("two");
+    let id = c
+        .create(json!({"instruction": "Open page 2", "startUrl": env.counter(), "maxSteps": 4}))
+        .await;
+    // Paused before its first step, so the task is queued while the run
+    // has not ended, whatever the timing.
+    let (status, _) = c.post(&format!("/v1/runs/{id}/pause"), json!({})).await;
+    assert_eq!(status, 200);
+    let path = format!("/v1/runs/{id}/tasks");
+
+    // Bad bodies name the field and queue nothing.
+    for (body, code, field) in [
+        (json!({"instruction": "  "}), "invalid_field", "instruction"),
+        (json!({"instruction": 3}), "invalid_field", "instruction"),
+        (json!({}), "missing_field", "instruction"),
+        (
+            json!({"instruction": "x", "task": "y"}),
+            "unknown_field",
+            "task",
+        ),
+    ] {
+        let (status, err) = c.post(&path, body.clone()).await;
+        assert_eq!(status, 400, "{body}: {err}");
+        assert_eq!(err["error"]["code"], code, "{body}");
+        assert_eq!(err["error"]["field"], field, "{body}");
+    }
+    let (status, err) = c.post_raw(&path, "[1]".into()).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (400, Some("invalid_json"))
+    );
+    let (status, err) = c
+        .post("/v1/runs/run_nope/tasks", json!({"instruction": "x"}))
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+
+    let (status, queued) = c
+        .post(&path, json!({"instruction": "Say what page this is"}))
+        .await;
+    assert_eq!(status, 202, "{queued}");
+    assert_eq!(queued, json!({"id": id, "task": 1, "queued": 1}));
+    let run = c.run(&id).await;
+    assert_eq!(run["tasks"], json!(["Say what page this is"]));
+    assert_eq!(run["taskIndex"], 0);
+
+    let (status, _) = c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200);
+    let run = c.wait_status(&id, "completed").await;
+    // The run's answer is the last task's; each task's is kept.
+    assert_eq!(run["result"], "two", "{run}");
+    assert_eq!(run["outcome"], "success");
+    assert_eq!(run["taskIndex"], 1);
+    assert_eq!(run["stepsCompleted"], 3, "both tasks' steps count");
+    let results = run["taskResults"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{run}");
+    assert_eq!(results[0]["instruction"], "Open page 2");
+    assert_eq!(results[0]["result"], "one");
+    assert_eq!(results[0]["status"], "success");
+    assert_eq!(results[0]["steps"], 2);
+    assert_eq!(results[1]["instruction"], "Say what page this is");
+    assert_eq!(results[1]["result"], "two");
+    assert_eq!(results[1]["steps"], 1);
+
+    // One event log: each task's loop starts and ends in it, and the second
+    // task starts on the page the first left (a fresh browser would show
+    // about:blank or the start URL).
+    let events: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "run_started").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "done").count(),
+        2,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last(), Some(&"done"));
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "one numbering"
+    );
+    let page2 = env.site.url("links/page2.html");
+    assert_eq!(
+        step_urls(&events),
+        vec![(0, env.counter()), (1, page2.clone()), (0, page2.clone())]
+    );
+    let second = events
+        .iter()
+        .rposition(|e| e["type"] == "run_started")
+        .unwrap();
+    assert_eq!(events[second]["instruction"], "Say what page this is");
+    // The model's third request (task 1's only step) is the new task, on
+    // page 2, without the first task's history.
+    let bodies: Vec<String> = env
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies[2].contains("Say what page this is"));
+    assert!(bodies[2].contains("links/page2.html"));
+    assert!(!bodies[2].contains("Open page 2"), "a fresh history");
+
+    // An ended run takes no task.
+    let (status, err) = c.post(&path, json!({"instruction": "late"})).await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("run_ended"))
+    );
+    assert_eq!(c.run(&id).await["tasks"].as_array().unwrap().len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_task_that_fails_ends_the_run_and_the_rest_stay_listed_not_run() {
+    let env = Env::new().await;
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.fail("no such button");
+    let id = c
+        .create(
+            json!({"instruction": "Find the red button", "startUrl": env.counter(), "maxSteps": 3}),
+        )
+        .await;
+    c.post(&format!("/v1/runs/{id}/pause"), json!({})).await;
+    let path = format!("/v1/runs/{id}/tasks");
+    for (n, task) in ["then this", "and this"].iter().enumerate() {
+        let (status, queued) = c.post(&path, json!({"instruction": task})).await;
+        assert_eq!(status, 202);
+        assert_eq!(queued["task"], n + 1);
+        assert_eq!(queued["queued"], n + 1);
+    }
+    c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    let run = c.wait_status(&id, "failed").await;
+    assert_eq!(run["result"], "no such button");
+    assert_eq!(run["taskIndex"], 0);
+    assert_eq!(run["tasks"], json!(["then this", "and this"]));
+    let results = run["taskResults"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    assert_eq!(results[0]["status"], "failure");
+    assert_eq!(env.requests(), 1, "the follow-on tasks never ran");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn ipc_add_task_queues_a_follow_on_task() {
+    let env = Env::new().await;
+    env.click();
+    env.done("clicked");
+    env.done("still here");
+    let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, client_out) = tokio::io::duplex(1 << 16);
+    let service = tokio::spawn(lumen_server::ipc(env.options(), server_in, server_out));
+    let mut lines = BufReader::new(client_out).lines();
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(90), lines.next_line())
+            .await
+            .expect("ipc went quiet")
+            .unwrap()
+            .expect("ipc closed");
+        serde_json::from_str(&line).unwrap()
+    };
+    let mut send = async |v: Value| {
+        client_in
+            .write_all(format!("{v}\n").as_bytes())
+            .await
+            .unwrap();
+    };
+    send(json!({"id": 1, "method": "create", "params": {
+        "instruction": "Click", "startUrl": env.counter(), "maxSteps": 3
+    }}))
+    .await;
+    let created = next().await;
+    let run_id = created["result"]["id"].as_str().unwrap().to_string();
+    for r in [
+        json!({"id": 2, "method": "pause", "params": {"runId": run_id}}),
+        json!({"id": 3, "method": "add_task", "params": {"runId": run_id, "instruction": "Check the count"}}),
+        json!({"id": 4, "method": "add_task", "params": {"runId": run_id, "instruction": ""}}),
+        json!({"id": 5, "method": "add_task", "params": {"instruction": "x"}}),
+        json!({"id": 6, "method": "resume", "params": {"runId": run_id}}),
+        json!({"id": 7, "method": "subscribe", "params": {"runId": run_id}}),
+    ] {
+        send(r).await;
+    }
+    assert_eq!(next().await["result"]["status"], "paused");
+    let added = next().await;
+    assert_eq!(added["id"], 3);
+    assert_eq!(
+        added["result"],
+        json!({"id": run_id, "task": 1, "queued": 1})
+    );
+    let empty = next().await;
+    assert_eq!(empty["error"]["field"], "instruction");
+    assert_eq!(next().await["error"]["field"], "runId");
+    assert_eq!(next().await["id"], 6);
+    let mut done = Vec::new();
+    loop {
+        let m = next().await;
+        if m["ended"] == true {
+            break;
+        }
+        if m["event"]["type"] == "done" {
+            done.push(m["event"]["result"].clone());
+        }
+    }
+    assert_eq!(done, vec![json!("clicked"), json!("still here")]);
+    send(json!({"id": 8, "method": "get", "params": {"runId": run_id}})).await;
+    let run = next().await["result"].clone();
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["result"], "still here");
+    assert_eq!(run["taskResults"].as_array().unwrap().len(), 2);
+    send(
+        json!({"id": 9, "method": "add_task", "params": {"runId": run_id, "instruction": "late"}}),
+    )
+    .await;
+    assert_eq!(next().await["error"]["code"], "run_ended");
+    drop(client_in);
+    service.await.unwrap().unwrap();
+}
