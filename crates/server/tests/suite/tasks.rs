@@ -296,3 +296,84 @@ async fn ipc_add_task_queues_a_follow_on_task() {
     drop(client_in);
     service.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_run_interrupted_in_a_follow_on_task_resumes_it_then_runs_the_rest() {
+    let env = Env::new().await;
+    env.click();
+    env.done("one");
+    env.stall();
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let id = c
+        .create(json!({"instruction": "Click once", "startUrl": env.counter(), "maxSteps": 4}))
+        .await;
+    c.post(&format!("/v1/runs/{id}/pause"), json!({})).await;
+    let path = format!("/v1/runs/{id}/tasks");
+    let (status, _) = c.post(&path, json!({"instruction": "Now report"})).await;
+    assert_eq!(status, 202);
+    c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    // The follow-on task's first step is in flight (the model stalls) when
+    // the server goes down: no step of it is completed.
+    c.wait(&id, "task 1's first step in flight", |r| {
+        r["taskIndex"] == 1 && env.requests() == 3
+    })
+    .await;
+    server.shutdown().await;
+
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let run = c.run(&id).await;
+    assert_eq!(run["status"], "interrupted");
+    assert_eq!(run["taskIndex"], 1);
+    // An interrupted run still takes tasks: they run after the resume.
+    let (status, queued) = c.post(&path, json!({"instruction": "And stop"})).await;
+    assert_eq!(status, 202, "{queued}");
+    // Task 2, next after task 1 (which is still to finish).
+    assert_eq!(
+        (queued["task"].as_u64(), queued["queued"].as_u64()),
+        (Some(2), Some(1))
+    );
+    env.done("two");
+    env.done("three");
+    let (status, _) = c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200);
+    let run = c.wait_status(&id, "completed").await;
+    assert_eq!(run["result"], "three", "{run}");
+    assert_eq!(run["taskIndex"], 2);
+    let answers: Vec<&Value> = run["taskResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["result"])
+        .collect();
+    assert_eq!(answers, [&json!("one"), &json!("two"), &json!("three")]);
+    assert_eq!(run["stepsCompleted"], 4);
+
+    // Task 0's events survive the resume of task 1 (its snapshot holds no
+    // step): one numbering, every answer's `done` logged once.
+    let events: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "done")
+        .map(|e| &e["result"])
+        .collect();
+    assert_eq!(done, [&json!("one"), &json!("two"), &json!("three")]);
+    let steps: Vec<u64> = step_urls(&events).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(steps, vec![0, 1, 0, 0]);
+    // The resumed task is task 1 on the page task 0 left, without task 0's
+    // history.
+    let requests = env.mock.requests();
+    let resumed = requests[3].body.to_string();
+    assert!(resumed.contains("Now report"), "{resumed}");
+    assert!(!resumed.contains("Click once"), "{resumed}");
+    assert!(requests[4].body.to_string().contains("And stop"));
+    server.shutdown().await;
+}
