@@ -172,8 +172,8 @@ enum BrowserCommand {
         /// Wait until the URL contains this.
         #[arg(long)]
         url: Option<String>,
-        /// Give up after this many milliseconds.
-        #[arg(long, default_value_t = 10_000)]
+        /// Give up after this many milliseconds (at most a day).
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_MS))]
         timeout: u64,
         /// Wait until the page reaches this load state: `load`,
         /// `domcontentloaded` or `networkidle` (also `wait load STATE`).
@@ -193,8 +193,8 @@ enum BrowserCommand {
         /// Where to save it (default: the current folder).
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// Give up after this many milliseconds.
-        #[arg(long, default_value_t = 30_000)]
+        /// Give up after this many milliseconds (at most a day).
+        #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT_MS))]
         timeout: u64,
     },
     /// What the page logged to its console (its current document).
@@ -286,6 +286,10 @@ struct SavedRefs {
     nodes: Vec<(u32, i64)>,
 }
 
+/// The longest `--timeout` a command takes (a day, in milliseconds): a
+/// deadline further out would overflow the clock.
+const MAX_TIMEOUT_MS: u64 = 86_400_000;
+
 /// The deadline of each CDP call (and of the load after a navigation).
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -326,11 +330,15 @@ fn save(session: &str, state: &State) -> Result<(), CliError> {
     let fail = |e: &dyn std::fmt::Display| {
         CliError::failure(format!("cannot write {}: {e}", path.display()))
     };
+    // The state holds the DevTools endpoint, extra headers (tokens) and
+    // mock bodies: the folder is the user's alone (0700), the file 0600.
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+        keeper::private_dir(dir)?;
     }
     let text = serde_json::to_string(state).map_err(|e| fail(&e))?;
-    lumen_trace::write_atomic(&path, text.as_bytes()).map_err(|e| fail(&e))
+    lumen_trace::write_atomic(&path, text.as_bytes()).map_err(|e| fail(&e))?;
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|e| fail(&e))
 }
 
 fn forget(session: &str, state: Option<&State>) {

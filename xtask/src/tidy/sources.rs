@@ -76,7 +76,12 @@ pub(crate) const SINGLE: &[Single] = &[
     },
     Single {
         what: "a run-folder file name (use the constants of lumen_trace::layout)",
-        needles: &["\"events.jsonl\"", "\"report.html\"", "\"run.gif\"", "\"options.json\""],
+        needles: &[
+            "\"events.jsonl\"",
+            "\"report.html\"",
+            "\"run.gif\"",
+            "\"options.json\"",
+        ],
         home: "crates/trace/src/layout.rs",
     },
 ];

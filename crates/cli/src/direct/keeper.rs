@@ -205,7 +205,7 @@ pub(super) fn end(session: &str, state: Option<&State>) {
 }
 
 /// Creates `dir` readable by its owner only (and makes it so if it exists).
-fn private_dir(dir: &std::path::Path) -> Result<(), CliError> {
+pub(super) fn private_dir(dir: &std::path::Path) -> Result<(), CliError> {
     let fail =
         |e: std::io::Error| CliError::failure(format!("cannot create {}: {e}", dir.display()));
     std::fs::DirBuilder::new()

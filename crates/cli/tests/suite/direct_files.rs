@@ -242,6 +242,14 @@ async fn two_named_sessions_work_side_by_side() {
         .await;
     s.ok(&["--session", "b", "open", &s.site.url("scroll.html")])
         .await;
+    // The state (DevTools endpoint, headers, mock bodies) is the user's
+    // alone.
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(s.state.path()), 0o700);
+        assert_eq!(mode(&s.state.path().join("a.json")), 0o600);
+    }
     // Interleaved: each session sees its own page and its own refs.
     let name = s.ok(&["--session", "a", "--json", "snapshot", "-i"]).await;
     assert!(name.contains("Name"), "{name}");
