@@ -77,6 +77,15 @@ pub(super) fn option_error(e: &LumenError) -> ApiError {
 /// relative path a subfolder of it (which must resolve inside it, symlinks
 /// followed; `create`d when missing), `false` off. Without a root the
 /// option cannot be turned on.
+///
+/// Containment is checked before anything is created: the request's path
+/// must be plain (no absolute path, no `..`: 403), and every part of it
+/// that exists already is resolved (symlinks followed) and must stay
+/// inside the operator's resolved folder (403), so a symlink out never
+/// gets a folder created behind it. Only then are the missing parts
+/// created, one level at a time. A folder the request names that cannot
+/// be created (a file in the way, no permission) is a 400 naming the
+/// field; only the operator's own folder failing is a 500.
 pub(super) fn confine(
     field: &str,
     setting: &PathSetting,
@@ -96,7 +105,7 @@ pub(super) fn confine(
         }
         (_, Some(root)) => root,
     };
-    let wanted = match setting {
+    let relative = match setting {
         PathSetting::Path(p) if !lumen::is_plain_subpath(p) => {
             return Err(policy_denied(
                 field,
@@ -106,27 +115,96 @@ pub(super) fn confine(
                 ),
             ));
         }
-        PathSetting::Path(p) => root.join(p),
-        _ => root.to_path_buf(),
+        PathSetting::Path(p) => Some(p.as_path()),
+        _ => None,
     };
-    if create && let Err(e) = std::fs::create_dir_all(&wanted) {
+    // The operator's folder: created when the option creates folders
+    // (downloads, the cache), then resolved. Its failures are the
+    // operator's, not the request's.
+    if create
+        && !root.exists()
+        && let Err(e) = std::fs::create_dir_all(root)
+    {
         return Err(ApiError::internal(format!(
-            "`{field}`: the folder cannot be created: {e}"
+            "`{field}`: the operator's folder cannot be created: {e}"
         )));
     }
-    let (Ok(real_root), Ok(real)) = (root.canonicalize(), wanted.canonicalize()) else {
-        return Err(ApiError::invalid_field(
-            field,
-            format!("`{field}`: no such folder under the operator's folder"),
-        ));
-    };
-    if !real.starts_with(&real_root) || !real.is_dir() {
-        return Err(policy_denied(
+    let real_root = root.canonicalize().map_err(|e| {
+        ApiError::internal(format!(
+            "`{field}`: the operator's folder cannot be opened: {e}"
+        ))
+    })?;
+    let outside = || {
+        policy_denied(
             field,
             format!("`{field}` must stay inside the operator's folder"),
-        ));
+        )
+    };
+    let mut real = real_root.clone();
+    for part in relative.into_iter().flat_map(Path::components) {
+        let std::path::Component::Normal(name) = part else {
+            continue; // `.`: plain paths hold nothing else
+        };
+        let next = real.join(name);
+        match next.canonicalize() {
+            Ok(resolved) if resolved.starts_with(&real_root) => {
+                if !resolved.is_dir() {
+                    return Err(ApiError::invalid_field(
+                        field,
+                        format!("`{field}`: {} is not a folder", shown(&real_root, &next)),
+                    ));
+                }
+                real = resolved;
+            }
+            Ok(_) => return Err(outside()),
+            // A symlink whose target is missing leads somewhere that cannot
+            // be checked: nothing is created through it.
+            Err(_) if next.is_symlink() => return Err(outside()),
+            Err(e) if next.symlink_metadata().is_ok() => {
+                return Err(ApiError::invalid_field(
+                    field,
+                    format!(
+                        "`{field}`: {} cannot be opened: {e}",
+                        shown(&real_root, &next)
+                    ),
+                ));
+            }
+            Err(_) if !create => {
+                return Err(ApiError::invalid_field(
+                    field,
+                    format!("`{field}`: no such folder under the operator's folder"),
+                ));
+            }
+            Err(_) => {
+                if let Err(e) = std::fs::create_dir(&next)
+                    && e.kind() != std::io::ErrorKind::AlreadyExists
+                {
+                    return Err(ApiError::invalid_field(
+                        field,
+                        format!(
+                            "`{field}`: the folder {} cannot be created: {e}",
+                            shown(&real_root, &next)
+                        ),
+                    ));
+                }
+                // Resolved again: what was created (or raced into place)
+                // must still be inside.
+                match next.canonicalize() {
+                    Ok(resolved) if resolved.starts_with(&real_root) && resolved.is_dir() => {
+                        real = resolved;
+                    }
+                    _ => return Err(outside()),
+                }
+            }
+        }
     }
     Ok(PathSetting::Path(real))
+}
+
+/// `path` relative to the operator's `root`, for messages (the operator's
+/// own paths are not shown to clients).
+fn shown(root: &Path, path: &Path) -> String {
+    format!("`{}`", path.strip_prefix(root).unwrap_or(path).display())
 }
 
 impl RunManager {
@@ -301,5 +379,111 @@ impl RunManager {
             system_prompt: options.system_prompt.clone(),
             options,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn path(p: &str) -> PathSetting {
+        PathSetting::Path(PathBuf::from(p))
+    }
+
+    fn refused(r: Result<PathSetting, ApiError>) -> (u16, &'static str, String) {
+        let e = r.expect_err("refused");
+        (e.status.as_u16(), e.code, e.field.unwrap_or_default())
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn nothing_is_created_behind_a_symlink_out_of_the_operators_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("downloads");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("escape")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), root.join("dangling")).unwrap();
+        for wanted in ["escape/new", "escape/a/b", "escape", "dangling/new"] {
+            let got = refused(confine("downloadDir", &path(wanted), Some(&root), true));
+            assert_eq!(
+                got,
+                (403, "policy_denied", "downloadDir".into()),
+                "{wanted}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "a folder was created outside the operator's folder"
+        );
+        assert!(!dir.path().join("nowhere").exists());
+    }
+
+    #[test]
+    fn absolute_paths_and_dot_dot_are_refused_before_anything_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cache");
+        std::fs::create_dir_all(&root).unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        for wanted in [
+            "../elsewhere".to_string(),
+            "a/../../elsewhere".to_string(),
+            elsewhere.display().to_string(),
+        ] {
+            let got = refused(confine("cache", &path(&wanted), Some(&root), true));
+            assert_eq!(got, (403, "policy_denied", "cache".into()), "{wanted}");
+        }
+        assert!(!elsewhere.exists());
+        assert!(
+            !root.join("a").exists(),
+            "`a` was created before `..` was refused"
+        );
+    }
+
+    #[test]
+    fn a_folder_the_request_names_that_cannot_be_created_is_a_4xx_naming_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("downloads");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("file"), b"x").unwrap();
+        for wanted in ["file", "file/sub"] {
+            let got = refused(confine("downloadDir", &path(wanted), Some(&root), true));
+            assert_eq!(
+                got,
+                (400, "invalid_field", "downloadDir".into()),
+                "{wanted}"
+            );
+        }
+        // Uploads are never created: a missing one is named.
+        let got = refused(confine("uploadDir", &path("missing"), Some(&root), false));
+        assert_eq!(got, (400, "invalid_field", "uploadDir".into()));
+        assert!(!root.join("missing").exists());
+    }
+
+    #[test]
+    fn a_plain_subfolder_is_created_inside_and_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("downloads");
+        let got = confine("downloadDir", &path("./a/b"), Some(&root), true).unwrap();
+        let real = root.canonicalize().unwrap().join("a").join("b");
+        assert_eq!(got, PathSetting::Path(real.clone()));
+        assert!(real.is_dir());
+        // Again: it exists now.
+        assert_eq!(
+            confine("downloadDir", &path("a/b"), Some(&root), true).unwrap(),
+            PathSetting::Path(real)
+        );
+        assert_eq!(
+            confine("downloadDir", &PathSetting::On, Some(&root), true).unwrap(),
+            PathSetting::Path(root.canonicalize().unwrap())
+        );
+        assert_eq!(
+            refused(confine("cache", &PathSetting::On, None, true)),
+            (403, "policy_denied", "cache".into())
+        );
     }
 }
