@@ -139,6 +139,19 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "run_ended", message)
     }
 
+    /// 409 `task_limit`: the run already has `limit` follow-on tasks, the
+    /// most the server takes per run ([`crate::ServeOptions::max_tasks_per_run`]).
+    pub fn task_limit(run: &str, limit: usize) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "task_limit",
+            format!(
+                "run {run} already has {limit} follow-on tasks, the most this server takes per \
+                 run (max_tasks_per_run = {limit}); the task was not added: create a new run for it"
+            ),
+        )
+    }
+
     /// 429 `queue_full`.
     pub fn queue_full(limit: usize) -> Self {
         Self::new(

@@ -36,6 +36,11 @@ pub struct ServeOptions {
     pub default_max_steps: u32,
     /// The largest step budget a request may ask for.
     pub max_steps_limit: u32,
+    /// The most follow-on tasks one run takes (`POST /v1/runs/{id}/tasks`,
+    /// IPC `add_task`; 32 by default): each runs with a fresh step budget,
+    /// so without a cap one run could be kept going, and its record
+    /// growing, without end. More is 409 `task_limit` naming the cap.
+    pub max_tasks_per_run: usize,
     /// The operator policy: what every run, MCP's direct tools and resumed
     /// runs may reach at most; a request's `policy` may only narrow it
     /// ([`PolicyConfig::narrowed_by`]). By default
@@ -120,6 +125,7 @@ impl Default for ServeOptions {
             default_model: "anthropic/claude-sonnet-4-6".into(),
             default_max_steps: 30,
             max_steps_limit: 500,
+            max_tasks_per_run: 32,
             policy: PolicyConfig::operator_default(),
             adapter: AdapterOptions::default(),
             launch: LaunchOptions::default(),

@@ -97,8 +97,9 @@ impl RunManager {
     /// interrupted run runs it after resuming). Answers `{id, task,
     /// queued}`: the task's index (1 is the first follow-on) and how many
     /// tasks wait before it runs, itself included. A run that has ended, is
-    /// ending, or is being cancelled answers 409 `run_ended` and the task is
-    /// not taken.
+    /// ending, or is being cancelled answers 409 `run_ended`, and one that
+    /// already has [`max_tasks_per_run`](crate::ServeOptions::max_tasks_per_run)
+    /// tasks 409 `task_limit`; the task is not taken.
     pub async fn add_task(&self, id: &str, body: &[u8]) -> Result<Value, ApiError> {
         let entry = self.entry(id)?;
         let obj = control_body(body, &["instruction"])?;
@@ -123,6 +124,10 @@ impl RunManager {
                 return Err(ApiError::run_ended(format!(
                     "run {id} has ended ({state}); the task was not added"
                 )));
+            }
+            let limit = self.options.max_tasks_per_run;
+            if info.tasks.len() >= limit {
+                return Err(ApiError::task_limit(id, limit));
             }
             info.tasks.push(instruction);
             let task = info.tasks.len();

@@ -377,3 +377,31 @@ async fn a_run_interrupted_in_a_follow_on_task_resumes_it_then_runs_the_rest() {
     assert!(requests[4].body.to_string().contains("And stop"));
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_run_takes_at_most_the_operators_number_of_follow_on_tasks() {
+    let env = Env::new().await;
+    let mut options = env.options();
+    options.max_tasks_per_run = 2;
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.stall();
+    let id = c
+        .create(json!({"instruction": "Wait", "startUrl": env.counter(), "maxSteps": 2}))
+        .await;
+    let path = format!("/v1/runs/{id}/tasks");
+    for n in 1..=2 {
+        let (status, queued) = c
+            .post(&path, json!({"instruction": format!("task {n}")}))
+            .await;
+        assert_eq!(status, 202, "{queued}");
+    }
+    let (status, err) = c.post(&path, json!({"instruction": "one too many"})).await;
+    assert_eq!(status, 409, "{err}");
+    assert_eq!(err["error"]["code"], "task_limit");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.contains("max_tasks_per_run = 2"), "{message}");
+    assert_eq!(c.run(&id).await["tasks"], json!(["task 1", "task 2"]));
+    c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+    server.shutdown().await;
+}
