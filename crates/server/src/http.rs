@@ -387,12 +387,17 @@ async fn run_trace(
 /// event log.
 pub(crate) fn trace(entry: &RunEntry, log: &store::EventLog) -> Value {
     let events = &log.events;
-    let mut steps: BTreeMap<u32, Value> = BTreeMap::new();
+    let mut steps: BTreeMap<u64, Value> = BTreeMap::new();
+    let mut numbers = store::StepNumbers::default();
     let id = entry.id();
     for e in events {
-        let Some(n) = e.event.step() else { continue };
+        // Run-wide: the tasks of a run each number their steps from 0.
+        let Some(n) = numbers.number(&e.event) else {
+            continue;
+        };
+        let task_step = e.event.step().unwrap_or_default();
         let s = steps.entry(n).or_insert_with(|| {
-            json!({"step": n, "actions": [], "blocked": [], "screenshot": Value::Null, "completed": false})
+            json!({"step": n, "taskStep": task_step, "actions": [], "blocked": [], "screenshot": Value::Null, "completed": false})
         });
         match &e.event {
             StreamEvent::StepStarted { url, .. } => s["url"] = json!(url),
@@ -439,13 +444,20 @@ async fn step_screenshot(
     Path((id, n)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let entry = s.runs.entry(&id)?;
-    let step: u32 = n
+    let step: u64 = n
         .parse()
         .map_err(|_| ApiError::not_found(format!("no step {n:?}")))?;
-    let (path, mime) = entry
-        .dir()
-        .screenshot(step)
-        .ok_or_else(|| ApiError::not_found(format!("no screenshot for step {step}")))?;
+    // `n` is the run-wide step number (the trace's `step`), mapped to its
+    // file through the event log.
+    let dir = entry.dir().clone();
+    let found = crate::runs::off_thread(move || {
+        let log = store::read_events(&dir.events(), None)?;
+        Ok(dir.screenshot(&log.events, step))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the event log could not be read: {e}")))?;
+    let (path, mime) =
+        found.ok_or_else(|| ApiError::not_found(format!("no screenshot for step {step}")))?;
     let bytes = tokio::fs::read(&path)
         .await
         .map_err(|e| ApiError::internal(format!("the screenshot could not be read: {e}")))?;

@@ -111,6 +111,12 @@ pub struct TestHooks {
     pub follow_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     /// Called by each follower when it reaches the gate.
     pub follow_reached_gate: Option<std::sync::Arc<tokio::sync::Notify>>,
+    /// Executions wait for a permit here at each task boundary (a task
+    /// ended, before the decision to run the next one), so a test can land
+    /// a cancel or a shutdown exactly there.
+    pub task_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// Notified when an execution reaches the task gate.
+    pub task_gate_reached: Option<std::sync::Arc<tokio::sync::Notify>>,
 }
 
 impl Default for ServeOptions {

@@ -257,21 +257,29 @@ impl RunDir {
     pub fn screenshots(&self) -> PathBuf {
         self.dir.join(lumen_trace::SCREENSHOTS)
     }
-    /// The last screenshot of `step`, if saved, with its MIME type (files
-    /// are named by [`lumen_trace::screenshot_name`]).
-    pub fn screenshot(&self, step: u32) -> Option<(PathBuf, &'static str)> {
-        [("jpg", "image/jpeg"), ("png", "image/png")]
+    /// The screenshot of run-wide step `n` named by the event log
+    /// `events` ([`screenshot_of_step`]), with its MIME type; for a run
+    /// saved before the folder followed lumen-trace's layout, its
+    /// `screenshots/N.ext`.
+    pub fn screenshot(&self, events: &[RecordedEvent], n: u64) -> Option<(PathBuf, &'static str)> {
+        let mime = |p: &Path| match p.extension().and_then(|e| e.to_str()) {
+            Some("png") => "image/png",
+            _ => "image/jpeg",
+        };
+        if let Some(name) = screenshot_of_step(events, n) {
+            let path = self.dir.join(name);
+            return path.is_file().then(|| {
+                let m = mime(&path);
+                (path, m)
+            });
+        }
+        ["jpg", "png"]
             .into_iter()
-            .find_map(|(ext, mime)| {
-                (0..)
-                    .map(|nth| self.dir.join(lumen_trace::screenshot_name(step, nth, ext)))
-                    .take_while(|p| p.is_file())
-                    .last()
-                    // A run saved before the folder followed lumen-trace's
-                    // layout named its screenshots `screenshots/N.ext`.
-                    .or_else(|| Some(self.screenshots().join(format!("{step}.{ext}"))))
-                    .filter(|p| p.is_file())
-                    .map(|p| (p, mime))
+            .map(|ext| self.screenshots().join(format!("{n}.{ext}")))
+            .find(|p| p.is_file())
+            .map(|p| {
+                let m = mime(&p);
+                (p, m)
             })
     }
 }
@@ -417,6 +425,20 @@ pub fn read_events(path: &Path, after: Option<u64>) -> std::io::Result<EventLog>
     Ok(log)
 }
 
+/// What [`reconcile`] made of an event log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reconciled {
+    /// The `seq` the resumed execution continues from (one past the last
+    /// event kept).
+    pub next: u64,
+    /// Whether the snapshot's last step was found among the events at or
+    /// after `floor` (always true for a snapshot of no step). False means
+    /// the snapshot is not the running task's: its last step is one of an
+    /// earlier task's (the server stopped between a task boundary's record
+    /// and its snapshot).
+    pub found: bool,
+}
+
 /// Makes the event log agree with a snapshot holding `steps` completed
 /// steps before a resumed execution appends to it: lines after the
 /// `step_completed` of the last snapshotted step (a step in flight when the
@@ -427,12 +449,18 @@ pub fn read_events(path: &Path, after: Option<u64>) -> std::io::Result<EventLog>
 /// own steps) are always kept. Returns the `seq` the resumed execution
 /// continues from (one past the last event kept).
 pub fn reconcile_events(path: &Path, steps: u32, floor: u64) -> std::io::Result<u64> {
+    reconcile(path, steps, floor).map(|r| r.next)
+}
+
+/// [`reconcile_events`], also saying whether the snapshot's last step was
+/// found after `floor` ([`Reconciled::found`]).
+pub fn reconcile(path: &Path, steps: u32, floor: u64) -> std::io::Result<Reconciled> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e),
     };
-    let (mut keep, mut next) = (0, floor);
+    let (mut keep, mut next, mut found) = (0, floor, steps == 0);
     for (end, event) in log_lines(&bytes) {
         if let Some(e) = &event
             && e.seq < floor
@@ -446,10 +474,103 @@ pub fn reconcile_events(path: &Path, steps: u32, floor: u64) -> std::io::Result<
         {
             keep = end;
             next = e.seq + 1;
+            found = true;
         }
     }
     write_atomic(path, &bytes[..keep])?;
-    Ok(next)
+    Ok(Reconciled { next, found })
+}
+
+/// Run-wide step numbers. The loop numbers steps from 0 in every task of a
+/// run (and every `exec` attempt, and a delegated sub-task), so its `step`
+/// does not name one step of a run given follow-on tasks. These number the
+/// steps of a whole event log in order: a `step_started` whose step does
+/// not follow the one before (a new task or attempt: step 0 again) or that
+/// comes after a `run_started` continues from the last run-wide number, so
+/// every step started gets its own number, and a run of one task keeps the
+/// loop's numbers. The trace (`GET /v1/runs/{id}/trace`) and
+/// `GET /v1/runs/{id}/steps/{n}/screenshot` use them.
+#[derive(Debug, Clone, Default)]
+pub struct StepNumbers {
+    /// The last step started: the loop's number and the run-wide one.
+    last: Option<(u32, u64)>,
+    /// Run-wide number minus the loop's, in the current task.
+    base: u64,
+    /// A `run_started` came since the last `step_started`.
+    fresh: bool,
+    /// The run-wide number of each loop step started in the current task.
+    started: std::collections::HashMap<u32, u64>,
+}
+
+impl StepNumbers {
+    /// The run-wide step number of `event` (events in log order), or `None`
+    /// when it belongs to no step.
+    pub fn number(&mut self, event: &StreamEvent) -> Option<u64> {
+        if matches!(event, StreamEvent::RunStarted { .. }) {
+            self.fresh = true;
+            self.started.clear();
+            self.base = self.last.map_or(0, |(_, run)| run + 1);
+            return None;
+        }
+        let step = event.step()?;
+        if !matches!(event, StreamEvent::StepStarted { .. }) {
+            return Some(
+                self.started
+                    .get(&step)
+                    .copied()
+                    .unwrap_or(self.base + u64::from(step)),
+            );
+        }
+        let run = match self.last {
+            None => u64::from(step),
+            Some((last, run)) if !self.fresh && step > last => run + u64::from(step - last),
+            // A new task or attempt, or a resumed one: the next number.
+            Some((_, run)) => run + 1,
+        };
+        self.fresh = false;
+        self.base = run.saturating_sub(u64::from(step));
+        self.started.insert(step, run);
+        self.last = Some((step, run));
+        Some(run)
+    }
+}
+
+/// How many screenshots of each loop step `events` hold: where a writer
+/// continuing the log goes on counting, so its files are named as
+/// [`lumen_trace::render`] looks for them and never replace an earlier
+/// task's ([`lumen_trace::screenshot_name`]: `step`, then the how-manyth of
+/// that step in the log).
+pub fn screenshot_counts(events: &[RecordedEvent]) -> std::collections::BTreeMap<u32, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for e in events {
+        if let StreamEvent::Screenshot { step, .. } = &e.event {
+            *counts.entry(*step).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// The file (relative to the run folder) of the last screenshot of
+/// run-wide step `n` ([`StepNumbers`]) in `events`, if the log has one.
+pub fn screenshot_of_step(events: &[RecordedEvent], n: u64) -> Option<String> {
+    let mut numbers = StepNumbers::default();
+    let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    let mut found = None;
+    for e in events {
+        let number = numbers.number(&e.event);
+        if let StreamEvent::Screenshot { step, screenshot } = &e.event {
+            let nth = counts.entry(*step).or_insert(0);
+            if number == Some(n) {
+                found = Some(lumen_trace::screenshot_name(
+                    *step,
+                    *nth,
+                    screenshot.image.format.extension(),
+                ));
+            }
+            *nth += 1;
+        }
+    }
+    found
 }
 
 /// Every run record under `data_dir`, oldest first. Unreadable records are

@@ -13,6 +13,7 @@
 //!   line, persists the record after each step and then publishes the event
 //!   to live followers (so a published event is always already in the log).
 
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +31,8 @@ use lumen::{
 };
 use tokio::sync::broadcast;
 
-use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread, tasks};
+use super::tasks::{self, Boundary};
+use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread};
 use crate::store::{self, Mode, RunState};
 
 /// Browsers kept for reuse between runs (at most one per slot). Each run
@@ -98,11 +100,12 @@ impl Writer {
     fn start(
         entry: Arc<RunEntry>,
         log: Recorder,
-        offset: u64,
+        (offset, shots): (u64, BTreeMap<u32, usize>),
         hub: broadcast::Sender<Live>,
     ) -> Self {
         let (tx, rx) = mpsc::channel();
-        let task = tokio::task::spawn_blocking(move || write_events(&entry, &log, &rx, &hub));
+        let task =
+            tokio::task::spawn_blocking(move || write_events(&entry, &log, shots, &rx, &hub));
         Writer {
             tx,
             task,
@@ -154,22 +157,31 @@ fn injected_panic(step: u32) -> ! {
     panic!("injected panic at step {step} (ServeOptions::test_hooks)")
 }
 
-/// The writer's loop, on the blocking pool.
+/// The writer's loop, on the blocking pool. Screenshots are saved under
+/// lumen-trace's names ([`lumen_trace::screenshot_name`]: the loop's step,
+/// then the how-manyth screenshot of that step in the whole log), counting
+/// on from `shots`, the screenshots the log already holds: a follow-on task
+/// (whose steps start at 0 again), resumed or not, never replaces an
+/// earlier task's files, and `report.html` finds each one.
 fn write_events(
     entry: &RunEntry,
     log: &Recorder,
+    mut shots: BTreeMap<u32, usize>,
     rx: &mpsc::Receiver<Write>,
     hub: &broadcast::Sender<Live>,
 ) {
-    let shots = lumen_trace::ScreenshotFiles::new(entry.dir.dir()).atomic();
     let run: Arc<str> = entry.id.as_str().into();
     while let Ok(Write::Event(mut e)) = rx.recv() {
         if let StreamEvent::Screenshot { step, screenshot } = &mut e.event {
-            match shots.save(*step, &screenshot.image) {
-                Ok(name) => {
-                    let _ = store::private_file(&entry.dir.dir().join(name));
-                }
-                Err(err) => tracing::warn!(run = %run, "a screenshot could not be saved: {err}"),
+            let nth = shots.entry(*step).or_insert(0);
+            let name =
+                lumen_trace::screenshot_name(*step, *nth, screenshot.image.format.extension());
+            // Counted even when the write fails, as `render` counts events.
+            *nth += 1;
+            if let Err(err) =
+                store::write_atomic(&entry.dir.dir().join(name), &screenshot.image.data)
+            {
+                tracing::warn!(run = %run, "a screenshot could not be saved: {err}");
             }
             screenshot.image.data = Arc::from(Vec::new());
         }
@@ -377,12 +389,23 @@ impl RunManager {
         let prepared = tokio::task::spawn_blocking(move || prepare(&dir, resume, floor))
             .await
             .map_err(|e| LumenError::config("data dir", e.to_string()))??;
-        let (snapshot, offset, log) = prepared;
+        let Prepared {
+            snapshot,
+            fresh_task,
+            offset,
+            shots,
+            log,
+        } = prepared;
         let pending = std::mem::take(&mut lock(&entry.info).pending_messages);
         for m in pending {
             control.inject_guidance(m);
         }
-        let w = writer.insert(Writer::start(entry.clone(), log, offset, self.hub.clone()));
+        let w = writer.insert(Writer::start(
+            entry.clone(),
+            log,
+            (offset, shots),
+            self.hub.clone(),
+        ));
         let w = &*w;
         let agent = self.run_agent_options(entry)?;
         let (source, tab_options) = match &agent.browser {
@@ -421,7 +444,14 @@ impl RunManager {
             }
         };
         let result = self
-            .drive_on(entry, control, tab.clone(), snapshot, w, agent)
+            .drive_on(
+                entry,
+                control,
+                tab.clone(),
+                (snapshot, fresh_task),
+                w,
+                agent,
+            )
             .await;
         // Disposes the context: its pages, cookies, storage, cache and
         // service workers. (Dropped without this, after a panic, the
@@ -461,7 +491,7 @@ impl RunManager {
         entry: &Arc<RunEntry>,
         control: &RunControl,
         tab: Arc<CdpTab>,
-        snapshot: Option<SerializedHistory>,
+        (snapshot, fresh_task): (Option<SerializedHistory>, bool),
         writer: &Writer,
         agent: lumen::AgentOptions,
     ) -> lumen::Result<RunResult> {
@@ -527,57 +557,132 @@ impl RunManager {
                 attempts: info.attempts,
             },
         };
+        if fresh_task {
+            // The snapshot is the previous task's last step: the server
+            // stopped between the boundary's two writes (`save_boundary`).
+            session.begin_task();
+        }
         let instruction = tasks::current_instruction(&info);
         let mut result = session.run_mode(&instruction, url.as_deref(), mode).await;
         // The follow-on tasks, each in the same session once the one before
         // it succeeded (`tasks.rs`). The boundary is saved first, so a run
         // interrupted in the next task resumes that task with the state.
-        while let Ok(done) = &result
-            && let Some(next) =
-                entry.next_task(control, done, writer.next_seq.load(Ordering::SeqCst))
-        {
-            session.begin_task();
-            if let Err(e) = session.save(&entry.dir.session(), false) {
-                tracing::warn!(run = %entry.id, "the session snapshot could not be saved: {e}");
+        while let Ok(done) = &mut result {
+            self.task_gate().await;
+            match entry.next_task(control, done, writer.next_seq.load(Ordering::SeqCst)) {
+                Boundary::End => break,
+                Boundary::Next(next) => {
+                    session.begin_task();
+                    save_boundary(entry, &session).await;
+                    result = session.run_mode(&next, None, mode).await;
+                }
+                Boundary::Stop => {
+                    // A shutdown leaves the run resumable at the next task:
+                    // the boundary is saved as if it were about to run.
+                    session.begin_task();
+                    save_boundary(entry, &session).await;
+                    tasks::stopped_at_boundary(done);
+                    break;
+                }
             }
-            entry.persist().await;
-            result = session.run_mode(&next, None, mode).await;
         }
         result
     }
 }
 
+impl RunManager {
+    /// The test hook of [`crate::TestHooks::task_gate`].
+    async fn task_gate(&self) {
+        let hooks = &self.options.test_hooks;
+        if let Some(gate) = &hooks.task_gate {
+            if let Some(reached) = &hooks.task_gate_reached {
+                reached.notify_one();
+            }
+            if let Ok(permit) = gate.acquire().await {
+                permit.forget();
+            }
+        }
+    }
+}
+
+/// Saves a task boundary: the record (the index on the next task and the
+/// `seq` its events start at), then the session snapshot (a fresh history
+/// with the task state), each written atomically ([`store::write_atomic`])
+/// off the async threads. The record is the commit point: a server that
+/// stops after it and before the snapshot leaves the previous task's last
+/// snapshot, which [`prepare`] recognises (its last step is not among the
+/// new task's events) and the resume starts the task afresh from its state;
+/// one that stops before it resumes the previous task as it was.
+async fn save_boundary(entry: &Arc<RunEntry>, session: &Session) {
+    entry.persist().await;
+    let secrets = session.secrets().clone();
+    let snapshot = session.serialize(false);
+    let path = entry.dir.session();
+    let saved = off_thread(move || {
+        let mut value = snapshot.to_value().map_err(std::io::Error::other)?;
+        secrets.redact_json(&mut value);
+        let bytes = serde_json::to_vec(&value).map_err(std::io::Error::other)?;
+        store::write_atomic(&path, &bytes)
+    })
+    .await;
+    if let Err(e) = saved {
+        tracing::warn!(run = %entry.id, "the session snapshot could not be saved: {e}");
+    }
+}
+
+/// What [`prepare`] readied for an execution.
+struct Prepared {
+    /// The snapshot of a resumed run.
+    snapshot: Option<SerializedHistory>,
+    /// The snapshot is the previous task's last one, not the running
+    /// follow-on task's (see [`save_boundary`]): the task starts afresh
+    /// from its state.
+    fresh_task: bool,
+    /// The `seq` to continue from.
+    offset: u64,
+    /// The screenshots of each loop step already in the log (the writer
+    /// counts on from them).
+    shots: BTreeMap<u32, usize>,
+    /// The log's line writer.
+    log: Recorder,
+}
+
 /// The blocking part of an execution's start: the snapshot of a resumed
 /// run, the log cut back to it (or emptied for a fresh run), the folders,
-/// and the log opened for appending. Returns the snapshot, the `seq` to
-/// continue from and the log's line writer.
-fn prepare(
-    dir: &store::RunDir,
-    resume: bool,
-    floor: u64,
-) -> lumen::Result<(Option<SerializedHistory>, u64, Recorder)> {
+/// and the log opened for appending.
+fn prepare(dir: &store::RunDir, resume: bool, floor: u64) -> lumen::Result<Prepared> {
     let io = |e: std::io::Error| LumenError::config("data dir", e.to_string());
     let snapshot = match resume && dir.session().is_file() {
         true => Some(SerializedHistory::load(&dir.session())?),
         false => None,
     };
     let events = dir.events();
-    let offset = if resume {
-        store::reconcile_events(
-            &events,
-            snapshot.as_ref().map_or(0, |s| s.step_count),
-            floor,
+    let (offset, fresh_task, shots) = if resume {
+        let steps = snapshot.as_ref().map_or(0, |s| s.step_count);
+        let r = store::reconcile(&events, steps, floor).map_err(io)?;
+        let kept = store::read_events(&events, None).map_err(io)?;
+        // Only a follow-on task (its events start at `floor` > 0) has a
+        // boundary whose snapshot can be the task before's.
+        (
+            r.next,
+            floor > 0 && !r.found,
+            store::screenshot_counts(&kept.events),
         )
-        .map_err(io)?
     } else {
         store::write_atomic(&events, b"").map_err(io)?;
-        0
+        (0, false, BTreeMap::new())
     };
     store::private_dir(&dir.screenshots()).map_err(io)?;
     // The run folder's log, as lumen-trace writes it (the file exists,
     // 0600, so appending keeps its mode).
     let log = lumen_trace::jsonl_recorder(&events, false).map_err(io)?;
-    Ok((snapshot, offset, log))
+    Ok(Prepared {
+        snapshot,
+        fresh_task,
+        offset,
+        shots,
+        log,
+    })
 }
 
 /// Draws `report.html` and `run.gif` into an ended run's folder from its

@@ -60,35 +60,74 @@ pub(super) fn record_task(info: &mut RunInfo, result: &RunResult) {
     });
 }
 
+/// What the execution does after a task ended ([`RunEntry::next_task`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Boundary {
+    /// Run this task next (the index has moved on to it).
+    Next(String),
+    /// A cancel or a shutdown landed between a task that succeeded and the
+    /// next one: the task's outcome is recorded and the run stops there,
+    /// `cancelled` (the queue closed, the tasks not run listed) or, for a
+    /// shutdown, `interrupted` with the index on the next task, so a
+    /// resume runs it and the rest.
+    Stop,
+    /// No task follows (none queued, or the task did not succeed): the run
+    /// ends with this task's result, and the queue is closed.
+    End,
+}
+
 impl RunEntry {
-    /// The decision point after a task ended with `result`: the next task
-    /// to run (its result recorded, the index moved on, the event `seq` it
-    /// starts at noted), or none, which closes the queue.
+    /// The decision point after a task ended with `result`, under the
+    /// run's lock (see [`Boundary`]). When the run goes on to another task
+    /// (now, or after a resume) its result is recorded, the index moved on
+    /// and the event `seq` it starts at noted.
     pub(super) fn next_task(
         &self,
         control: &RunControl,
         result: &RunResult,
         next_seq: u64,
-    ) -> Option<String> {
+    ) -> Boundary {
         let mut i = lock(&self.info);
         let next = i.tasks.get(i.task_index as usize).cloned();
-        match next {
-            Some(next)
-                if result.status == RunStatus::Success
-                    && result.error.is_none()
-                    && control.cancel_reason().is_none() =>
-            {
-                record_task(&mut i, result);
+        let succeeded = result.status == RunStatus::Success && result.error.is_none();
+        let Some(next) = next.filter(|_| succeeded) else {
+            self.tasks_closed.store(true, Ordering::SeqCst);
+            return Boundary::End;
+        };
+        record_task(&mut i, result);
+        match control.cancel_reason() {
+            None => {
                 i.task_index += 1;
                 i.task_seq = next_seq;
-                Some(next)
+                Boundary::Next(next)
             }
-            _ => {
+            // An interrupted run takes tasks again: the queue stays open.
+            Some(r) if r == SERVER_SHUTDOWN => {
+                i.task_index += 1;
+                i.task_seq = next_seq;
+                Boundary::Stop
+            }
+            Some(_) => {
                 self.tasks_closed.store(true, Ordering::SeqCst);
-                None
+                Boundary::Stop
             }
         }
     }
+}
+
+/// The result of an execution stopped at a task boundary
+/// ([`Boundary::Stop`]): the task that succeeded is already in
+/// `taskResults`, so what is left is a cancelled run that did nothing more
+/// (its status then follows the cancel reason, as for any cancel).
+pub(super) fn stopped_at_boundary(result: &mut RunResult) {
+    result.status = RunStatus::Cancelled;
+    result.result = None;
+    result.steps = 0;
+    result.usage = TokenUsage::default();
+    result.usage_by_source = Default::default();
+    result.cost_usd = None;
+    result.error = None;
+    result.history.clear();
 }
 
 impl RunManager {

@@ -378,6 +378,222 @@ async fn a_run_interrupted_in_a_follow_on_task_resumes_it_then_runs_the_rest() {
     server.shutdown().await;
 }
 
+/// Options whose executions stop at every task boundary until the test
+/// lets them go: (the gate, notified when one is reached).
+fn gated(env: &Env) -> (lumen_server::ServeOptions, Gate) {
+    let gate = Gate {
+        permits: std::sync::Arc::new(tokio::sync::Semaphore::new(0)),
+        reached: std::sync::Arc::new(tokio::sync::Notify::new()),
+    };
+    let mut options = env.options();
+    options.test_hooks.task_gate = Some(gate.permits.clone());
+    options.test_hooks.task_gate_reached = Some(gate.reached.clone());
+    (options, gate)
+}
+
+struct Gate {
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    reached: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Gate {
+    async fn reached(&self) {
+        tokio::time::timeout(Duration::from_secs(90), self.reached.notified())
+            .await
+            .expect("no task boundary reached");
+    }
+
+    fn open(&self) {
+        self.permits.add_permits(1);
+    }
+}
+
+/// Creates a paused run of `instruction`, queues `tasks` on it and resumes
+/// it.
+async fn with_tasks(c: &Client, env: &Env, instruction: &str, tasks: &[&str]) -> String {
+    let id = c
+        .create(json!({"instruction": instruction, "startUrl": env.counter(), "maxSteps": 4}))
+        .await;
+    c.post(&format!("/v1/runs/{id}/pause"), json!({})).await;
+    for task in tasks {
+        let (status, queued) = c
+            .post(
+                &format!("/v1/runs/{id}/tasks"),
+                json!({"instruction": task}),
+            )
+            .await;
+        assert_eq!(status, 202, "{queued}");
+    }
+    let (status, _) = c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200);
+    id
+}
+
+#[tokio::test]
+async fn a_cancel_at_a_task_boundary_ends_the_run_cancelled_with_the_rest_listed() {
+    let env = Env::new().await;
+    let (options, gate) = gated(&env);
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.done("one");
+    let id = with_tasks(&c, &env, "Answer", &["then this", "and this"]).await;
+    // Task 0 has succeeded; the cancel lands before task 1 is decided on.
+    gate.reached().await;
+    let (status, _) = c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 202);
+    gate.open();
+    let run = c
+        .wait(&id, "an ending", |r| {
+            !["queued", "running", "paused"].contains(&r["status"].as_str().unwrap())
+        })
+        .await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+    assert_eq!(run["cancelReason"], "user_explicit_cancel");
+    assert_eq!(run["tasks"], json!(["then this", "and this"]));
+    assert_eq!(run["taskIndex"], 0, "no follow-on task ran: {run}");
+    let results = run["taskResults"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{run}");
+    assert_eq!(
+        (&results[0]["status"], &results[0]["result"]),
+        (&json!("success"), &json!("one"))
+    );
+    assert_eq!(run["stepsCompleted"], 1);
+    assert_eq!(env.requests(), 1, "the follow-on tasks never ran");
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(env.data.path().join("runs").join(&id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["status"], "cancelled");
+    assert_eq!(record["tasks"].as_array().unwrap().len(), 2);
+    let (status, err) = c
+        .post(
+            &format!("/v1/runs/{id}/tasks"),
+            json!({"instruction": "late"}),
+        )
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("run_ended"))
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_shutdown_at_a_task_boundary_leaves_the_run_resumable_at_the_next_task() {
+    let env = Env::new().await;
+    let (options, gate) = gated(&env);
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.click();
+    env.done("one");
+    let id = with_tasks(&c, &env, "Click once", &["Now report", "And stop"]).await;
+    gate.reached().await;
+    // The shutdown cancels every run before its first await: once the
+    // server says it is shutting down, the cancel has landed.
+    let runs = server.runs().clone();
+    let stopping = tokio::spawn(server.shutdown());
+    while runs.health()["status"] != "shutting_down" {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    gate.open();
+    stopping.await.unwrap();
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(env.data.path().join("runs").join(&id).join("run.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["status"], "interrupted", "{record}");
+    assert_eq!(record["cancelReason"], "server_shutdown");
+    assert_eq!(record["tasks"], json!(["Now report", "And stop"]));
+    assert_eq!(record["taskIndex"], 1, "the next task is the one to run");
+    assert_eq!(record["taskResults"][0]["result"], "one");
+    assert_eq!(env.requests(), 2);
+
+    // After a restart the run goes on with the next task, then the rest.
+    env.done("two");
+    env.done("three");
+    let mut options = env.options();
+    options.test_hooks = Default::default();
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let (status, _) = c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200);
+    let run = c.wait_status(&id, "completed").await;
+    let answers: Vec<&Value> = run["taskResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["result"])
+        .collect();
+    assert_eq!(answers, [&json!("one"), &json!("two"), &json!("three")]);
+    assert_eq!(run["stepsCompleted"], 4);
+    let events: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    let steps: Vec<u64> = step_urls(&events).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(steps, vec![0, 1, 0, 0], "each task once, from its start");
+    let requests = env.mock.requests();
+    assert!(requests[2].body.to_string().contains("Now report"));
+    assert!(
+        !requests[2].body.to_string().contains("Click once"),
+        "a fresh history"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_stopped_between_a_boundarys_record_and_snapshot_starts_the_task_afresh() {
+    let env = Env::new().await;
+    let (options, gate) = gated(&env);
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.click();
+    env.done("one");
+    env.stall();
+    let id = with_tasks(&c, &env, "Click once", &["Now report"]).await;
+    // At the boundary session.json is still task 0's last snapshot (two
+    // steps): what a server that stopped after the boundary's record and
+    // before its snapshot leaves.
+    gate.reached().await;
+    let dir = env.data.path().join("runs").join(&id);
+    let task0 = std::fs::read(dir.join("session.json")).unwrap();
+    gate.open();
+    c.wait(&id, "task 1's first step in flight", |r| {
+        r["taskIndex"] == 1 && env.requests() == 3
+    })
+    .await;
+    // The cancelled task 1 meets the gate too.
+    gate.permits.add_permits(8);
+    server.shutdown().await;
+    std::fs::write(dir.join("session.json"), &task0).unwrap();
+
+    env.done("two");
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    assert_eq!(c.run(&id).await["taskIndex"], 1);
+    c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    let run = c.wait_status(&id, "completed").await;
+    assert_eq!(run["result"], "two", "{run}");
+    assert_eq!(run["stepsCompleted"], 3, "{run}");
+    let events: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    let steps: Vec<u64> = step_urls(&events).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(steps, vec![0, 1, 0], "task 1 from its own step 0");
+    // The resumed request is task 1 alone, not task 0's history.
+    let resumed = env.mock.requests()[3].body.to_string();
+    assert!(resumed.contains("Now report"), "{resumed}");
+    assert!(!resumed.contains("Click once"), "{resumed}");
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_run_takes_at_most_the_operators_number_of_follow_on_tasks() {
     let env = Env::new().await;
@@ -403,5 +619,105 @@ async fn a_run_takes_at_most_the_operators_number_of_follow_on_tasks() {
     assert!(message.contains("max_tasks_per_run = 2"), "{message}");
     assert_eq!(c.run(&id).await["tasks"], json!(["task 1", "task 2"]));
     c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_resumed_follow_on_task_never_replaces_an_earlier_tasks_screenshots() {
+    let env = Env::new().await;
+    // Task 0 goes from the counter page to page 2, where task 1 (and its
+    // resume) looks: its screenshots differ from task 0's first.
+    env.goto("links/page2.html");
+    env.done("one");
+    env.stall();
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let id = with_tasks(&c, &env, "Open page 2", &["Now report"]).await;
+    c.wait(&id, "task 1's first step in flight", |r| {
+        r["taskIndex"] == 1 && env.requests() == 3
+    })
+    .await;
+    server.shutdown().await;
+    let shots = env.data.path().join("runs").join(&id).join("screenshots");
+    let files = |dir: &std::path::Path| -> std::collections::BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (
+                    e.file_name().into_string().unwrap(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect()
+    };
+    // Task 0's two steps; task 1's first is redone after the resume.
+    let before = files(&shots);
+
+    env.done("two");
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    c.wait_status(&id, "completed").await;
+    let after = files(&shots);
+    for (name, bytes) in &before {
+        if name.starts_with("step-001-2") {
+            continue; // task 1's step 0, in flight at the shutdown: redone
+        }
+        assert!(after.get(name) == Some(bytes), "{name} was replaced");
+    }
+    assert_eq!(
+        after.len(),
+        3,
+        "one file per step of the run: {:?}",
+        after.keys()
+    );
+
+    // The trace numbers the run's steps once each, and each step's
+    // screenshot is its own.
+    let (status, trace) = c.get(&format!("/v1/runs/{id}/trace")).await;
+    assert_eq!(status, 200);
+    let steps = trace["steps"].as_array().unwrap();
+    let numbers: Vec<(u64, u64)> = steps
+        .iter()
+        .map(|s| (s["step"].as_u64().unwrap(), s["taskStep"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(numbers, vec![(0, 0), (1, 1), (2, 0)]);
+    let urls: Vec<&str> = steps
+        .iter()
+        .map(|s| s["screenshot"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        urls,
+        [0, 1, 2].map(|n| format!("/v1/runs/{id}/steps/{n}/screenshot")),
+        "one URL per step of the run"
+    );
+    let mut images = Vec::new();
+    for url in urls {
+        let r = c
+            .http
+            .get(format!("{}{url}", c.base))
+            .bearer_auth(super::TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{url}");
+        images.push(r.bytes().await.unwrap().to_vec());
+    }
+    // Each step's own file: task 1's step 0 is the newest file of loop
+    // step 0 (the same page may look the same, so compare by name).
+    assert!(
+        images[0] == after["step-001.jpg"],
+        "step 0 is task 0's step 0"
+    );
+    assert!(
+        images[1] == after["step-002.jpg"],
+        "step 1 is task 0's step 1"
+    );
+    assert!(
+        images[2] == after["step-001-2.jpg"],
+        "step 2 is task 1's step 0"
+    );
+    assert!(images[0] != images[2], "the counter page is not page 2");
     server.shutdown().await;
 }
