@@ -300,7 +300,8 @@ pub(crate) struct RunArgs {
     /// successful runs.
     #[arg(long, value_name = "FILE")]
     pub(crate) workflows: Option<PathBuf>,
-    /// An action cache in DIR: matching steps replay without a model call.
+    /// Run scripts in DIR: a successful run is saved there, and the same
+    /// task reruns from it without model calls while the page matches.
     #[arg(long, value_name = "DIR")]
     pub(crate) cache: Option<PathBuf>,
     /// Run in a Browserbase session (BROWSERBASE_API_KEY and

@@ -8,7 +8,7 @@ use crate::action::{Modifiers, MouseButton};
 use crate::coords::{ImageScale, Point, Rect, Size};
 use crate::error::Result;
 use crate::image::{Image, ImageFormat};
-use crate::outcome::{ActionOutcome, TabInfo};
+use crate::outcome::{ActionOutcome, ElementInfo, TabInfo};
 use crate::page::AxSnapshot;
 
 /// How to take a screenshot.
@@ -411,6 +411,14 @@ pub trait BrowserTab: Send + Sync {
     /// How far the driven page is scrolled. `Ok(None)` when it cannot be
     /// read (this browser cannot, or the page refused).
     async fn scroll_offset(&self) -> Result<Option<ScrollOffset>> {
+        Ok(None)
+    }
+    /// The element at a viewport point: what a click there would hit,
+    /// described as effect receipts describe targets. `Ok(None)` when
+    /// nothing is there, the page is navigating, or this browser cannot
+    /// tell (the default).
+    async fn element_at(&self, at: Point) -> Result<Option<ElementInfo>> {
+        let _ = at;
         Ok(None)
     }
     /// Scrolls the driven page to `offset` (as [`scroll_offset`](Self::scroll_offset)

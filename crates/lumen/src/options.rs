@@ -246,8 +246,9 @@ pub struct RunOptions {
     /// first step, learnt from successful runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflows: Option<PathSetting>,
-    /// An on-disk action cache folder: matching steps replay without a
-    /// model call.
+    /// An on-disk action cache folder: a successful run is saved there as a
+    /// script, and the same task reruns from it without model calls while
+    /// the page still matches.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<PathSetting>,
     /// Attach to a running browser (`ws://…` or `http://host:port`)

@@ -1,62 +1,64 @@
-//! [`ActionCache`]: an on-disk cache of the actions that worked, so a
-//! repeated task can replay them without asking the model.
+//! [`ActionCache`]: successful runs compiled into replayable scripts, so a
+//! repeated task runs again without asking the model.
 //!
-//! - **Key**: (URL without fragment, instruction with whitespace collapsed
-//!   and case folded, step position). The step is part of the key so that
-//!   several steps on one page do not overwrite each other.
-//! - **Screenshot guard**: for actions aimed at coordinates (clicks, hover,
-//!   scroll, drag, mouse down/up) the entry keeps a 64-bit difference hash
-//!   ([`dhash`]) of the screenshot it was taken on. A lookup on a screenshot
-//!   whose hash is less similar than the threshold (default 0.92, i.e. at
-//!   most 5 of 64 bits differ) invalidates the entry: the layout changed, so
-//!   the old coordinates may now hit something else.
-//! - **Never cached**: `terminate` (replaying an old answer would end a run
-//!   without looking at the page), and actions that only observe or only
-//!   touch the loop (state writes, folds, delegation, waits, screenshots).
+//! - **Key**: the run's start URL (without its fragment) and its
+//!   instruction (whitespace collapsed, case folded). One script a key; a
+//!   later success of the same task replaces it.
+//! - **A script** ([`RunScript`]) is the run's steps in order, each with the
+//!   actions that worked on it and the guards that say whether the page is
+//!   still the one they were taken on:
+//!   - the step's URL and screenshot size must be the same;
+//!   - a perceptual hash of its screenshot ([`dhash`]) must be at least as
+//!     similar as the threshold (default 0.92: at most 5 of 64 bits differ);
+//!   - each action aimed at a point keeps the element it hit (tag, role and
+//!     accessible name, from the effect receipt): the element at that point
+//!     must be the same before the action is replayed, so a moved button is
+//!     never clicked blind;
+//!   - the step that ends the run keeps a hash of the page's visible text:
+//!     the answer is replayed only on a page that reads the same.
+//! - **What is kept**: actions that ran and worked (blocked and failed ones
+//!   are left out). Observations (screenshots, page reads, zooms) need no
+//!   replay and are dropped; a step that needs a live page reference, a tab,
+//!   a dialog, a file or a sub-task ends the script before it (see
+//!   [`replay_kind`]).
 //!
-//! Each entry is one small JSON file named by a stable hash of its key,
-//! written atomically. An unreadable entry is a miss, never an error.
+//! Each script is one JSON file named by a stable hash of its key, written
+//! atomically. An unreadable or foreign file is a miss, never an error.
+//! The loop scrubs secret values out of a script before it is saved.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use image::imageops::FilterType;
-use lumen_core::{Action, Image, LumenError, Result};
+use lumen_core::{Action, ElementInfo, Image, LumenError, Result, SemanticStep};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil;
 
-/// The default similarity a screenshot must reach for a coordinate action
-/// to be replayed.
+/// The default similarity a screenshot must reach for its step to replay.
 pub const DEFAULT_SIMILARITY: f64 = 0.92;
-const ENTRY_VERSION: u32 = 1;
-const WHAT: &str = "action cache entry";
+const SCRIPT_VERSION: u32 = 2;
+const WHAT: &str = "run script";
 
-/// Where in which task an action was taken.
+/// Which task a script belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct CacheKey {
-    /// The page URL, without its fragment.
+pub struct ScriptKey {
+    /// The URL the run started on, without its fragment.
     pub url: String,
     /// The instruction, whitespace collapsed, lower case.
     pub instruction: String,
-    /// The step position in the run.
-    pub step: u32,
 }
 
-impl CacheKey {
+impl ScriptKey {
     /// A normalised key.
-    pub fn new(url: &str, instruction: &str, step: u32) -> Self {
-        let url = url.trim();
-        let url = url.split_once('#').map_or(url, |(u, _)| u).to_owned();
+    pub fn new(url: &str, instruction: &str) -> Self {
         let instruction = instruction
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
             .to_lowercase();
         Self {
-            url,
+            url: without_fragment(url).to_owned(),
             instruction,
-            step,
         }
     }
 
@@ -65,43 +67,237 @@ impl CacheKey {
         h.write(self.url.as_bytes());
         h.write(&[0]);
         h.write(self.instruction.as_bytes());
-        h.write(&[0]);
-        h.write(&self.step.to_le_bytes());
         format!("{:016x}.json", h.finish())
     }
 }
 
+fn without_fragment(url: &str) -> &str {
+    let url = url.trim();
+    url.split_once('#').map_or(url, |(u, _)| u)
+}
+
+/// A successful run, compiled for replay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct CacheEntry {
-    version: u32,
-    key: CacheKey,
-    action: Action,
-    /// Difference hash of the screenshot, 16 hex digits.
+pub struct RunScript {
+    /// The file format's version.
+    pub version: u32,
+    /// The task.
+    pub key: ScriptKey,
+    /// The steps, in order.
+    pub steps: Vec<ScriptStep>,
+}
+
+/// One step of a script and the guards of the page it was taken on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScriptStep {
+    /// The page's URL (as the loop showed it: secrets as placeholders).
+    pub url: String,
+    /// The screenshot's size in pixels.
+    pub width: u32,
+    /// The screenshot's height in pixels.
+    pub height: u32,
+    /// [`dhash`] of the screenshot, 16 hex digits.
+    pub screen: String,
+    /// A hash of the page's visible text, 16 hex digits: set on the step
+    /// that ends the run, whose answer depends on what the page says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    screenshot_hash: Option<String>,
+    pub page_text: Option<String>,
+    /// The actions, in the order they ran.
+    pub actions: Vec<ScriptAction>,
 }
 
-/// The result of a lookup.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CacheLookup {
-    /// Replay this action. `similarity` is set for coordinate actions.
-    Hit {
-        /// The cached action.
-        action: Action,
-        /// How alike the screenshots were (0–1), for coordinate actions.
-        similarity: Option<f64>,
-    },
-    /// Nothing usable is cached for this key.
-    Miss,
-    /// An entry existed but the screenshot changed too much; it was removed.
-    Invalidated {
-        /// How alike the screenshots were (0–1).
-        similarity: f64,
-    },
+/// An action of a script, with the element it was aimed at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScriptAction {
+    /// The action, as the model gave it (secrets as placeholders).
+    pub action: Action,
+    /// The element under the action's point when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<ScriptTarget>,
 }
 
-/// The on-disk action cache.
+/// The accessible identity of an element: enough to tell a moved or
+/// replaced control from the one an action was aimed at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptTarget {
+    /// Lower-case tag name.
+    pub tag: String,
+    /// ARIA role, explicit or implicit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Accessible name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl From<&ElementInfo> for ScriptTarget {
+    fn from(e: &ElementInfo) -> Self {
+        Self {
+            tag: e.tag.clone(),
+            role: e.role.clone(),
+            name: e.name.clone(),
+        }
+    }
+}
+
+impl ScriptTarget {
+    /// Whether `element` is this target.
+    pub fn matches(&self, element: &ElementInfo) -> bool {
+        *self == Self::from(element)
+    }
+}
+
+/// How a script treats an action kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayKind {
+    /// Replayed as recorded.
+    Replay,
+    /// Left out: it only observed, so replaying it changes nothing.
+    Skip,
+    /// Cannot be replayed without the model (a live page reference, a tab,
+    /// a dialog, a file, a script, a sub-task): the script ends before the
+    /// step that holds it.
+    End,
+}
+
+/// How a script treats `action`.
+pub fn replay_kind(action: &Action) -> ReplayKind {
+    use Action as A;
+    match action {
+        A::Click { .. }
+        | A::DoubleClick { .. }
+        | A::TripleClick { .. }
+        | A::Drag { .. }
+        | A::Hover { .. }
+        | A::MouseDown { .. }
+        | A::MouseUp { .. }
+        | A::Scroll { .. }
+        | A::Type { .. }
+        | A::KeyPress { .. }
+        | A::KeyDown { .. }
+        | A::KeyUp { .. }
+        | A::HoldKey { .. }
+        | A::Wait { .. }
+        | A::Goto { .. }
+        | A::Back
+        | A::Forward
+        | A::Reload
+        | A::WriteState { .. }
+        | A::Terminate { .. } => ReplayKind::Replay,
+        A::Screenshot
+        | A::CursorPosition
+        | A::Zoom { .. }
+        | A::ReadPage { .. }
+        | A::FindElements { .. }
+        | A::PageText
+        | A::ListTabs
+        | A::ReadConsole
+        | A::ReadNetwork
+        | A::Fold { .. } => ReplayKind::Skip,
+        // Refs, tabs, dialogs, files, scripts, sub-tasks, invalid calls, and
+        // any kind added later until it is judged safe to replay.
+        _ => ReplayKind::End,
+    }
+}
+
+impl RunScript {
+    /// Compiles a successful run: `steps` is its semantic history and
+    /// `final_text` the visible text of the page it ended on. `Ok(None)`
+    /// when nothing of it can be replayed (no step kept a screenshot, or the
+    /// first step already needs the model). Decodes every screenshot: run it
+    /// off the async threads.
+    pub fn compile(
+        key: ScriptKey,
+        steps: &[SemanticStep],
+        final_text: &str,
+    ) -> Result<Option<Self>> {
+        let mut out = Vec::new();
+        'steps: for step in steps {
+            let Some(shot) = &step.screenshot else {
+                // A step restored without its screenshot cannot be guarded.
+                break;
+            };
+            let mut actions = Vec::new();
+            let mut ends_run = false;
+            for record in &step.actions {
+                if record.blocked.is_some() || !record.execution.ok {
+                    continue;
+                }
+                match replay_kind(&record.call.action) {
+                    ReplayKind::Skip => continue,
+                    ReplayKind::End => break 'steps,
+                    ReplayKind::Replay => {}
+                }
+                ends_run |= matches!(record.call.action, Action::Terminate { .. });
+                let target = record
+                    .call
+                    .action
+                    .point()
+                    .and(record.execution.effect.as_ref())
+                    .and_then(|e| e.target.as_ref())
+                    .map(ScriptTarget::from);
+                actions.push(ScriptAction {
+                    action: record.call.action.clone(),
+                    target,
+                });
+                if ends_run {
+                    break;
+                }
+            }
+            if actions.is_empty() {
+                continue;
+            }
+            out.push(ScriptStep {
+                url: step.url.clone(),
+                width: shot.width,
+                height: shot.height,
+                screen: hex(dhash(shot)?),
+                page_text: ends_run.then(|| hex(text_hash(final_text))),
+                actions,
+            });
+            if ends_run {
+                break;
+            }
+        }
+        Ok((!out.is_empty()).then_some(Self {
+            version: SCRIPT_VERSION,
+            key,
+            steps: out,
+        }))
+    }
+}
+
+impl ScriptStep {
+    /// Whether `url` is this step's page (fragments aside).
+    pub fn same_url(&self, url: &str) -> bool {
+        without_fragment(&self.url) == without_fragment(url)
+    }
+
+    /// How alike `screenshot` is to this step's (0–1); 0 for another size
+    /// or an unreadable stored hash.
+    pub fn similarity(&self, screenshot: &Image) -> Result<f64> {
+        if (screenshot.width, screenshot.height) != (self.width, self.height) {
+            return Ok(0.0);
+        }
+        let Ok(stored) = u64::from_str_radix(&self.screen, 16) else {
+            return Ok(0.0);
+        };
+        Ok(similarity(stored, dhash(screenshot)?))
+    }
+
+    /// Whether `text` is the page text this step ended the run on (true
+    /// for a step that did not end it).
+    pub fn text_matches(&self, text: &str) -> bool {
+        self.page_text
+            .as_deref()
+            .is_none_or(|h| h == hex(text_hash(text)))
+    }
+}
+
+/// The on-disk script cache.
 #[derive(Debug, Clone)]
 pub struct ActionCache {
     dir: PathBuf,
@@ -130,144 +326,65 @@ impl ActionCache {
         self
     }
 
+    /// The similarity a screenshot must reach for its step to replay.
+    pub fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
     /// The cache directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// Whether `action` may be cached at all.
-    pub fn is_cacheable(action: &Action) -> bool {
-        matches!(
-            action,
-            Action::Click { .. }
-                | Action::DoubleClick { .. }
-                | Action::TripleClick { .. }
-                | Action::Drag { .. }
-                | Action::Hover { .. }
-                | Action::MouseDown { .. }
-                | Action::MouseUp { .. }
-                | Action::Scroll { .. }
-                | Action::Type { .. }
-                | Action::KeyPress { .. }
-                | Action::HoldKey { .. }
-                | Action::Goto { .. }
-                | Action::Back
-                | Action::Forward
-        )
-    }
-
-    /// Whether replaying `action` depends on the page layout.
-    pub fn needs_screenshot(action: &Action) -> bool {
-        action.point().is_some()
-            || matches!(action, Action::MouseDown { .. } | Action::MouseUp { .. })
-    }
-
-    fn path(&self, key: &CacheKey) -> PathBuf {
+    fn path(&self, key: &ScriptKey) -> PathBuf {
         self.dir.join(key.file_name())
     }
 
-    /// Stores an action that worked. Returns `Ok(false)` when the action is
-    /// not cacheable, or is a coordinate action and no screenshot was
-    /// given. An undecodable screenshot is an [`LumenError::InvalidData`].
-    pub fn store(
-        &self,
-        key: &CacheKey,
-        action: &Action,
-        screenshot: Option<&Image>,
-    ) -> Result<bool> {
-        if !Self::is_cacheable(action) {
-            return Ok(false);
-        }
-        let hash = match (Self::needs_screenshot(action), screenshot) {
-            (true, None) => return Ok(false),
-            (_, Some(img)) => Some(format!("{:016x}", dhash(img)?)),
-            (false, None) => None,
-        };
-        let entry = CacheEntry {
-            version: ENTRY_VERSION,
-            key: key.clone(),
-            action: action.clone(),
-            screenshot_hash: hash,
-        };
-        let text = serde_json::to_vec(&entry)
+    /// Stores `script`, replacing the one of the same task. The caller has
+    /// scrubbed secrets out of it.
+    pub fn save(&self, script: &RunScript) -> Result<()> {
+        let text = serde_json::to_vec_pretty(script)
             .map_err(|e| LumenError::invalid_data(WHAT, format!("cannot serialise: {e}")))?;
-        fsutil::write_atomic(&self.path(key), &text, WHAT)?;
-        Ok(true)
+        fsutil::write_atomic(&self.path(&script.key), &text, WHAT)
     }
 
-    /// Looks up the action for `key` on the page shown by `screenshot`.
-    pub fn lookup(&self, key: &CacheKey, screenshot: Option<&Image>) -> Result<CacheLookup> {
+    /// The script of `key`'s task, if one was saved and can be read.
+    pub fn load(&self, key: &ScriptKey) -> Option<RunScript> {
         let path = self.path(key);
-        let Some(entry) = self.read_entry(&path, key) else {
-            return Ok(CacheLookup::Miss);
+        let text = match fsutil::read_optional(&path, WHAT) {
+            Ok(Some(t)) => t,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "run script unreadable; treated as a miss");
+                return None;
+            }
         };
-        // Entries written by hand or by another tool are held to the same
-        // rules as ours: a terminate is never replayed.
-        if !Self::is_cacheable(&entry.action) {
-            return Ok(CacheLookup::Miss);
-        }
-        if !Self::needs_screenshot(&entry.action) {
-            return Ok(CacheLookup::Hit {
-                action: entry.action,
-                similarity: None,
-            });
-        }
-        let (Some(stored), Some(current)) = (
-            entry
-                .screenshot_hash
-                .as_deref()
-                .and_then(|h| u64::from_str_radix(h, 16).ok()),
-            screenshot,
-        ) else {
-            return Ok(CacheLookup::Miss);
-        };
-        let similarity = similarity(stored, dhash(current)?);
-        if similarity >= self.threshold {
-            Ok(CacheLookup::Hit {
-                action: entry.action,
-                similarity: Some(similarity),
-            })
-        } else {
-            self.remove(key)?;
-            Ok(CacheLookup::Invalidated { similarity })
+        match serde_json::from_str::<RunScript>(&text) {
+            // A different key under the same file name is a hash collision.
+            Ok(s) if s.version == SCRIPT_VERSION && s.key == *key => Some(s),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "corrupt run script; treated as a miss");
+                None
+            }
         }
     }
 
-    /// Removes the entry for `key` (after a replayed action failed).
-    pub fn remove(&self, key: &CacheKey) -> Result<()> {
+    /// Removes the script of `key`'s task.
+    pub fn remove(&self, key: &ScriptKey) -> Result<()> {
         match fs::remove_file(self.path(key)) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(LumenError::config(
                 self.dir.display().to_string(),
-                format!("cannot remove an action cache entry: {e}"),
+                format!("cannot remove a run script: {e}"),
             )),
-        }
-    }
-
-    fn read_entry(&self, path: &Path, key: &CacheKey) -> Option<CacheEntry> {
-        let text = match fsutil::read_optional(path, WHAT) {
-            Ok(Some(t)) => t,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::warn!(error = %e, "action cache entry unreadable; treated as a miss");
-                return None;
-            }
-        };
-        match serde_json::from_str::<CacheEntry>(&text) {
-            // A different key under the same file name is a hash collision.
-            Ok(entry) if entry.version == ENTRY_VERSION && entry.key == *key => Some(entry),
-            Ok(_) => None,
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "corrupt action cache entry; treated as a miss");
-                None
-            }
         }
     }
 }
 
-/// A 64-bit difference hash of an image: the picture is reduced to 9×8
-/// grey pixels and each bit says whether a pixel is brighter than its right
+/// A 64-bit difference hash of an image: the picture is averaged into 9×8
+/// grey cells and each bit says whether a cell is brighter than its right
 /// neighbour. Similar layouts give hashes that differ in few bits.
 pub fn dhash(image: &Image) -> Result<u64> {
     let format = match image.format {
@@ -277,13 +394,27 @@ pub fn dhash(image: &Image) -> Result<u64> {
     let decoded = image::load_from_memory_with_format(&image.data, format)
         .map_err(|e| LumenError::invalid_data("screenshot", format!("cannot decode it: {e}")))?;
     let grey = decoded.to_luma8();
-    let small = image::imageops::resize(&grey, 9, 8, FilterType::Triangle);
+    let (w, h) = grey.dimensions();
+    if w == 0 || h == 0 {
+        return Err(LumenError::invalid_data("screenshot", "it has no pixels"));
+    }
+    // One pass over the pixels, each added to its cell (a box filter: the
+    // same for every decoder, and cheap enough for the replay's hot path).
+    let column: Vec<usize> = (0..w).map(|x| (x as usize * 9) / w as usize).collect();
+    let mut sums = [[0u64; 9]; 8];
+    let mut counts = [[0u64; 9]; 8];
+    for (y, row) in grey.rows().enumerate() {
+        let cy = (y * 8) / h as usize;
+        for (x, p) in row.enumerate() {
+            sums[cy][column[x]] += u64::from(p.0[0]);
+            counts[cy][column[x]] += 1;
+        }
+    }
     let mut hash = 0u64;
-    for y in 0..8 {
+    for (s, c) in sums.iter().zip(&counts) {
+        let mean = |i: usize| s[i] * 1024 / c[i].max(1);
         for x in 0..8 {
-            let left = small.get_pixel(x, y).0[0];
-            let right = small.get_pixel(x + 1, y).0[0];
-            hash = (hash << 1) | u64::from(left > right);
+            hash = (hash << 1) | u64::from(mean(x) > mean(x + 1));
         }
     }
     Ok(hash)
@@ -294,8 +425,21 @@ pub fn similarity(a: u64, b: u64) -> f64 {
     1.0 - f64::from((a ^ b).count_ones()) / 64.0
 }
 
+fn text_hash(text: &str) -> u64 {
+    let mut h = Fnv64::new();
+    for word in text.split_whitespace() {
+        h.write(word.as_bytes());
+        h.write(b" ");
+    }
+    h.finish()
+}
+
+fn hex(v: u64) -> String {
+    format!("{v:016x}")
+}
+
 /// FNV-1a, 64 bits: a hash that stays the same across Rust versions and
-/// runs, for file names.
+/// runs, for file names and guards.
 struct Fnv64(u64);
 
 impl Fnv64 {

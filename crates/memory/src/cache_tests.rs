@@ -3,7 +3,10 @@
 use std::io::Cursor;
 
 use image::{ImageEncoder, Rgb, RgbImage};
-use lumen_core::{ImageFormat, Modifiers, MouseButton, TerminateStatus};
+use lumen_core::{
+    ActionCall, ActionExecution, ActionRecord, EffectReceipt, ImageFormat, Modifiers, MouseButton,
+    TerminateStatus, TokenUsage,
+};
 use pretty_assertions::assert_eq;
 
 use super::*;
@@ -91,9 +94,58 @@ fn click() -> Action {
     }
 }
 
-fn key(step: u32) -> CacheKey {
-    CacheKey::new("https://shop.test/search?q=tea", "Find green tea", step)
+fn button(name: &str) -> ElementInfo {
+    ElementInfo {
+        tag: "button".into(),
+        role: Some("button".into()),
+        name: Some(name.into()),
+        interactive: true,
+        editable: false,
+        frame_url: None,
+    }
 }
+
+/// A record of `action` that worked, hitting `target`.
+fn worked(action: Action, target: Option<ElementInfo>) -> ActionRecord {
+    let mut execution = ActionExecution::ok();
+    execution.effect = Some(Box::new(EffectReceipt {
+        target,
+        ..EffectReceipt::default()
+    }));
+    ActionRecord {
+        call: ActionCall::new("c", action),
+        execution,
+        blocked: None,
+    }
+}
+
+fn step(n: u32, url: &str, shot: Image, actions: Vec<ActionRecord>) -> SemanticStep {
+    SemanticStep {
+        step: n,
+        url: url.into(),
+        screenshot: Some(shot),
+        thinking: Vec::new(),
+        text: None,
+        actions,
+        usage: TokenUsage::default(),
+        started_at_ms: 0,
+        duration_ms: 0,
+        model_ms: 0,
+    }
+}
+
+fn terminate(answer: &str) -> Action {
+    Action::Terminate {
+        status: TerminateStatus::Success,
+        result: answer.into(),
+    }
+}
+
+fn key() -> ScriptKey {
+    ScriptKey::new("https://shop.test/search?q=tea#top", "  Find   GREEN tea ")
+}
+
+const URL: &str = "https://shop.test/search?q=tea";
 
 #[test]
 fn dhash_separates_layouts_and_tolerates_small_changes() {
@@ -101,168 +153,179 @@ fn dhash_separates_layouts_and_tolerates_small_changes() {
     let touched = dhash(&png(&render(&search_page_touched()))).unwrap();
     let reencoded = dhash(&jpeg(&render(&search_page()))).unwrap();
     let moved = dhash(&png(&render(&moved_page()))).unwrap();
-    assert!(
-        similarity(a, touched) >= DEFAULT_SIMILARITY,
-        "{}",
-        similarity(a, touched)
-    );
-    assert!(
-        similarity(a, reencoded) >= DEFAULT_SIMILARITY,
-        "{}",
-        similarity(a, reencoded)
-    );
-    assert!(
-        similarity(a, moved) < DEFAULT_SIMILARITY,
-        "{}",
-        similarity(a, moved)
-    );
+    for (what, other) in [("touched", touched), ("re-encoded", reencoded)] {
+        let s = similarity(a, other);
+        assert!(s >= DEFAULT_SIMILARITY, "{what}: {s}");
+    }
+    let s = similarity(a, moved);
+    assert!(s < DEFAULT_SIMILARITY, "moved: {s}");
     assert_eq!(similarity(a, a), 1.0);
 }
 
 #[test]
-fn a_click_is_replayed_on_the_same_layout_and_invalidated_on_a_changed_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ActionCache::open(dir.path()).unwrap();
-    let page = png(&render(&search_page()));
-    assert!(cache.store(&key(3), &click(), Some(&page)).unwrap());
-
-    // Hit: the same page, and the same page slightly changed or re-encoded.
-    for shot in [
-        page.clone(),
-        png(&render(&search_page_touched())),
-        jpeg(&render(&search_page())),
-    ] {
-        match cache.lookup(&key(3), Some(&shot)).unwrap() {
-            CacheLookup::Hit { action, similarity } => {
-                assert_eq!(action, click());
-                assert!(similarity.unwrap() >= DEFAULT_SIMILARITY);
-            }
-            other => panic!("expected a hit, got {other:?}"),
-        }
-    }
-
-    // Invalidation: the layout moved, so the entry goes away.
-    let moved = png(&render(&moved_page()));
-    let CacheLookup::Invalidated { similarity } = cache.lookup(&key(3), Some(&moved)).unwrap()
-    else {
-        panic!("expected an invalidation");
-    };
-    assert!(similarity < DEFAULT_SIMILARITY);
+fn keys_are_normalised() {
     assert_eq!(
-        cache.lookup(&key(3), Some(&page)).unwrap(),
-        CacheLookup::Miss
+        key(),
+        ScriptKey {
+            url: URL.into(),
+            instruction: "find green tea".into()
+        }
+    );
+    assert_ne!(
+        key().file_name(),
+        ScriptKey::new(URL, "find black tea").file_name()
     );
 }
 
 #[test]
-fn steps_on_one_page_have_their_own_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ActionCache::open(dir.path()).unwrap();
+fn a_run_compiles_to_its_working_actions_with_their_guards() {
     let page = png(&render(&search_page()));
     let typing = Action::Type {
         text: "green tea".into(),
     };
-    let enter = Action::KeyPress {
-        keys: vec!["Enter".into()],
-    };
-    assert!(cache.store(&key(0), &click(), Some(&page)).unwrap());
-    assert!(cache.store(&key(1), &typing, None).unwrap());
-    assert!(cache.store(&key(2), &enter, Some(&page)).unwrap());
-    let hit = |step, shot: Option<&Image>| match cache.lookup(&key(step), shot).unwrap() {
-        CacheLookup::Hit { action, .. } => Some(action),
-        _ => None,
-    };
-    assert_eq!(hit(0, Some(&page)), Some(click()));
-    // Keyboard actions do not depend on the layout.
-    assert_eq!(hit(1, None), Some(typing));
-    assert_eq!(hit(2, Some(&png(&render(&moved_page())))), Some(enter));
-    assert_eq!(hit(4, Some(&page)), None);
-}
-
-#[test]
-fn keys_are_normalised_and_specific() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ActionCache::open(dir.path()).unwrap();
-    let goto = Action::Goto {
-        url: "https://shop.test/tea".into(),
-    };
-    cache.store(&key(0), &goto, None).unwrap();
-    let same = CacheKey::new(
-        "https://shop.test/search?q=tea#results",
-        "  find GREEN\ttea ",
-        0,
+    let mut failed = worked(click(), None);
+    failed.execution = ActionExecution::failed("nothing there");
+    let mut blocked = worked(
+        Action::Goto {
+            url: "https://evil.test".into(),
+        },
+        None,
     );
-    assert_eq!(same, key(0));
-    assert!(matches!(
-        cache.lookup(&same, None).unwrap(),
-        CacheLookup::Hit { .. }
-    ));
-    for other in [
-        CacheKey::new("https://shop.test/search?q=coffee", "Find green tea", 0),
-        CacheKey::new("https://shop.test/search?q=tea", "Find black tea", 0),
+    blocked.blocked = Some("policy".into());
+    let steps = vec![
+        step(
+            0,
+            URL,
+            page.clone(),
+            vec![
+                worked(click(), Some(button("Search"))),
+                worked(typing.clone(), None),
+            ],
+        ),
+        // Only observations, a failure and a blocked call: nothing to replay.
+        step(
+            1,
+            URL,
+            page.clone(),
+            vec![worked(Action::PageText, None), failed, blocked],
+        ),
+        step(2, URL, page.clone(), vec![worked(terminate("£3"), None)]),
+    ];
+    let script = RunScript::compile(key(), &steps, "Green tea £3")
+        .unwrap()
+        .unwrap();
+    assert_eq!(script.steps.len(), 2);
+    let first = &script.steps[0];
+    assert_eq!((first.width, first.height), (640, 400));
+    assert_eq!(first.page_text, None);
+    assert_eq!(
+        first.actions,
+        vec![
+            ScriptAction {
+                action: click(),
+                target: Some(ScriptTarget::from(&button("Search"))),
+            },
+            ScriptAction {
+                action: typing,
+                target: None,
+            },
+        ]
+    );
+    let last = &script.steps[1];
+    assert!(last.text_matches("Green   tea\n£3"), "whitespace aside");
+    assert!(!last.text_matches("Green tea £4"));
+    assert!(first.text_matches("anything: it did not end the run"));
+    assert_eq!(first.similarity(&page).unwrap(), 1.0);
+    assert!(first.similarity(&png(&render(&moved_page()))).unwrap() < DEFAULT_SIMILARITY);
+    let smaller = Image::new(ImageFormat::Png, 320, 200, page.data);
+    assert_eq!(first.similarity(&smaller).unwrap(), 0.0, "another size");
+    assert!(first.same_url(&format!("{URL}#results")));
+    assert!(!first.same_url("https://shop.test/search?q=coffee"));
+}
+
+#[test]
+fn a_step_that_needs_the_model_ends_the_script_before_it() {
+    let page = png(&render(&search_page()));
+    let steps = vec![
+        step(0, URL, page.clone(), vec![worked(click(), None)]),
+        step(
+            1,
+            URL,
+            page.clone(),
+            vec![worked(
+                Action::ClickRef {
+                    reference: "e3".into(),
+                    button: MouseButton::Left,
+                    click_count: 1,
+                    modifiers: Modifiers::NONE,
+                },
+                None,
+            )],
+        ),
+        step(2, URL, page, vec![worked(terminate("done"), None)]),
+    ];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps.len(), 1, "{script:?}");
+    assert_eq!(script.steps[0].actions[0].action, click());
+
+    // A first step that needs the model leaves nothing to replay.
+    assert_eq!(RunScript::compile(key(), &steps[1..], "").unwrap(), None);
+    // A step restored without its screenshot cannot be guarded.
+    let mut bare = steps;
+    bare[0].screenshot = None;
+    assert_eq!(RunScript::compile(key(), &bare, "").unwrap(), None);
+}
+
+#[test]
+fn targets_match_on_tag_role_and_name() {
+    let t = ScriptTarget::from(&button("Search"));
+    assert!(t.matches(&button("Search")));
+    assert!(!t.matches(&button("Clear")));
+    let mut link = button("Search");
+    link.tag = "a".into();
+    assert!(!t.matches(&link));
+}
+
+#[test]
+fn scripts_round_trip_and_unreadable_files_are_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ActionCache::open(dir.path()).unwrap();
+    assert_eq!(cache.load(&key()), None);
+    let page = png(&render(&search_page()));
+    let steps = vec![step(0, URL, page, vec![worked(terminate("ok"), None)])];
+    let script = RunScript::compile(key(), &steps, "ok").unwrap().unwrap();
+    cache.save(&script).unwrap();
+    assert_eq!(cache.load(&key()), Some(script.clone()));
+    assert_eq!(cache.load(&ScriptKey::new(URL, "another task")), None);
+
+    // Corrupt, of another version, or of another key under the same name.
+    let path = cache.path(&key());
+    for text in [
+        "{not json".to_string(),
+        serde_json::to_string(&RunScript {
+            version: 1,
+            ..script.clone()
+        })
+        .unwrap(),
+        serde_json::to_string(&RunScript {
+            key: ScriptKey::new(URL, "another task"),
+            ..script
+        })
+        .unwrap(),
     ] {
-        assert_eq!(cache.lookup(&other, None).unwrap(), CacheLookup::Miss);
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(cache.load(&key()), None);
     }
-    // The cache lives on disk: a new handle sees the entry.
-    let reopened = ActionCache::open(dir.path()).unwrap();
-    assert!(matches!(
-        reopened.lookup(&key(0), None).unwrap(),
-        CacheLookup::Hit { .. }
-    ));
+    cache.remove(&key()).unwrap();
+    cache.remove(&key()).unwrap();
+    assert!(!path.exists());
 }
 
 #[test]
-fn a_terminate_is_never_cached_or_replayed() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ActionCache::open(dir.path()).unwrap();
-    let terminate = Action::Terminate {
-        status: TerminateStatus::Success,
-        result: "£3.49".into(),
-    };
-    assert!(!cache.store(&key(5), &terminate, None).unwrap());
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    // Even an entry planted on disk is not replayed.
-    let planted = CacheEntry {
-        version: ENTRY_VERSION,
-        key: key(5),
-        action: terminate,
-        screenshot_hash: None,
-    };
-    std::fs::write(
-        dir.path().join(key(5).file_name()),
-        serde_json::to_vec(&planted).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(cache.lookup(&key(5), None).unwrap(), CacheLookup::Miss);
-    for observe in [Action::Screenshot, Action::Wait { ms: 100 }] {
-        assert!(!cache.store(&key(6), &observe, None).unwrap());
-    }
-}
-
-#[test]
-fn coordinate_actions_need_a_screenshot() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ActionCache::open(dir.path()).unwrap();
-    assert!(!cache.store(&key(0), &click(), None).unwrap());
-    let page = png(&render(&search_page()));
-    cache.store(&key(0), &click(), Some(&page)).unwrap();
-    assert_eq!(cache.lookup(&key(0), None).unwrap(), CacheLookup::Miss);
-}
-
-#[test]
-fn corrupt_entries_are_misses_and_bad_screenshots_are_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ActionCache::open(dir.path()).unwrap();
-    std::fs::write(dir.path().join(key(0).file_name()), "{truncated").unwrap();
-    assert_eq!(cache.lookup(&key(0), None).unwrap(), CacheLookup::Miss);
-    let garbage = Image::new(ImageFormat::Png, 10, 10, vec![1, 2, 3]);
-    let err = cache.store(&key(1), &click(), Some(&garbage)).unwrap_err();
+fn an_undecodable_screenshot_is_an_error_not_a_panic() {
+    let bad = Image::new(ImageFormat::Png, 4, 4, vec![1u8, 2, 3]);
+    let err = dhash(&bad).unwrap_err();
     assert_eq!(err.code(), lumen_core::ErrorCode::InvalidData);
-    // Overwriting a corrupt entry works.
-    let page = png(&render(&search_page()));
-    assert!(cache.store(&key(0), &click(), Some(&page)).unwrap());
-    assert!(matches!(
-        cache.lookup(&key(0), Some(&page)).unwrap(),
-        CacheLookup::Hit { .. }
-    ));
+    let steps = vec![step(0, URL, bad, vec![worked(click(), None)])];
+    assert!(RunScript::compile(key(), &steps, "").is_err());
 }

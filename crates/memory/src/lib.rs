@@ -12,8 +12,10 @@
 //!   knowledge base for the WebVoyager sites.
 //! - [`WorkflowMemory`]: step plans learnt from successful runs, persisted
 //!   to JSON and matched on the instruction.
-//! - [`ActionCache`]: an on-disk cache of actions keyed by URL, instruction
-//!   and step, guarded by a perceptual hash of the screenshot.
+//! - [`ActionCache`]: successful runs compiled into [`RunScript`]s keyed by
+//!   start URL and instruction, each step guarded by a perceptual hash of
+//!   its screenshot and the element each action was aimed at, so a rerun
+//!   replays without the model while the page still matches.
 //!
 //! May depend on: `lumen-core`, `lumen-trace` (the one atomic file writer)
 //! and pure data crates (`image` to decode screenshots, `url`). Never on `lumen-browser` or `lumen-models`: memory
@@ -50,7 +52,7 @@ pub mod site_kb;
 pub mod state;
 pub mod workflow;
 
-pub use cache::{ActionCache, CacheKey, CacheLookup};
+pub use cache::{ActionCache, RunScript, ScriptKey};
 pub use history::{Compaction, HistoryConfig, HistoryManager, screenshot_marker, shrink_image};
 pub use serialize::{FoldRecord, SerializedHistory};
 pub use site_kb::{SiteKB, SiteRule};

@@ -32,8 +32,9 @@ use lumen_core::{
     RunStatus, Screenshot, ScreenshotOptions, SemanticStep, StepContext, StreamEvent, TaskState,
     TerminateStatus, TokenUsage, ToolResult, UsageBreakdown, Verifier, VerifyInput,
 };
+use lumen_memory::cache::ScriptStep;
 use lumen_memory::{
-    ActionCache, CacheKey, CacheLookup, HistoryConfig, HistoryManager, SiteKB, StateStore,
+    ActionCache, HistoryConfig, HistoryManager, RunScript, ScriptKey, SiteKB, StateStore,
     WorkflowMemory, shrink_image,
 };
 use lumen_safety::ActionGuard;
@@ -178,6 +179,17 @@ pub struct RunState {
     failures: u32,
     /// Why a budget stopped the run, once one did.
     budget_stop: Option<String>,
+    /// The saved script this run replays, while its guards hold.
+    script: Option<ScriptReplay>,
+    /// Steps replayed from a script instead of asking the model.
+    replayed_steps: u32,
+}
+
+/// A saved script being replayed: which of its steps comes next.
+#[derive(Debug)]
+struct ScriptReplay {
+    script: RunScript,
+    next: usize,
 }
 
 impl RunState {
@@ -245,6 +257,8 @@ impl RunState {
             sources: UsageBreakdown::default(),
             failures: 0,
             budget_stop: None,
+            script: None,
+            replayed_steps: 0,
         }
     }
 }
@@ -268,6 +282,19 @@ fn smallest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// The stop reason of a step replayed from a run script.
+const REPLAYED: &str = "run_script";
+
+/// Notes that the run stops replaying its script at `step`, and why.
+fn script_left(step: u32, why: &str) {
+    tracing::info!(
+        target: lumen_core::logs::LOOP,
+        step,
+        why,
+        "the run script no longer matches the page; the model takes over"
+    );
 }
 
 /// What one action did, buffered until the assistant turn is recorded.
@@ -308,24 +335,15 @@ impl PerceptionLoop {
         self
     }
 
-    /// Sets the action cache: steps whose (URL, instruction, step) and page
-    /// look match a cached action replay it without a model call; answered
+    /// Sets the action cache: a successful run is compiled into a script
+    /// there, and a later run of the same task (same start URL and
+    /// instruction) replays it step by step without a model call while each
+    /// step's guards hold, asking the model from the first step whose page
+    /// differs; answered
     /// single-action steps that worked are stored. Terminates never are.
     pub fn with_cache(mut self, cache: Arc<ActionCache>) -> Self {
         self.cache = Some(cache);
         self
-    }
-
-    /// The cached action for this step, if it still fits the page.
-    fn cached_action(&self, key: &CacheKey, shot: &Screenshot) -> Option<Action> {
-        match self.cache.as_ref()?.lookup(key, Some(&shot.image)) {
-            Ok(CacheLookup::Hit { action, .. }) => Some(action),
-            Ok(_) => None,
-            Err(e) => {
-                tracing::warn!("action cache lookup failed: {e}");
-                None
-            }
-        }
     }
 
     /// Sets the site knowledge base whose tips are shown for matching URLs.
@@ -440,6 +458,9 @@ impl PerceptionLoop {
             }
             Err(e) => (RunStatus::Failure, None, Some(e)),
         };
+        if status == RunStatus::Success && top {
+            self.save_script(instruction, run).await;
+        }
         if status == RunStatus::Success
             && let Some(w) = &self.workflows
             && let Ok(mut w) = w.lock()
@@ -673,44 +694,22 @@ impl PerceptionLoop {
         let mut done: Vec<Done> = Vec::new();
         let mut terminated: Option<(TerminateStatus, String)> = None;
         let hard = ConfidenceGate::is_hard(run.repeat.pending().is_some(), run.last_failed);
-        let cache_key = CacheKey::new(&url, instruction, step);
-        let cached = self.cached_action(&cache_key, &shot);
-        let response = match (cached, &self.config.confidence_gate, hard) {
-            // A cached action that still fits the page replays without a
-            // model call; if it fails, the entry is dropped and the next step
-            // asks the model again.
-            (Some(action), _, _) => {
-                let call = ActionCall::new(format!("cache_{step}"), action);
-                self.handle(
-                    call.clone(),
-                    step,
-                    instruction,
-                    &url,
-                    &shot,
-                    run,
-                    &mut done,
-                    &mut terminated,
-                )
-                .await?;
-                if let (Some(cache), Some(d)) = (&self.cache, done.last_mut()) {
-                    if d.record.execution.ok {
-                        d.record
-                            .execution
-                            .hints
-                            .push("replayed from the action cache".into());
-                    } else if let Err(e) = cache.remove(&cache_key) {
-                        tracing::warn!("a failed cache entry could not be removed: {e}");
-                    }
-                }
-                ModelResponse {
-                    turn: lumen_core::AssistantTurn {
-                        calls: vec![call],
-                        ..Default::default()
-                    },
-                    usage: Default::default(),
-                    stop_reason: Some("action_cache".into()),
-                }
-            }
+        if step == 0 && self.depth == 0 {
+            run.script = self.load_script(instruction, &url);
+        }
+        let replayed = self
+            .replay_step(
+                step,
+                instruction,
+                &url,
+                &shot,
+                run,
+                &mut done,
+                &mut terminated,
+            )
+            .await?;
+        let response = match (replayed, &self.config.confidence_gate, hard) {
+            (Some(response), _, _) => response,
             (None, Some(gate), true) => {
                 let choice = {
                     let ctx = StepContext {
@@ -795,22 +794,6 @@ impl PerceptionLoop {
             }
         };
         let model_ms = model_started.elapsed().as_millis() as u64;
-        // Learn a step the model answered with one action that worked.
-        if let Some(cache) = &self.cache
-            && response.stop_reason.as_deref() != Some("action_cache")
-            && let [d] = done.as_slice()
-            && d.record.execution.ok
-            && d.record.blocked.is_none()
-            && let Err(e) = cache.store(
-                &cache_key,
-                &d.record.call.action,
-                // Only layout-bound actions need the (decoded) screenshot.
-                ActionCache::needs_screenshot(&d.record.call.action).then_some(&shot.image),
-            )
-        {
-            tracing::warn!("the action cache could not be written: {e}");
-        }
-
         // Any call of the turn that did not run (a stream that yielded fewer
         // events than its turn lists) still gets an answer, so the provider's
         // protocol stays valid.
@@ -847,7 +830,9 @@ impl PerceptionLoop {
         // After form actions the model is told what the fields hold now.
         // That is page text: it goes with the last result (the user turn),
         // quoted, never into the system prompt.
-        let form_state = match (form_actions, &terminated) {
+        // A replayed step is not the model's: nobody reads its form state.
+        let replayed = response.stop_reason.as_deref() == Some(REPLAYED);
+        let form_state = match (form_actions && !replayed, &terminated) {
             (true, None) => self.form_state().await,
             _ => None,
         };
@@ -923,6 +908,205 @@ impl PerceptionLoop {
             }
         }
         Ok(terminated)
+    }
+
+    /// The saved script of this task, if the cache holds one.
+    fn load_script(&self, instruction: &str, url: &str) -> Option<ScriptReplay> {
+        let script = self
+            .cache
+            .as_ref()?
+            .load(&ScriptKey::new(url, instruction))?;
+        tracing::info!(
+            target: lumen_core::logs::LOOP,
+            steps = script.steps.len(),
+            "replaying a saved run script while the page matches it"
+        );
+        Some(ScriptReplay { script, next: 0 })
+    }
+
+    /// Replays the script's next step when the page still is the one it was
+    /// taken on: the same URL and screenshot size, a screenshot alike to its
+    /// hash, and before each action the same element under its point (and,
+    /// before the final answer, the same page text). `Ok(None)` when nothing
+    /// was replayed: the model is asked, and the script is given up for the
+    /// rest of the run. A guard or action that fails after the step's first
+    /// action ends the step there.
+    #[allow(clippy::too_many_arguments)]
+    async fn replay_step(
+        &self,
+        step: u32,
+        instruction: &str,
+        url: &str,
+        shot: &Screenshot,
+        run: &mut RunState,
+        done: &mut Vec<Done>,
+        terminated: &mut Option<(TerminateStatus, String)>,
+    ) -> Result<Option<ModelResponse>> {
+        let Some(mut replay) = run.script.take() else {
+            return Ok(None);
+        };
+        let Some(planned) = replay.script.steps.get(replay.next).cloned() else {
+            return Ok(None);
+        };
+        if !planned.same_url(url) {
+            script_left(step, "the page's address is not the script's");
+            return Ok(None);
+        }
+        let threshold = self.cache.as_ref().map_or(1.0, |c| c.threshold());
+        let alike = {
+            let (planned, image) = (planned.clone(), shot.image.clone());
+            tokio::task::spawn_blocking(move || planned.similarity(&image)).await
+        };
+        match alike {
+            Ok(Ok(alike)) if alike >= threshold => {}
+            Ok(Ok(alike)) => {
+                script_left(
+                    step,
+                    &format!("the page looks different ({alike:.2} alike)"),
+                );
+                return Ok(None);
+            }
+            Ok(Err(e)) => {
+                script_left(step, &e.to_string());
+                return Ok(None);
+            }
+            Err(e) => {
+                script_left(step, &e.to_string());
+                return Ok(None);
+            }
+        }
+        let mut calls = Vec::new();
+        let mut holds = true;
+        for (i, planned_action) in planned.actions.iter().enumerate() {
+            if let Some(why) = self.guard_differs(&planned, planned_action).await? {
+                script_left(step, &why);
+                holds = false;
+                if i == 0 {
+                    return Ok(None);
+                }
+                break;
+            }
+            let call = ActionCall::new(format!("replay_{step}_{i}"), planned_action.action.clone());
+            self.handle(
+                call.clone(),
+                step,
+                instruction,
+                url,
+                shot,
+                run,
+                done,
+                terminated,
+            )
+            .await?;
+            calls.push(call);
+            let Some(d) = done.last_mut() else { break };
+            if !d.record.execution.ok {
+                script_left(step, "a replayed action failed");
+                holds = false;
+                break;
+            }
+            d.record
+                .execution
+                .hints
+                .push("replayed from the saved run script".into());
+        }
+        if holds {
+            replay.next += 1;
+            run.script = Some(replay);
+        }
+        run.replayed_steps += 1;
+        Ok(Some(ModelResponse {
+            turn: lumen_core::AssistantTurn {
+                calls,
+                ..Default::default()
+            },
+            usage: Default::default(),
+            stop_reason: Some(REPLAYED.into()),
+        }))
+    }
+
+    /// Why `action` of the script's `planned` step must not be replayed on
+    /// the page as it is now, if it must not.
+    async fn guard_differs(
+        &self,
+        planned: &ScriptStep,
+        action: &lumen_memory::cache::ScriptAction,
+    ) -> Result<Option<String>> {
+        if let (Some(at), Some(target)) = (action.action.point(), &action.target) {
+            let now = match self.guarded(self.tab.element_at(at)).await {
+                Ok(now) => now,
+                Err(
+                    e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. }),
+                ) => {
+                    return Err(e);
+                }
+                Err(e) => return Ok(Some(format!("the element at the point is unknown: {e}"))),
+            };
+            if !now.as_ref().is_some_and(|e| target.matches(e)) {
+                return Ok(Some(format!(
+                    "the element at ({}, {}) is not the <{}> the script clicked",
+                    at.x, at.y, target.tag
+                )));
+            }
+        }
+        if matches!(action.action, Action::Terminate { .. }) {
+            let text = match self.guarded(self.tab.page_text()).await {
+                Ok(text) => text,
+                Err(
+                    e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. }),
+                ) => {
+                    return Err(e);
+                }
+                Err(e) => return Ok(Some(format!("the page text is unknown: {e}"))),
+            };
+            if !planned.text_matches(&text) {
+                return Ok(Some(
+                    "the page's text differs from the script's answer page".into(),
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Compiles the successful run into the cache's script for its task,
+    /// secrets scrubbed. A run replayed whole leaves the script as it was.
+    /// Failures are logged: a script is an optimisation, never the run.
+    async fn save_script(&self, instruction: &str, run: &RunState) {
+        let Some(cache) = &self.cache else { return };
+        let steps = run.history.semantic();
+        let Some(first) = steps.first() else { return };
+        if first.step != 0 || run.replayed_steps as usize == steps.len() {
+            return;
+        }
+        let text = match self.guarded(self.tab.page_text()).await {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::warn!("no run script saved: the final page text is unknown: {e}");
+                return;
+            }
+        };
+        let key = ScriptKey::new(&first.url, instruction);
+        let steps = steps.to_vec();
+        let compiled =
+            tokio::task::spawn_blocking(move || RunScript::compile(key, &steps, &text)).await;
+        let script = match compiled {
+            Ok(Ok(Some(script))) => script,
+            Ok(Ok(None)) => return,
+            Ok(Err(e)) => return tracing::warn!("no run script saved: {e}"),
+            Err(e) => return tracing::warn!("no run script saved: {e}"),
+        };
+        let scrubbed = serde_json::to_value(&script).and_then(|mut v| {
+            self.pipeline.secrets().redact_json(&mut v);
+            serde_json::from_value::<RunScript>(v)
+        });
+        match scrubbed {
+            Ok(script) => {
+                if let Err(e) = cache.save(&script) {
+                    tracing::warn!("the run script could not be saved: {e}");
+                }
+            }
+            Err(e) => tracing::warn!("no run script saved: {e}"),
+        }
     }
 
     /// Swaps the previous screenshot for its reduced copy (made while the

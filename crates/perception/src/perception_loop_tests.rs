@@ -585,12 +585,12 @@ async fn site_tips_match_the_url_and_successful_runs_teach_a_workflow() {
 }
 
 #[tokio::test]
-async fn a_cached_step_replays_without_the_model_and_terminate_is_never_cached() {
-    let dir = std::env::temp_dir().join(format!("lumen-cache-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let cache = Arc::new(lumen_memory::ActionCache::open(&dir).unwrap());
-    // The fake tab's screenshot is not a decodable image, so use a
-    // non-coordinate action (typing), which needs no screenshot guard.
+async fn a_run_whose_screenshots_cannot_be_hashed_saves_no_script_and_still_succeeds() {
+    // The fake tab's screenshot is not a decodable image: no guard can be
+    // made from it, so nothing is saved and the next run asks the model.
+    // (Replay itself is tested on real Chromium: lumen's suite::rerun.)
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Arc::new(lumen_memory::ActionCache::open(dir.path()).unwrap());
     let (_, adapter, l) = setup(
         vec![vec![Action::Type { text: "abc".into() }], vec![done("ok")]],
         5,
@@ -599,22 +599,12 @@ async fn a_cached_step_replays_without_the_model_and_terminate_is_never_cached()
     let (r, _) = run(&l, "type abc").await;
     assert_eq!(r.status, RunStatus::Success);
     assert_eq!(adapter.seen.lock().unwrap().len(), 2);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 
-    let (tab, adapter, l) = setup(vec![vec![done("ok again")]], 5);
-    let l = l.with_cache(cache);
-    let (r, _) = run(&l, "type abc").await;
-    assert_eq!(
-        (r.status, r.result.as_deref()),
-        (RunStatus::Success, Some("ok again"))
-    );
-    assert_eq!(
-        adapter.seen.lock().unwrap().len(),
-        1,
-        "step 0 came from the cache"
-    );
-    assert_eq!(r.history[0].actions[0].call.id, "cache_0");
-    assert!(tab.calls().contains(&"type abc".to_string()));
-    std::fs::remove_dir_all(&dir).unwrap();
+    let (_, adapter, l) = setup(vec![vec![done("ok again")]], 5);
+    let (r, _) = run(&l.with_cache(cache), "type abc").await;
+    assert_eq!(r.result.as_deref(), Some("ok again"));
+    assert_eq!(adapter.seen.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -26,9 +26,9 @@ use std::time::Duration;
 
 use chromiumoxide::Page;
 use lumen_core::{
-    ActionOutcome, AxSnapshot, BrowserTab, ClickOptions, ErrorCode, LumenError, Modifiers,
-    MouseButton, Point, Result, Screenshot, ScreenshotOptions, SettleOptions, SettleReport, Size,
-    TabInfo,
+    ActionOutcome, AxSnapshot, BrowserTab, ClickOptions, ElementInfo, ErrorCode, LumenError,
+    Modifiers, MouseButton, Point, Result, Screenshot, ScreenshotOptions, SettleOptions,
+    SettleReport, Size, TabInfo,
     browser::{FormField, ScrollOffset},
 };
 use tokio::task::JoinHandle;
@@ -424,6 +424,10 @@ impl BrowserTab for CdpTab {
 
     async fn scroll_offset(&self) -> Result<Option<ScrollOffset>> {
         self.read_scroll_offset().await
+    }
+
+    async fn element_at(&self, at: Point) -> Result<Option<ElementInfo>> {
+        self.element_at_point(at).await
     }
 
     async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {

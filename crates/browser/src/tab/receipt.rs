@@ -75,6 +75,16 @@ impl CdpTab {
         }
     }
 
+    /// The element a click at `at` would hit, read with the receipt's own
+    /// probe (so it is described exactly as receipts describe targets).
+    pub(super) async fn element_at_point(&self, at: Point) -> Result<Option<ElementInfo>> {
+        let ctx = self.active();
+        Ok(self
+            .probe_soft(&ctx, Some(at))
+            .await?
+            .and_then(|p| p.target))
+    }
+
     pub(super) async fn flush(&self, ctx: &PageCtx) {
         tokio::join!(ctx.flusher.flush(), self.shared.browser_flusher.flush());
     }

@@ -130,6 +130,12 @@ impl BrowserTab for TimedTab {
     async fn set_scroll_offset(&self, offset: lumen::ScrollOffset) -> lumen::Result<ActionOutcome> {
         timed!(self, other, self.inner.set_scroll_offset(offset))
     }
+    async fn element_at(&self, at: Point) -> lumen::Result<Option<lumen::ElementInfo>> {
+        timed!(self, other, self.inner.element_at(at))
+    }
+    async fn page_text(&self) -> lumen::Result<String> {
+        timed!(self, other, self.inner.page_text())
+    }
     async fn click(&self, at: Point, o: ClickOptions) -> lumen::Result<ActionOutcome> {
         timed!(self, dispatch, self.inner.click(at, o))
     }

@@ -92,7 +92,7 @@ pub(super) const SCHEMA: &[(&str, SchemaFn)] = &[
     ),
     (
         "cache",
-        || json!({"type": ["boolean", "string"], "description": "The action cache: true for the operator's cache folder, or a subfolder of it."}),
+        || json!({"type": ["boolean", "string"], "description": "The action cache of run scripts (a successful run reruns from its script without model calls while the page matches): true for the operator's cache folder, or a subfolder of it."}),
     ),
     (
         "cdpUrl",

@@ -47,8 +47,9 @@ pub struct SessionOptions {
     /// Workflow memory: suggests a learnt workflow on the first step and
     /// learns from successful runs (saved to its file).
     pub workflows: Option<Arc<Mutex<WorkflowMemory>>>,
-    /// An on-disk action cache (`ActionCache::open(dir)`): matching steps
-    /// replay without a model call.
+    /// An on-disk action cache (`ActionCache::open(dir)`): a successful run
+    /// is saved as a script, and the same task (start URL and instruction)
+    /// reruns from it without model calls while the page still matches.
     pub cache: Option<Arc<ActionCache>>,
     /// Stop a run (status `BudgetExceeded`) before its next model call once
     /// it has used this many tokens, every source counted (main loop,

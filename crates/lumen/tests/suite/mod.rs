@@ -5,5 +5,6 @@ mod e2e;
 mod modes;
 mod network_policy;
 mod own_tools;
+mod rerun;
 mod safety;
 mod zoom;

@@ -1,11 +1,14 @@
-//! The action cache on real screenshots: fixture pages served by the
+//! The run script's screen guard on real screenshots: fixture pages served by the
 //! fixture server and captured by headless Chromium (its own `--screenshot`
 //! mode; the browser crate is not needed to take a picture).
 
 use std::path::Path;
 
-use lumen_core::{Action, Image, ImageFormat, Modifiers, MouseButton};
-use lumen_memory::{ActionCache, CacheKey, CacheLookup, cache};
+use lumen_core::{
+    Action, ActionCall, ActionExecution, ActionRecord, Image, ImageFormat, Modifiers, MouseButton,
+    SemanticStep, TokenUsage,
+};
+use lumen_memory::{ActionCache, RunScript, ScriptKey, cache};
 use lumen_test_support::{FixtureServer, locate_chromium};
 
 /// Captures `url` at 800x600 in a fresh headless Chromium and returns the
@@ -42,7 +45,7 @@ async fn capture(url: &str, dir: &Path, name: &str) -> Image {
 }
 
 #[tokio::test]
-async fn cached_click_hits_on_the_same_fixture_page_and_is_invalidated_on_another() {
+async fn a_script_step_holds_on_the_same_fixture_page_and_not_on_another() {
     let server = FixtureServer::start().await.unwrap();
     let shots = tempfile::tempdir().unwrap();
     let form = capture(&server.url("form.html"), shots.path(), "form-1").await;
@@ -61,26 +64,45 @@ async fn cached_click_hits_on_the_same_fixture_page_and_is_invalidated_on_anothe
     assert!(same >= cache::DEFAULT_SIMILARITY, "same page: {same}");
     assert!(other < cache::DEFAULT_SIMILARITY, "different page: {other}");
 
-    let dir = tempfile::tempdir().unwrap();
-    let cache = ActionCache::open(dir.path()).unwrap();
-    // Click the Name field of form.html.
+    // A one-step script taken on form.html: a click on the Name field.
     let click = Action::Click {
         x: 200,
         y: 131,
         button: MouseButton::Left,
         modifiers: Modifiers::NONE,
     };
-    // The URL is the same in both lookups on purpose: what changed is the
+    let mut execution = ActionExecution::ok();
+    execution.effect = Some(Box::default());
+    let step = SemanticStep {
+        step: 0,
+        url: server.url("form.html"),
+        screenshot: Some(form.clone()),
+        thinking: Vec::new(),
+        text: None,
+        actions: vec![ActionRecord {
+            call: ActionCall::new("c", click.clone()),
+            execution,
+            blocked: None,
+        }],
+        usage: TokenUsage::default(),
+        started_at_ms: 0,
+        duration_ms: 0,
+        model_ms: 0,
+    };
+    let key = ScriptKey::new(&server.url("form.html"), "Fill in the form");
+    let script = RunScript::compile(key.clone(), &[step], "")
+        .unwrap()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = ActionCache::open(dir.path()).unwrap();
+    cache.save(&script).unwrap();
+    let loaded = cache.load(&key).unwrap();
+    let guard = &loaded.steps[0];
+    assert_eq!(guard.actions[0].action, click);
+    // The URL is the same in both checks on purpose: what changed is the
     // page shown, as when a site ships a new layout under the same address.
-    let key = CacheKey::new(&server.url("form.html"), "Fill in the form", 1);
-    assert!(cache.store(&key, &click, Some(&form)).unwrap());
-    match cache.lookup(&key, Some(&form_again)).unwrap() {
-        CacheLookup::Hit { action, .. } => assert_eq!(action, click),
-        other => panic!("expected a hit on the same page, got {other:?}"),
-    }
-    assert!(matches!(
-        cache.lookup(&key, Some(&counter)).unwrap(),
-        CacheLookup::Invalidated { .. }
-    ));
-    assert_eq!(cache.lookup(&key, Some(&form)).unwrap(), CacheLookup::Miss);
+    let same = guard.similarity(&form_again).unwrap();
+    let other = guard.similarity(&counter).unwrap();
+    assert!(same >= cache.threshold(), "same page: {same}");
+    assert!(other < cache.threshold(), "another page: {other}");
 }

@@ -1,0 +1,265 @@
+//! A rerun that costs nothing: a successful run is compiled into a script
+//! in the action cache, and the same task runs again from it with no model
+//! call while its guards hold. Real Chromium on `fixtures/sites/rerun`
+//! served from a temporary web root (so a variant page can replace the
+//! original at the same address), the Anthropic adapter over real HTTP to
+//! the mock provider, which answers only the turns queued for it: a model
+//! call the test did not expect fails the run.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lumen::browser::{CdpTab, LaunchOptions};
+use lumen::memory::{ActionCache, ScriptKey};
+use lumen::models::{AdapterOptions, ApiKey};
+use lumen::{BrowserTab, Point, RunResult, RunStatus, Session, SessionOptions};
+use lumen_test_support::mock_provider::MockProvider;
+use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
+use lumen_test_support::{FixtureServer, element_center, fixtures_root};
+
+const TASK: &str = "Order three packs of tea and say what the basket holds";
+const WIRE: Wire = Wire::Anthropic;
+
+struct Rerun {
+    root: tempfile::TempDir,
+    site: FixtureServer,
+    mock: MockProvider,
+    tab: Arc<CdpTab>,
+    cache: Arc<ActionCache>,
+    _cache_dir: tempfile::TempDir,
+}
+
+impl Rerun {
+    async fn new() -> Rerun {
+        let root = tempfile::tempdir().unwrap();
+        let site = FixtureServer::start_at(root.path()).await.unwrap();
+        let cache_dir = tempfile::tempdir().unwrap();
+        let rerun = Rerun {
+            site,
+            mock: lumen_test_support::mock_provider().await.unwrap(),
+            tab: Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap()),
+            cache: Arc::new(ActionCache::open(cache_dir.path()).unwrap()),
+            _cache_dir: cache_dir,
+            root,
+        };
+        rerun.serve("order.html");
+        rerun
+    }
+
+    /// Serves `variant` of the rerun fixtures as `order.html`.
+    fn serve(&self, variant: &str) {
+        let from = fixtures_root().join("rerun").join(variant);
+        std::fs::copy(from, self.root.path().join("order.html")).unwrap();
+    }
+
+    async fn open(&self) {
+        assert!(
+            self.tab
+                .goto(&self.site.url("order.html"))
+                .await
+                .unwrap()
+                .ok
+        );
+    }
+
+    async fn center(&self, selector: &str) -> Point {
+        element_center(self.tab.as_ref(), selector)
+            .await
+            .unwrap()
+            .expect(selector)
+    }
+
+    /// Queues `turns` as the model's next answers.
+    async fn script(&self, turns: &[Vec<ScriptStep>]) {
+        let vp = self.tab.viewport().await.unwrap();
+        let sent = self.mock.requests().len();
+        for (i, t) in turns.iter().enumerate() {
+            self.mock
+                .push(WIRE.route(), WIRE.turn(sent + i, t, (vp.width, vp.height)));
+        }
+    }
+
+    /// Runs the task from a freshly loaded page; returns the result and
+    /// how many model requests it made.
+    async fn run(&self) -> (RunResult, usize) {
+        self.open().await;
+        let before = self.mock.requests().len();
+        let adapter = lumen::models::create_adapter(
+            WIRE.model(),
+            AdapterOptions {
+                api_key: Some(ApiKey::new("test-key")),
+                base_url: Some(WIRE.base_url(&self.mock)),
+                ..AdapterOptions::default()
+            },
+        )
+        .unwrap();
+        let options = SessionOptions {
+            max_steps: 8,
+            cache: Some(self.cache.clone()),
+            ..SessionOptions::default()
+        };
+        let mut session = Session::new(self.tab.clone(), adapter, options).unwrap();
+        let result = session.run(TASK).await;
+        assert!(
+            self.mock.violations().is_empty(),
+            "{:?}",
+            self.mock.violations()
+        );
+        assert_eq!(self.mock.pending(WIRE.route()), 0, "every queued turn used");
+        (result, self.mock.requests().len() - before)
+    }
+
+    /// The first run: the model types the quantity, adds to the basket and
+    /// reads the answer.
+    async fn first_run(&self) -> RunResult {
+        self.open().await;
+        let (qty, add) = (self.center("#qty").await, self.center("#add").await);
+        self.script(&[
+            vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
+            vec![ScriptStep::Click(add.x, add.y)],
+            vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+        ])
+        .await;
+        let (r, calls) = self.run().await;
+        assert_success(&r, "Basket: 3 × green tea");
+        assert_eq!(calls, 3);
+        r
+    }
+
+    async fn basket(&self) -> i64 {
+        self.tab
+            .evaluate("window.lumen.basket")
+            .await
+            .unwrap()
+            .as_i64()
+            .unwrap()
+    }
+
+    fn script_file(&self) -> lumen::memory::RunScript {
+        self.cache
+            .load(&ScriptKey::new(&self.site.url("order.html"), TASK))
+            .expect("a script was saved")
+    }
+}
+
+fn assert_success(r: &RunResult, answer: &str) {
+    assert_eq!(
+        (r.status, r.result.as_deref()),
+        (RunStatus::Success, Some(answer)),
+        "{:?}",
+        r.error
+    );
+}
+
+/// The ids of each step's calls: `replay_…` for replayed ones.
+fn call_ids(r: &RunResult) -> Vec<Vec<String>> {
+    r.history
+        .iter()
+        .map(|s| s.actions.iter().map(|a| a.call.id.clone()).collect())
+        .collect()
+}
+
+fn replayed(r: &RunResult) -> Vec<bool> {
+    call_ids(r)
+        .iter()
+        .map(|ids| ids.iter().all(|id| id.starts_with("replay_")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_task_reruns_from_its_script_with_no_model_call() {
+    let t = Rerun::new().await;
+    t.first_run().await;
+    let script = t.script_file();
+    assert_eq!(script.steps.len(), 3, "{script:#?}");
+    // Each pointer action keeps the element it hit.
+    let add = script.steps[1].actions[0].target.as_ref().unwrap();
+    assert_eq!(
+        (add.tag.as_str(), add.name.as_deref()),
+        ("button", Some("Add to basket"))
+    );
+    assert!(
+        script.steps[2].page_text.is_some(),
+        "the answer's page text"
+    );
+
+    let (r, calls) = t.run().await;
+    assert_success(&r, "Basket: 3 × green tea");
+    assert_eq!(calls, 0, "the rerun asked the model");
+    assert_eq!(replayed(&r), vec![true, true, true], "{:?}", call_ids(&r));
+    assert_eq!(r.usage.total_input(), 0);
+    assert_eq!(t.basket().await, 3, "the replay really ordered");
+    assert!(
+        r.history[1].actions[0]
+            .execution
+            .hints
+            .iter()
+            .any(|h| h.contains("replayed from the saved run script"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_button_falls_back_to_the_model_at_that_step_and_the_new_path_is_kept() {
+    let t = Rerun::new().await;
+    t.first_run().await;
+
+    // The buttons swap places: the page looks the same, but a click at the
+    // old place would now clear the basket.
+    t.serve("order-moved.html");
+    t.open().await;
+    let add = t.center("#add").await;
+    t.script(&[
+        vec![ScriptStep::Click(add.x, add.y)],
+        vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+    ])
+    .await;
+    let (r, calls) = t.run().await;
+    assert_success(&r, "Basket: 3 × green tea");
+    assert_eq!(calls, 2, "the model from the moved button's step on");
+    assert_eq!(replayed(&r), vec![true, false, false], "{:?}", call_ids(&r));
+    assert_eq!(t.basket().await, 3);
+    let clears = t.tab.evaluate("window.lumen.clears").await.unwrap();
+    assert_eq!(clears, 0, "the old place was never clicked");
+
+    // The new path was recorded: the moved page now reruns for free.
+    let (r, calls) = t.run().await;
+    assert_success(&r, "Basket: 3 × green tea");
+    assert_eq!(calls, 0);
+    assert_eq!(replayed(&r), vec![true, true, true]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_is_not_replayed_on_a_page_that_reads_differently() {
+    let t = Rerun::new().await;
+    t.first_run().await;
+
+    // Same layout, other words: the actions replay, the answer does not.
+    t.serve("order-price.html");
+    t.script(&[vec![ScriptStep::Done("Basket: 3 × black tea".into())]])
+        .await;
+    let (r, calls) = t.run().await;
+    assert_success(&r, "Basket: 3 × black tea");
+    assert_eq!(calls, 1);
+    assert_eq!(replayed(&r), vec![true, true, false], "{:?}", call_ids(&r));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_script_is_a_miss_and_the_model_runs_the_task() {
+    let t = Rerun::new().await;
+    let key = ScriptKey::new(&t.site.url("order.html"), TASK);
+    t.first_run().await;
+    let path = std::fs::read_dir(t.cache.dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    std::fs::write(&path, b"{\"version\": 2, \"steps\": [oops").unwrap();
+    assert!(t.cache.load(&key).is_none());
+    let (first, _) = (t.first_run().await, ());
+    assert_eq!(replayed(&first), vec![false, false, false]);
+    assert!(
+        t.cache.load(&key).is_some(),
+        "the good run replaced the corrupt file"
+    );
+    assert!(Path::new(&path).exists());
+}
