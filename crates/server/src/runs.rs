@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use lumen::perception::control::RunControl;
 use lumen::perception::monitor::now_ms;
-use lumen::safety::{PolicyConfig, PolicyDecision, PolicyRule, SessionPolicy};
+use lumen::safety::{PolicyConfig, PolicyDecision, PolicyRule, Secrets, SessionPolicy};
 use lumen::{RecordedEvent, StreamEvent};
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, broadcast};
@@ -119,6 +119,7 @@ impl RunEntry {
     /// is paused reports `paused`).
     pub fn info(&self) -> RunInfo {
         let mut info = lock(&self.info).clone();
+        info.redact(&self.redactor());
         if matches!(info.status, RunState::Queued | RunState::Running) && self.control().is_paused()
         {
             info.status = RunState::Paused;
@@ -138,10 +139,28 @@ impl RunEntry {
     /// Writes the record as it is now (blocking: call it off the async
     /// threads). Writes are serialised and each takes the record at the
     /// time it writes, so the last one on disk is the latest.
+    /// The record is redacted with the run's secret values first, as the
+    /// event log is.
     fn save(&self) -> std::io::Result<()> {
         let _saving = lock(&self.saving);
-        let snapshot = lock(&self.info).clone();
+        let mut snapshot = lock(&self.info).clone();
+        snapshot.redact(&self.redactor());
         store::write_json(&self.dir.info(), &snapshot)
+    }
+
+    /// The run's secret values (in memory only) as a redactor; empty when
+    /// it has none.
+    pub(crate) fn redactor(&self) -> Secrets {
+        let mut secrets = Secrets::new();
+        if let Some(values) = lock(&self.secrets).as_ref() {
+            for (name, value) in &values.0 {
+                // Checked when the run was created.
+                if let Err(e) = secrets.insert(name, value.clone()) {
+                    tracing::warn!(run = %self.id, "secret {name} cannot redact: {e}");
+                }
+            }
+        }
+        secrets
     }
 
     /// [`save`](Self::save) on the blocking pool; a failure is logged.
@@ -257,9 +276,19 @@ impl RunManager {
             if let Err(e) = store::tighten(dir.dir()) {
                 tracing::warn!(run = %info.id, "could not make the run folder private: {e}");
             }
+            let mut changed = false;
             if info.status.is_active() {
                 info.status = RunState::Interrupted;
                 info.cancel_reason = Some(SERVER_RESTART.into());
+                changed = true;
+            }
+            // Secret values are never written: a run that can still resume
+            // says which it will not have.
+            if !info.status.is_terminal() && info.missing_secrets != info.secret_names {
+                info.missing_secrets = info.secret_names.clone();
+                changed = true;
+            }
+            if changed {
                 store::write_json(&dir.info(), &info).map_err(LockError::Io)?;
             }
         }
@@ -415,6 +444,7 @@ impl RunManager {
             resumes: 0,
             options: new.options,
             secret_names,
+            missing_secrets: Vec::new(),
             tasks: Vec::new(),
             task_index: 0,
             task_results: Vec::new(),
@@ -433,7 +463,10 @@ impl RunManager {
             )));
         }
         lock(&self.runs).insert(id, entry.clone());
-        self.spawn(entry, false);
+        self.spawn(entry.clone(), false);
+        // As clients see it: redacted with the run's secret values.
+        let mut info = info;
+        info.redact(&entry.redactor());
         Ok(info)
     }
 

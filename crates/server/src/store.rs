@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use lumen::safety::PolicyConfig;
+use lumen::safety::{PolicyConfig, Secrets};
 use lumen::{RecordedEvent, RunOptions, StreamEvent, TokenUsage};
 use serde::{Deserialize, Serialize};
 
@@ -164,6 +164,14 @@ pub struct RunInfo {
     /// only, never written: a run resumed after a server restart has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secret_names: Vec<String>,
+    /// The secrets whose values this run no longer has: the server
+    /// restarted since they were given (values are never written). A
+    /// resumed run goes on without them: its secret scopes are dropped with
+    /// them and a `<secret:NAME>` the model types fails (`ok: false`), so
+    /// nothing is typed anywhere. To use them, give the values again in a
+    /// new run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_secrets: Vec<String>,
     /// Follow-on tasks (`POST /v1/runs/{id}/tasks`), in the order given,
     /// each run after the one before it succeeded, in the same browser.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -181,6 +189,50 @@ pub struct RunInfo {
     /// run keeps every event before it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub task_seq: u64,
+}
+
+impl RunInfo {
+    /// Replaces every value of `secrets` in the record's text (the
+    /// instruction, system prompt, URLs, results and answers, the task
+    /// list, messages, the error) with its placeholder, as the event log
+    /// is redacted ([`Secrets::redact`]): what `run.json` and the API show.
+    pub fn redact(&mut self, secrets: &Secrets) {
+        if secrets.is_empty() {
+            return;
+        }
+        let clean = |t: &mut String| {
+            if let std::borrow::Cow::Owned(r) = secrets.redact(t) {
+                *t = r;
+            }
+        };
+        clean(&mut self.instruction);
+        [
+            &mut self.system_prompt,
+            &mut self.start_url,
+            &mut self.last_url,
+            &mut self.result,
+            &mut self.options.system_prompt,
+            &mut self.options.start_url,
+            &mut self.options.verify_url,
+        ]
+        .into_iter()
+        .flatten()
+        .for_each(clean);
+        self.tasks
+            .iter_mut()
+            .chain(&mut self.pending_messages)
+            .chain(&mut self.undelivered_messages)
+            .for_each(clean);
+        for t in &mut self.task_results {
+            clean(&mut t.instruction);
+            if let Some(r) = &mut t.result {
+                clean(r);
+            }
+        }
+        if let Some(e) = &mut self.error {
+            clean(&mut e.message);
+        }
+    }
 }
 
 /// How one task of a run ended (see [`RunInfo::task_results`]).

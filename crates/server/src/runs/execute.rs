@@ -282,6 +282,11 @@ impl RunManager {
         let saved = off_thread(move || {
             saving.save()?;
             if let Some(result) = result {
+                // Redacted with the run's secret values, as the record is.
+                let result = saving
+                    .redactor()
+                    .redacted_json(&result)
+                    .map_err(std::io::Error::other)?;
                 store::write_json(&dir.result(), &result)?;
             }
             store::tighten(dir.dir())
@@ -478,6 +483,11 @@ impl RunManager {
         options.max_steps = Some(info.max_steps);
         options.system_prompt = info.system_prompt;
         options.secrets = lock(&entry.secrets).clone();
+        if options.secrets.is_none() {
+            // The values were lost with a server restart (`missingSecrets`):
+            // their scopes go with them, and the run goes on without them.
+            options.secret_domains = None;
+        }
         self.agent_options(&options).map_err(|e| {
             LumenError::config(
                 e.field.clone().unwrap_or_else(|| "options".into()),

@@ -237,3 +237,107 @@ async fn mcp_run_task_takes_the_run_options_and_names_an_unknown_one() {
     assert!(bodies(&env)[0].contains("data:image/png;base64"));
     mcp.close(Duration::from_secs(60)).await;
 }
+
+#[tokio::test]
+async fn a_run_with_scoped_secrets_resumes_after_a_restart_and_says_they_are_missing() {
+    let env = Env::new().await;
+    env.click();
+    env.stall();
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let id = c
+        .create(
+            json!({"instruction": "Log in", "startUrl": env.counter(), "maxSteps": 4,
+            "secrets": {"PW": "s3cret-value"}, "secretDomains": {"PW": ["127.0.0.1"]}}),
+        )
+        .await;
+    c.wait(&id, "step 2 in flight", |r| {
+        r["stepsCompleted"] == 1 && env.requests() == 2
+    })
+    .await;
+    assert!(c.run(&id).await.get("missingSecrets").is_none());
+    server.shutdown().await;
+
+    // The values were never written: after a restart the run says so, and
+    // resumes without them rather than failing on a scope that names one.
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let run = c.run(&id).await;
+    assert_eq!(run["status"], "interrupted");
+    assert_eq!(run["secretNames"], json!(["PW"]));
+    assert_eq!(run["missingSecrets"], json!(["PW"]), "{run}");
+    env.done("resumed");
+    let (status, resumed) = c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    assert_eq!(status, 200, "{resumed}");
+    let run = c
+        .wait(&id, "an ending", |r| {
+            !["queued", "running", "paused"].contains(&r["status"].as_str().unwrap())
+        })
+        .await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"], "resumed");
+    assert_eq!(run["missingSecrets"], json!(["PW"]));
+    assert_eq!(run["stepsCompleted"], 2);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_run_record_and_result_are_redacted_with_the_runs_secrets() {
+    let env = Env::new().await;
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    const VALUE: &str = "s3cret-value";
+    env.done(&format!("typed {VALUE} as asked"));
+    env.done(&format!("still {VALUE}"));
+    let id = c
+        .create(json!({"instruction": format!("Use the password {VALUE}"),
+            "systemPrompt": format!("The password is {VALUE}."),
+            "startUrl": env.counter(), "maxSteps": 3, "secrets": {"PW": VALUE}}))
+        .await;
+    c.post(&format!("/v1/runs/{id}/pause"), json!({})).await;
+    let (status, _) = c
+        .post(
+            &format!("/v1/runs/{id}/tasks"),
+            json!({"instruction": format!("Again with {VALUE}")}),
+        )
+        .await;
+    assert_eq!(status, 202);
+    let (status, _) = c
+        .post(
+            &format!("/v1/runs/{id}/message"),
+            json!({"text": format!("hint: {VALUE}")}),
+        )
+        .await;
+    assert_eq!(status, 202);
+    c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
+    let run = c.wait_status(&id, "completed").await;
+    // The stream ends once the ending is on disk.
+    let events: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    let dir = env.data.path().join("runs").join(&id);
+    let record = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    let result = std::fs::read_to_string(dir.join("result.json")).unwrap();
+    let (_, list) = c.get("/v1/runs").await;
+    let (_, trace) = c.get(&format!("/v1/runs/{id}/trace")).await;
+    for (what, text) in [
+        ("run.json", record.clone()),
+        ("result.json", result),
+        ("GET /v1/runs/{id}", run.to_string()),
+        ("GET /v1/runs", list.to_string()),
+        ("the trace", trace.to_string()),
+        ("the event log", json!(events).to_string()),
+    ] {
+        assert!(!text.contains(VALUE), "{what} holds the secret: {text}");
+    }
+    let record: Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(record["instruction"], "Use the password <secret:PW>");
+    assert_eq!(record["systemPrompt"], "The password is <secret:PW>.");
+    assert_eq!(record["tasks"], json!(["Again with <secret:PW>"]));
+    assert_eq!(record["taskResults"][1]["result"], "still <secret:PW>");
+    assert_eq!(record["result"], "still <secret:PW>");
+    server.shutdown().await;
+}
