@@ -87,8 +87,8 @@ pub(crate) fn document() -> Value {
                                 "invalid_json", "invalid_field", "missing_field", "unknown_field",
                                 "unauthorized", "forbidden_origin", "misdirected_host",
                                 "unsupported_media_type", "body_too_large",
-                                "not_found", "invalid_state", "run_ended", "policy_denied",
-                                "queue_full", "internal"
+                                "not_found", "invalid_state", "run_ended", "task_limit",
+                                "policy_denied", "queue_full", "internal"
                             ]},
                             "message": {"type": "string"},
                             "field": {"type": "string"}
@@ -96,36 +96,7 @@ pub(crate) fn document() -> Value {
                     }}
                 },
                 "CreateRun": create_run_schema(),
-                "Run": {
-                    "type": "object",
-                    "required": ["id", "status", "instruction", "model", "maxSteps", "stepsCompleted"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "status": {"type": "string", "enum": ["queued", "running", "paused", "completed", "failed", "cancelled", "interrupted"]},
-                        "instruction": {"type": "string"},
-                        "startUrl": {"type": "string"},
-                        "model": {"type": "string"},
-                        "maxSteps": {"type": "integer"},
-                        "mode": {"type": "string"},
-                        "stepsCompleted": {"type": "integer"},
-                        "lastUrl": {"type": "string"},
-                        "usage": {"type": "object"},
-                        "cancelReason": {"type": "string"},
-                        "result": {"type": "string"},
-                        "outcome": {"type": "string", "enum": ["success", "failure", "maxSteps"]},
-                        "error": {"type": "object"},
-                        "pendingMessages": {"type": "array", "items": {"type": "string"}},
-                        "undeliveredMessages": {"type": "array", "items": {"type": "string"}},
-                        "resumes": {"type": "integer"},
-                        "tasks": {"type": "array", "items": {"type": "string"}, "description": "Follow-on tasks in the order given (POST /v1/runs/{id}/tasks)"},
-                        "taskIndex": {"type": "integer", "description": "The task running or last run: 0 the instruction, n tasks[n-1]"},
-                        "taskResults": task_results_schema(),
-                        "taskSeq": {"type": "integer", "description": "The event seq the running follow-on task starts at"},
-                        "createdAtMs": {"type": "integer"},
-                        "startedAtMs": {"type": "integer"},
-                        "endedAtMs": {"type": "integer"}
-                    }
-                },
+                "Run": run_schema(),
                 "RecordedEvent": {
                     "type": "object",
                     "description": "A lumen StreamEvent with its `seq` (the SSE id) and `timestampMs`; screenshot bytes are left out (fetch /v1/runs/{id}/steps/{n}/screenshot). `reasoning_delta` and `assistant_delta` ({step, text}) are the model's reasoning and text as they stream in: live only (never in the event log, the trace or a backlog), they repeat the `seq` of the logged event before them; the complete reasoning follows as `thinking`.",
@@ -172,8 +143,10 @@ pub(crate) fn document() -> Value {
                     "responses": {
                         "201": run_response("Created; Location names the run"),
                         "400": error_response("Invalid body (the field is named)"),
+                        "403": error_response("policy_denied: the operator policy refuses what the field asks (a start URL's host, a wider policy, a folder outside the operator's, an endpoint the operator did not list)"),
                         "409": error_response("The server is shutting down"),
-                        "429": error_response("The run queue is full")
+                        "429": error_response("The run queue is full"),
+                        "500": error_response("The run could not be saved in the data directory")
                     }
                 }
             },
@@ -233,6 +206,66 @@ pub(crate) fn document() -> Value {
     })
 }
 
+/// The `Run` schema: `RunInfo` as the server answers and persists it.
+/// Tests compare it with the type: every field a record can carry is
+/// listed, and those always present are required.
+fn run_schema() -> Value {
+    // The record's `options`: the request's options, secret values left out.
+    let mut options = lumen::RunOptions::json_schema();
+    options.remove("secrets");
+    json!({
+        "type": "object",
+        "required": [
+            "id", "status", "instruction", "model", "maxSteps", "mode", "attempts", "policy",
+            "createdAtMs", "stepsCompleted", "usage", "resumes", "taskIndex"
+        ],
+        "properties": {
+            "id": {"type": "string"},
+            "status": {"type": "string", "enum": ["queued", "running", "paused", "completed", "failed", "cancelled", "interrupted"]},
+            "instruction": {"type": "string", "description": "The task (secret values redacted to <secret:NAME>, as in every text of the record)"},
+            "startUrl": {"type": "string"},
+            "model": {"type": "string"},
+            "maxSteps": {"type": "integer"},
+            "mode": {"type": "string", "enum": ["agent", "plan", "exec"]},
+            "attempts": {"type": "integer", "description": "Attempts in exec mode (1 otherwise)"},
+            "policy": {"type": "object", "description": "The effective policy: the operator's, narrowed by the request's"},
+            "systemPrompt": {"type": "string"},
+            "stepsCompleted": {"type": "integer"},
+            "lastUrl": {"type": "string"},
+            "usage": {"type": "object"},
+            "cancelReason": {"type": "string"},
+            "result": {"type": "string"},
+            "outcome": {"type": "string", "enum": outcomes()},
+            "error": {"type": "object", "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "retryable": {"type": "boolean"}}},
+            "pendingMessages": {"type": "array", "items": {"type": "string"}},
+            "undeliveredMessages": {"type": "array", "items": {"type": "string"}},
+            "resumes": {"type": "integer"},
+            "options": {
+                "type": "object",
+                "description": "Every option the request gave (CreateRun without instruction), secret values left out",
+                "additionalProperties": false,
+                "properties": options
+            },
+            "secretNames": {"type": "array", "items": {"type": "string"}, "description": "The run's secrets; their values are kept in memory only"},
+            "missingSecrets": {"type": "array", "items": {"type": "string"}, "description": "Secrets whose values this run no longer has (the server restarted since): it goes on without them; give them again in a new run"},
+            "tasks": {"type": "array", "items": {"type": "string"}, "description": "Follow-on tasks in the order given (POST /v1/runs/{id}/tasks)"},
+            "taskIndex": {"type": "integer", "description": "The task running or last run: 0 the instruction, n tasks[n-1]"},
+            "taskResults": task_results_schema(),
+            "taskSeq": {"type": "integer", "description": "The event seq the running follow-on task starts at"},
+            "createdAtMs": {"type": "integer"},
+            "startedAtMs": {"type": "integer"},
+            "endedAtMs": {"type": "integer"}
+        }
+    })
+}
+
+/// How a task or a run can end (`Run.outcome`, `taskResults[].status`):
+/// every loop status but `cancelled`, which the run's `status` and
+/// `cancelReason` say instead.
+fn outcomes() -> Value {
+    json!(["success", "failure", "maxSteps", "budgetExceeded"])
+}
+
 /// `Run.taskResults`.
 fn task_results_schema() -> Value {
     json!({
@@ -243,7 +276,7 @@ fn task_results_schema() -> Value {
             "required": ["instruction", "status", "steps"],
             "properties": {
                 "instruction": {"type": "string"},
-                "status": {"type": "string", "enum": ["success", "failure", "maxSteps", "budgetExceeded"]},
+                "status": {"type": "string", "enum": outcomes()},
                 "result": {"type": "string"},
                 "steps": {"type": "integer"},
                 "usage": {"type": "object"}
@@ -267,7 +300,7 @@ fn add_task_operation() -> Value {
             ("400", "Invalid body (the field is named)"),
             (
                 "409",
-                "The run has ended, is ending or is being cancelled (run_ended); the task was not added",
+                "The run has ended, is ending or is being cancelled (run_ended), or already has the most follow-on tasks the server takes per run (task_limit, naming the cap); the task was not added",
             ),
         ],
     )
@@ -338,6 +371,203 @@ mod tests {
             .cloned()
             .collect();
         assert_eq!(mcp, every_option_key(), "MCP run_task");
+    }
+
+    fn keys(v: &Value) -> BTreeSet<String> {
+        v.as_object().unwrap().keys().cloned().collect()
+    }
+
+    fn strings(v: &Value) -> BTreeSet<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// A record with every field set, and one with none of the optional
+    /// ones: what `GET /v1/runs/{id}` and `run.json` can hold at most and
+    /// hold at least.
+    fn records() -> (crate::RunInfo, crate::RunInfo) {
+        use crate::store::TaskResult;
+        use crate::{Mode, RunInfo, RunState};
+        let mut options = lumen::every_option_set();
+        options.secrets = None; // never kept: only their names
+        let full = RunInfo {
+            id: "run_1".into(),
+            status: RunState::Completed,
+            instruction: "x".into(),
+            start_url: Some("https://a.test/".into()),
+            model: "m".into(),
+            max_steps: 3,
+            mode: Mode::Agent,
+            attempts: 1,
+            policy: Default::default(),
+            system_prompt: Some("p".into()),
+            created_at_ms: 1,
+            started_at_ms: Some(2),
+            ended_at_ms: Some(3),
+            steps_completed: 2,
+            last_url: Some("https://a.test/b".into()),
+            usage: Default::default(),
+            cancel_reason: Some("user_explicit_cancel".into()),
+            result: Some("r".into()),
+            outcome: Some(lumen::RunStatus::BudgetExceeded),
+            error: Some(lumen::ErrorInfo::from(&lumen::LumenError::config("k", "v"))),
+            pending_messages: vec!["m".into()],
+            undelivered_messages: vec!["u".into()],
+            resumes: 1,
+            options,
+            secret_names: vec!["PW".into()],
+            missing_secrets: vec!["PW".into()],
+            tasks: vec!["t".into()],
+            task_index: 1,
+            task_results: vec![TaskResult {
+                instruction: "x".into(),
+                status: lumen::RunStatus::Success,
+                result: Some("r".into()),
+                steps: 1,
+                usage: Default::default(),
+            }],
+            task_seq: 9,
+        };
+        let bare = RunInfo {
+            start_url: None,
+            system_prompt: None,
+            started_at_ms: None,
+            ended_at_ms: None,
+            last_url: None,
+            cancel_reason: None,
+            result: None,
+            outcome: None,
+            error: None,
+            pending_messages: Vec::new(),
+            undelivered_messages: Vec::new(),
+            options: Default::default(),
+            secret_names: Vec::new(),
+            missing_secrets: Vec::new(),
+            tasks: Vec::new(),
+            task_results: Vec::new(),
+            task_seq: 0,
+            ..full.clone()
+        };
+        (full, bare)
+    }
+
+    #[test]
+    fn the_run_schema_lists_every_field_the_server_returns() {
+        let doc = document();
+        let run = &doc["components"]["schemas"]["Run"];
+        let (full, bare) = records();
+        let full = serde_json::to_value(&full).unwrap();
+        let bare = serde_json::to_value(&bare).unwrap();
+        assert_eq!(keys(&run["properties"]), keys(&full), "Run.properties");
+        assert_eq!(strings(&run["required"]), keys(&bare), "Run.required");
+        assert_eq!(
+            keys(&run["properties"]["options"]["properties"]),
+            keys(&full["options"]),
+            "Run.options"
+        );
+        assert_eq!(
+            keys(&run["properties"]["error"]["properties"]),
+            keys(&full["error"]),
+            "Run.error"
+        );
+        let task = &run["properties"]["taskResults"]["items"];
+        assert_eq!(
+            keys(&task["properties"]),
+            keys(&full["taskResults"][0]),
+            "Run.taskResults"
+        );
+        // Every loop status a run or a task can end with (a cancel is
+        // the run's status, never its outcome), and no other.
+        let statuses = [
+            lumen::RunStatus::Success,
+            lumen::RunStatus::Failure,
+            lumen::RunStatus::MaxSteps,
+            lumen::RunStatus::Cancelled,
+            lumen::RunStatus::BudgetExceeded,
+        ];
+        let outcomes: BTreeSet<String> = statuses
+            .into_iter()
+            .filter(|s| match s {
+                lumen::RunStatus::Cancelled => false,
+                lumen::RunStatus::Success
+                | lumen::RunStatus::Failure
+                | lumen::RunStatus::MaxSteps
+                | lumen::RunStatus::BudgetExceeded => true,
+            })
+            .map(|s| {
+                serde_json::to_value(s)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(strings(&run["properties"]["outcome"]["enum"]), outcomes);
+        assert_eq!(strings(&task["properties"]["status"]["enum"]), outcomes);
+        for (field, value) in [
+            ("status", &full["status"]),
+            ("mode", &full["mode"]),
+            ("outcome", &full["outcome"]),
+        ] {
+            let allowed = strings(&run["properties"][field]["enum"]);
+            assert!(allowed.contains(value.as_str().unwrap()), "{field} {value}");
+        }
+    }
+
+    /// The error codes the crate's sources answer with: the literal after
+    /// each `StatusCode::…` in error.rs, and every `code: "…"`.
+    fn codes_in_the_sources() -> BTreeSet<String> {
+        let literal = |text: &str| {
+            let start = text.find('"')? + 1;
+            let end = start + text[start..].find('"')?;
+            Some(text[start..end].to_owned())
+        };
+        let mut codes = BTreeSet::new();
+        let errors: Vec<&str> = include_str!("error.rs").lines().collect();
+        for (i, line) in errors.iter().enumerate() {
+            if let Some((_, rest)) = line.split_once("StatusCode::")
+                && !line.trim_start().starts_with("use ")
+                && !line.contains("pub status")
+                && let Some(code) = literal(rest).or_else(|| literal(errors.get(i + 1)?))
+            {
+                codes.insert(code);
+            }
+        }
+        for src in [include_str!("runs.rs"), include_str!("http.rs")] {
+            for (_, rest) in src.match_indices("code: \"").map(|(i, _)| src.split_at(i)) {
+                if let Some(code) = literal(rest) {
+                    codes.insert(code);
+                }
+            }
+        }
+        codes
+    }
+
+    #[test]
+    fn every_error_code_is_documented_and_creating_a_run_lists_its_403() {
+        let doc = document();
+        let documented = strings(
+            &doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]["enum"],
+        );
+        let used = codes_in_the_sources();
+        assert!(
+            used.len() >= 15 && used.contains("policy_denied") && used.contains("task_limit"),
+            "the sources could not be read: {used:?}"
+        );
+        assert_eq!(documented, used);
+        let create = &doc["paths"]["/v1/runs"]["post"]["responses"];
+        for status in ["201", "400", "403", "409", "429"] {
+            assert!(create[status].is_object(), "POST /v1/runs lacks {status}");
+        }
+        assert!(
+            create["403"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("policy_denied")
+        );
     }
 
     #[test]
