@@ -79,6 +79,11 @@ const CLI_KEYS: &[&str] = &[
 pub(crate) struct FileConfig {
     cli: CliKeys,
     options: RunOptions,
+    /// The keys the file's `policy` table names, as written (camelCase):
+    /// laid key by key over the policy it applies to (the default for
+    /// `run`, the saved run's for `resume`), so a key left out keeps that
+    /// policy's value.
+    policy_keys: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `maxSteps` → `--max-steps`.
@@ -124,6 +129,7 @@ impl FileConfig {
         let known = RunOptions::keys();
         let mut cli = toml::Table::new();
         let mut run = serde_json::Map::new();
+        let mut policy_keys = None;
         for (key, value) in table {
             if CLI_KEYS.contains(&key.as_str()) {
                 cli.insert(key, value);
@@ -132,6 +138,11 @@ impl FileConfig {
             match known.iter().find(|k| lumen::snake_case(k) == key) {
                 Some(camel) => {
                     let value = serde_json::to_value(value).map_err(|e| format!("{key}: {e}"))?;
+                    if let serde_json::Value::Object(keys) = &value
+                        && *camel == "policy"
+                    {
+                        policy_keys = Some(keys.clone());
+                    }
                     run.insert((*camel).to_owned(), value);
                 }
                 None => return Err(format!("unknown key `{key}`")),
@@ -144,8 +155,37 @@ impl FileConfig {
         let cli = cli
             .try_into::<CliKeys>()
             .map_err(|e| e.message().to_owned())?;
-        Ok(Self { cli, options })
+        Ok(Self {
+            cli,
+            options,
+            policy_keys,
+        })
     }
+}
+
+/// `base` with the config file's policy keys laid over it, key by key: a
+/// key the file names replaces `base`'s value, a key it leaves out keeps
+/// it. The user's own file is trusted as their flags are (it may widen
+/// `base`; only a server narrows a request's policy under the operator's).
+fn policy_over(
+    base: Option<PolicyConfig>,
+    keys: Option<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Option<PolicyConfig>, CliError> {
+    let Some(keys) = keys else {
+        return Ok(base);
+    };
+    let mut merged = match serde_json::to_value(base.unwrap_or_default()) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    merged.extend(keys);
+    serde_json::from_value(serde_json::Value::Object(merged))
+        .map(Some)
+        .map_err(|e| {
+            CliError::config(format!(
+                "the config file's `policy` is not valid: {e}; see docs/security.md for its keys"
+            ))
+        })
 }
 
 /// Everything a run needs, merged and checked.
@@ -238,10 +278,17 @@ impl RunConfig {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
-        let FileConfig { cli, options } = file;
+        let FileConfig {
+            cli,
+            options,
+            policy_keys,
+        } = file;
         let mut options = saved
             .overlaid_with(&options)
             .overlaid_with(&flag_options(args)?);
+        // The file's `policy` merges into the saved one key by key instead
+        // of replacing it whole (as every other option does).
+        options.policy = policy_over(saved.policy.clone(), policy_keys)?;
         let model = options
             .model
             .clone()
@@ -565,6 +612,64 @@ mod tests {
             ..Default::default()
         };
         assert!(policy_from(&bad, PolicyConfig::default()).is_err());
+    }
+
+    #[test]
+    fn a_config_policy_merges_into_the_saved_one_key_by_key() {
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "k".to_owned());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("lumen.toml");
+        std::fs::write(
+            &file,
+            "[policy]\nallowedSchemes = [\"data\"]\nblockedDomains = [\"tracker.test\"]\n",
+        )
+        .unwrap();
+        let saved = RunOptions {
+            policy: Some(PolicyConfig {
+                allowed_domains: vec!["shop.test".into()],
+                blocked_domains: vec!["ads.test".into()],
+                block_private_network: true,
+                allowed_private_hosts: vec!["127.0.0.1".into()],
+                allow_model_javascript: Some(true),
+                ..PolicyConfig::default()
+            }),
+            ..RunOptions::default()
+        };
+        let args = run_args(&["--config", file.to_str().unwrap()]);
+        let resumed = RunConfig::resolve_over(&saved, None, &args, env).unwrap();
+        let p = resumed.options.policy.unwrap();
+        // The keys the file names win; the ones it leaves out stay saved.
+        assert_eq!(p.allowed_schemes, ["data"]);
+        assert_eq!(p.blocked_domains, ["tracker.test"]);
+        assert_eq!(p.allowed_domains, ["shop.test"]);
+        assert!(p.block_private_network);
+        assert_eq!(p.allowed_private_hosts, ["127.0.0.1"]);
+        assert_eq!(p.allow_model_javascript, Some(true));
+
+        // `run` lays the same file over its open default.
+        let fresh = RunConfig::resolve(&args, env).unwrap();
+        let p = fresh.options.policy.unwrap();
+        assert_eq!(p.allowed_schemes, ["data"]);
+        assert!(p.allowed_domains.is_empty() && !p.block_private_network);
+
+        // The flags still add to the merged policy.
+        let args = run_args(&[
+            "--config",
+            file.to_str().unwrap(),
+            "--allow-domain",
+            "pay.test",
+        ]);
+        let p = RunConfig::resolve_over(&saved, None, &args, env)
+            .unwrap()
+            .options
+            .policy
+            .unwrap();
+        assert_eq!(p.allowed_domains, ["shop.test", "pay.test"]);
+
+        std::fs::write(&file, "[policy]\nallowedDomain = [\"x.test\"]\n").unwrap();
+        let args = run_args(&["--config", file.to_str().unwrap()]);
+        let err = RunConfig::resolve_over(&saved, None, &args, env).unwrap_err();
+        assert!(err.message.contains("allowedDomain"), "{}", err.message);
     }
 
     #[test]

@@ -141,6 +141,53 @@ async fn a_killed_run_resumes_from_its_session_json_after_its_last_completed_ste
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_policy_merges_into_the_saved_policy_instead_of_replacing_it() {
+    let env = Env::new().await;
+    env.script(vec![navigate(0, &env.site.url("links/page2.html"))]);
+    let out = env
+        .run(
+            "links/page1.html",
+            &[
+                "--max-steps",
+                "1",
+                "--allow-domain",
+                "127.0.0.1",
+                "--block-domain",
+                "ads.test",
+            ],
+        )
+        .await;
+    assert_eq!(code(&out), 3, "stderr: {}", text(&out.stderr));
+    let first = env.trace();
+    let config = env.dir.path().join("narrow.toml");
+    std::fs::write(&config, "[policy]\nallowedSchemes = [\"data\"]\n").unwrap();
+
+    env.script(vec![done(1, "Page 2 is open", "success")]);
+    let second = env.dir.path().join("resumed");
+    let out = resume(
+        &env,
+        &[
+            first.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "--max-steps",
+            "5",
+            "--trace-dir",
+            second.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    let policy = &json(&second.join("options.json"))["options"]["policy"];
+    // The saved keys stay; the file's key is laid over them.
+    assert_eq!(policy["allowedDomains"], serde_json::json!(["127.0.0.1"]));
+    assert_eq!(policy["blockedDomains"], serde_json::json!(["ads.test"]));
+    assert_eq!(policy["allowedSchemes"], serde_json::json!(["data"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_run_needs_its_secrets_again() {
     let env = Env::new().await;
     env.script(vec![navigate(0, &env.site.url("form.html"))]);
