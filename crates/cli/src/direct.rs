@@ -341,6 +341,139 @@ fn save(session: &str, state: &State) -> Result<(), CliError> {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|e| fail(&e))
 }
 
+/// How long a command waits for another command of its session to be done
+/// with the session's state (starting the keeper and applying settings take
+/// up to 20 s each).
+const LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// The sessions whose lock this process holds, with their locked files.
+static HELD: std::sync::Mutex<Vec<(String, std::fs::File)>> = std::sync::Mutex::new(Vec::new());
+
+/// A session's lock: an exclusive `flock` on `<session>.lock` in the
+/// private state folder, held while a command reads, changes and writes
+/// the session's state, and while it starts the session's keeper, so two
+/// commands never start two keepers or lose each other's changes. The
+/// kernel releases it when the process ends in any way, so a killed
+/// command never leaves the session locked. The file itself stays (empty):
+/// removing it while another command waits on it would let a third lock a
+/// new file beside it. Taking it again in the process that holds it (a
+/// nested call) is a no-op.
+#[must_use = "the lock is released when dropped"]
+struct SessionLock {
+    /// The session, for the guard that took the lock (a nested one has
+    /// none).
+    session: Option<String>,
+}
+
+impl Drop for SessionLock {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            // Closing the file releases the lock.
+            held().retain(|(name, _)| *name != session);
+        }
+    }
+}
+
+fn held() -> std::sync::MutexGuard<'static, Vec<(String, std::fs::File)>> {
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One try at the session's lock: `None` while another process holds it.
+fn try_lock(session: &str) -> Result<Option<SessionLock>, CliError> {
+    if held().iter().any(|(name, _)| name == session) {
+        return Ok(Some(SessionLock { session: None }));
+    }
+    let path = state_path(session)?.with_extension("lock");
+    if let Some(dir) = path.parent() {
+        keeper::private_dir(dir)?;
+    }
+    let fail = |e: &dyn std::fmt::Display| {
+        CliError::failure(format!("cannot lock {}: {e}", path.display()))
+    };
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| fail(&e))?
+    };
+    match file.try_lock() {
+        Ok(()) => {
+            held().push((session.to_owned(), file));
+            Ok(Some(SessionLock {
+                session: Some(session.to_owned()),
+            }))
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(fail(&e)),
+    }
+}
+
+/// What to say when the lock stayed taken for [`LOCK_WAIT`].
+fn lock_timeout(session: &str) -> CliError {
+    CliError::failure(format!(
+        "another `lumen browser` command of session {session:?} has been changing its state \
+         for over {} s; wait for it to finish (or end it) and run this command again",
+        LOCK_WAIT.as_secs()
+    ))
+}
+
+/// Takes the session's lock, waiting up to [`LOCK_WAIT`] for another
+/// command to release it.
+async fn lock(session: &str) -> Result<SessionLock, CliError> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        if let Some(lock) = try_lock(session)? {
+            return Ok(lock);
+        }
+        if Instant::now() > deadline {
+            return Err(lock_timeout(session));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// [`lock`] for the few synchronous paths (cleaning up after a browser
+/// that is gone).
+fn lock_blocking(session: &str) -> Result<SessionLock, CliError> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        if let Some(lock) = try_lock(session)? {
+            return Ok(lock);
+        }
+        if Instant::now() > deadline {
+            return Err(lock_timeout(session));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Saves what a page command changes — the tab it drives, that tab's refs,
+/// the console and error marks — into the session's current state, under
+/// the session's lock: the rest (emulation, routes, the keeper) may have
+/// been changed by another command since this one read the state, and is
+/// kept. Nothing is saved when the session was closed or its browser
+/// replaced meanwhile.
+async fn save_page(session: &str, state: &State) -> Result<(), CliError> {
+    let _lock = lock(session).await?;
+    let Some(mut now) = load(session)? else {
+        return Ok(());
+    };
+    if now.ws_url != state.ws_url {
+        return Ok(());
+    }
+    now.target.clone_from(&state.target);
+    now.refs.clone_from(&state.refs);
+    now.console_seen = state.console_seen;
+    now.errors_seen = state.errors_seen;
+    save(session, &now)
+}
+
 fn forget(session: &str, state: Option<&State>) {
     keeper::end(session, state);
     if let Ok(path) = state_path(session) {
@@ -383,6 +516,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         return batch::run(&args).await;
     }
     if let BrowserCommand::Close = args.command {
+        let _lock = lock(&session).await?;
         let state = load(&session)?;
         if let Some(s) = &state {
             launch::close_gracefully(s).await;
@@ -409,6 +543,9 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         _ => {}
     }
     if let BrowserCommand::Open { url } = &args.command {
+        // Attaching to the session's browser or starting one, and saving
+        // it, is one change of the state.
+        let guard = lock(&session).await?;
         let (link, mut state, fresh) = match attach(&session).await {
             Ok((link, state)) => {
                 launch::note_running(&args);
@@ -421,6 +558,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         };
         state.refs = None;
         save(&session, &state)?;
+        drop(guard);
         link.goto(url).await.map_err(fail)?;
         if fresh && !args.headed {
             // New headless keeps room for bars it does not draw: grow the
@@ -665,7 +803,7 @@ async fn on_page(
                 .map_err(fail)?;
             state.target = t.id.clone();
             state.refs = None;
-            save(session, state)?;
+            save_page(session, state).await?;
             Ok((json!({"index": index, "url": t.url}), t.url.clone()))
         }
         BrowserCommand::Wait {
@@ -797,7 +935,7 @@ async fn snapshot(
         mark: taken.mark,
         nodes: taken.refs,
     });
-    save(session, state)?;
+    save_page(session, state).await?;
     Ok(taken.snapshot)
 }
 
@@ -1053,8 +1191,17 @@ fn unreachable_session(session: &str, state: &State, e: LumenError) -> CliError 
             "the page of session {session:?} was closed; run `lumen browser open <url>` again"
         )),
         _ => {
-            end(state);
-            forget(session, Some(state));
+            // Only while the state still names that browser: a command
+            // may have opened a new one meanwhile.
+            let _lock = lock_blocking(session);
+            if load(session)
+                .ok()
+                .flatten()
+                .is_some_and(|now| now.ws_url == state.ws_url)
+            {
+                end(state);
+                forget(session, Some(state));
+            }
             CliError::config(format!(
                 "the browser of session {session:?} is gone (stale state removed); run \
                  `lumen browser open <url>` again"

@@ -12,7 +12,7 @@ use std::time::Duration;
 use lumen::browser::{LoadState, LogEntry, PageLink};
 use serde_json::{Value, json};
 
-use super::{State, fail, save};
+use super::{State, fail, save_page};
 use crate::exit::CliError;
 
 /// `console [--clear]` (`errors` false) or `errors [--clear]` (true).
@@ -42,7 +42,7 @@ pub(super) async fn log(
         } else {
             state.console_seen = Some(newest);
         }
-        save(session, state)?;
+        save_page(session, state).await?;
     }
     let lines: Vec<String> = entries
         .iter()

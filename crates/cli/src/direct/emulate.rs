@@ -185,6 +185,7 @@ pub(super) async fn run(session: &str, cmd: &Set) -> Result<(Value, String), Cli
             .join("\n");
         return Ok((json!({"devices": list}), text));
     }
+    let _lock = super::lock(session).await?;
     let mut state = super::opened(session)?;
     let e = &mut state.emulation;
     let said = match cmd {

@@ -6,10 +6,12 @@
 //! Plain commands (`click`, `fill`) attach to the page, act and leave, and
 //! anything they set up vanishes with their WebSocket. So `set` and
 //! `network` do not set anything up themselves: they write the settings to
-//! the session's state file (atomically) and ask the keeper to apply them.
-//! The keeper is `lumen browser keeper-internal` (hidden), started
-//! detached in its own process group by the first command that needs it,
-//! so click and fill never pay for it. It:
+//! the session's state file (atomically) and ask the keeper to apply them,
+//! holding the session's lock (`super::lock`) from reading the state to
+//! the keeper's answer, so two commands never start two keepers or lose
+//! each other's settings. The keeper is `lumen browser keeper-internal`
+//! (hidden), started detached in its own process group by the first
+//! command that needs it, so click and fill never pay for it. It:
 //!
 //! - holds one browser-level WebSocket ([`EventLink`]) and auto-attaches
 //!   (flattened) to every page, existing and new (new tabs wait for the

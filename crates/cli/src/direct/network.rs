@@ -162,6 +162,9 @@ fn glob(pattern: &str, text: &str) -> bool {
 
 /// Runs one `network` command; returns the JSON and text to print.
 pub(super) async fn run(session: &str, cmd: &Network) -> Result<(Value, String), CliError> {
+    // Reading, changing and saving the routes, and starting the keeper,
+    // is one change of the session's state.
+    let _lock = super::lock(session).await?;
     let mut state = super::opened(session)?;
     match cmd {
         Network::Route {

@@ -3,6 +3,7 @@
 mod direct;
 mod direct_elements;
 mod direct_files;
+mod direct_keeper;
 mod direct_network;
 mod errors;
 mod harness;
