@@ -187,6 +187,7 @@ pub(super) async fn run(session: &str, cmd: &Set) -> Result<(Value, String), Cli
     }
     let _lock = super::lock(session).await?;
     let mut state = super::opened(session)?;
+    let before = state.clone();
     let e = &mut state.emulation;
     let said = match cmd {
         Set::Viewport {
@@ -311,8 +312,7 @@ pub(super) async fn run(session: &str, cmd: &Set) -> Result<(Value, String), Cli
             "emulation reset".to_owned()
         }
     };
-    super::save(session, &state)?;
-    keeper::apply(session, &mut state).await?;
+    keeper::apply(session, &mut state, &before).await?;
     Ok((
         json!({"ok": true, "emulation": state.emulation}),
         format!("ok: {said}"),

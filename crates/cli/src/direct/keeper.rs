@@ -9,9 +9,10 @@
 //! the session's state file (atomically) and ask the keeper to apply them,
 //! holding the session's lock (`super::lock`) from reading the state to
 //! the keeper's answer, so two commands never start two keepers or lose
-//! each other's settings. The keeper is `lumen browser keeper-internal`
-//! (hidden), started detached in its own process group by the first
-//! command that needs it, so click and fill never pay for it. It:
+//! each other's settings; a setting the browser refuses is taken back out
+//! of the state file ([`apply`]). The keeper is `lumen browser
+//! keeper-internal` (hidden), started detached in its own process group by
+//! the first command that needs it, so click and fill never pay for it. It:
 //!
 //! - holds one browser-level WebSocket ([`EventLink`]) and auto-attaches
 //!   (flattened) to every page, existing and new (new tabs wait for the
@@ -69,17 +70,55 @@ fn dir(session: &str) -> PathBuf {
     super::state_dir().join(format!("{session}.keeper"))
 }
 
-/// Applies the state file's settings through the session's keeper
-/// (starting it if needed).
-pub(super) async fn apply(session: &str, state: &mut State) -> Result<(), CliError> {
-    let answer = ask(session, state, json!({"op": "reload"})).await?;
-    if answer["ok"] == true {
-        Ok(())
-    } else {
-        Err(CliError::failure(format!(
-            "the browser refused a setting: {}",
+/// Saves `state` (the session's settings with one change) and has the
+/// session's keeper apply it (starting the keeper if needed). Only a
+/// change the browser took stays saved: when it refuses one, or the
+/// keeper cannot apply it, the settings as they were (`before`) are saved
+/// again and re-applied, so a refused setting is neither kept nor applied
+/// again by a later command. The caller holds the session's lock.
+pub(super) async fn apply(
+    session: &str,
+    state: &mut State,
+    before: &State,
+) -> Result<(), CliError> {
+    super::save(session, state)?;
+    let refused = match ask(session, state, json!({"op": "reload"})).await {
+        Ok(answer) if answer["ok"] == true => return Ok(()),
+        Ok(answer) => CliError::failure(format!(
+            "the browser refused a setting: {}; the session keeps its earlier settings",
             answer["error"].as_str().unwrap_or("no reason given")
-        )))
+        )),
+        Err(e) => e,
+    };
+    if let Some(restored) = restore(session, before) {
+        *state = restored;
+        // Undo what the browser did take of the refused change (a keeper
+        // that is not running applies the restored file when it starts).
+        if state.keeper.is_some_and(|k| is_ours(session, k))
+            && let Err(e) = exchange(session, &json!({"op": "reload"})).await
+        {
+            tracing::debug!("re-applying the earlier settings: {e}");
+        }
+    }
+    Err(refused)
+}
+
+/// Saves the settings of `before` again, with the keeper the state file
+/// names now; `None` (nothing saved) when the session was closed or its
+/// browser replaced meanwhile.
+fn restore(session: &str, before: &State) -> Option<State> {
+    let now = super::load(session).ok().flatten()?;
+    if now.ws_url != before.ws_url {
+        return None;
+    }
+    let mut restored = before.clone();
+    restored.keeper = now.keeper;
+    match super::save(session, &restored) {
+        Ok(()) => Some(restored),
+        Err(e) => {
+            tracing::debug!("restoring the earlier settings: {}", e.message);
+            None
+        }
     }
 }
 

@@ -166,6 +166,7 @@ pub(super) async fn run(session: &str, cmd: &Network) -> Result<(Value, String),
     // is one change of the session's state.
     let _lock = super::lock(session).await?;
     let mut state = super::opened(session)?;
+    let earlier = state.clone();
     match cmd {
         Network::Route {
             pattern,
@@ -222,8 +223,7 @@ pub(super) async fn run(session: &str, cmd: &Network) -> Result<(Value, String),
             };
             state.routes.retain(|r| r.pattern != *pattern);
             state.routes.push(route.clone());
-            super::save(session, &state)?;
-            keeper::apply(session, &mut state).await?;
+            keeper::apply(session, &mut state, &earlier).await?;
             Ok((
                 json!({"ok": true, "routes": routes_json(&state.routes)}),
                 format!("ok: {}", route.describe()),
@@ -253,8 +253,7 @@ pub(super) async fn run(session: &str, cmd: &Network) -> Result<(Value, String),
                     }
                 )));
             }
-            super::save(session, &state)?;
-            keeper::apply(session, &mut state).await?;
+            keeper::apply(session, &mut state, &earlier).await?;
             Ok((
                 json!({"ok": true, "removed": removed, "routes": routes_json(&state.routes)}),
                 format!("removed {removed} route(s)"),

@@ -1,10 +1,12 @@
 //! The `lumen browser` keeper and the session's state on real Chromium:
 //! concurrent first `set`/`network` commands start one keeper and lose
-//! none of each other's settings.
+//! none of each other's settings, and a setting the browser refuses is
+//! not kept.
 
 use std::path::Path;
 
 use serde_json::Value;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::direct::Session;
 use super::harness::{alive, code, text};
@@ -75,4 +77,158 @@ async fn concurrent_first_commands_start_one_keeper_and_keep_every_setting() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// A TCP proxy in front of the browser's DevTools port that passes
+/// everything through, but renames `from` to `to` (as long) in each
+/// WebSocket frame a client sends: the browser itself then refuses that
+/// command, as it refuses a value it cannot take.
+async fn renaming_proxy(upstream: u16, from: &'static [u8], to: &'static [u8]) -> u16 {
+    assert_eq!(from.len(), to.len());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                else {
+                    return;
+                };
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+                });
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 65536];
+                // The HTTP upgrade request goes through as it is.
+                let head_end = loop {
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                    match client_read.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                };
+                if server_write.write_all(&buf[..head_end]).await.is_err() {
+                    return;
+                }
+                buf.drain(..head_end);
+                loop {
+                    while let Some(frame) = take_frame(&mut buf) {
+                        let frame = rename(frame, from, to);
+                        if server_write.write_all(&frame).await.is_err() {
+                            return;
+                        }
+                    }
+                    match client_read.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The first whole WebSocket frame in `buf`, taken out of it.
+fn take_frame(buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    if buf.len() < 2 {
+        return None;
+    }
+    let masked = buf[1] & 0x80 != 0;
+    let (len, mut at) = match buf[1] & 0x7f {
+        126 if buf.len() >= 4 => (u64::from(u16::from_be_bytes([buf[2], buf[3]])), 4),
+        127 if buf.len() >= 10 => (u64::from_be_bytes(buf[2..10].try_into().unwrap()), 10),
+        126 | 127 => return None,
+        n => (u64::from(n), 2),
+    };
+    if masked {
+        at += 4;
+    }
+    let total = at + usize::try_from(len).unwrap();
+    (buf.len() >= total).then(|| buf.drain(..total).collect())
+}
+
+/// `frame` with `from` renamed to `to` in its (masked) payload.
+fn rename(mut frame: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+    let at = match frame[1] & 0x7f {
+        126 => 4,
+        127 => 10,
+        _ => 2,
+    };
+    if frame[1] & 0x80 == 0 {
+        return frame;
+    }
+    let key: [u8; 4] = frame[at..at + 4].try_into().unwrap();
+    let payload = &mut frame[at + 4..];
+    let flip = |p: &mut [u8]| {
+        for (i, b) in p.iter_mut().enumerate() {
+            *b ^= key[i % 4];
+        }
+    };
+    flip(payload);
+    let mut i = 0;
+    while i + from.len() <= payload.len() {
+        if &payload[i..i + from.len()] == from {
+            payload[i..i + from.len()].copy_from_slice(to);
+        }
+        i += 1;
+    }
+    flip(payload);
+    frame
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setting_the_browser_refuses_is_not_kept() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    // The session's commands reach the browser through a proxy that makes
+    // it refuse the geolocation override.
+    let path = s.state.path().join("default.json");
+    let mut saved = state(&s);
+    let ws = saved["ws_url"].as_str().unwrap().to_owned();
+    let port: u16 = ws
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no local port in {ws}"));
+    let proxy = renaming_proxy(
+        port,
+        b"Emulation.setGeolocationOverride",
+        b"Emulation.setGeolocationOverridX",
+    )
+    .await;
+    saved["ws_url"] = ws
+        .replace(&format!(":{port}/"), &format!(":{proxy}/"))
+        .into();
+    std::fs::write(&path, saved.to_string()).unwrap();
+
+    s.ok(&["set", "viewport", "800", "600"]).await;
+    let keeper = state(&s)["keeper"]["pid"].as_u64().unwrap();
+    let out = s.cmd(&["set", "geo", "10", "20"]).await;
+    assert_eq!(code(&out), 1, "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("refused") && err.contains("setGeolocationOverridX"),
+        "{err}"
+    );
+    // The refused setting is not saved; the earlier ones are.
+    let after = state(&s);
+    assert!(after["emulation"]["geo"].is_null(), "{after}");
+    assert_eq!(after["emulation"]["viewport"]["width"], 800, "{after}");
+    assert_eq!(after["keeper"]["pid"].as_u64(), Some(keeper));
+    // So later settings are not refused for it.
+    s.ok(&["set", "media", "dark"]).await;
+    assert!(state(&s)["emulation"]["geo"].is_null());
+    assert_eq!(s.eval("innerWidth").await, 800);
+    assert_eq!(
+        s.eval("matchMedia('(prefers-color-scheme: dark)').matches")
+            .await,
+        true
+    );
+    s.ok(&["close"]).await;
 }
