@@ -55,6 +55,9 @@ pub(super) const SUBCOMMAND: &str = "keeper-internal";
 const ENV: &str = "LUMEN_KEEPER_SESSION";
 /// How many requests the log keeps (the oldest go first).
 const MAX_LOGGED: usize = 1000;
+/// Characters kept of a logged URL (a `data:` URL can be megabytes), as
+/// the tabs' console and network buffers keep of a line.
+const MAX_URL: usize = 1000;
 /// How long the keeper may take to start, and to answer.
 const ANSWER: Duration = Duration::from_secs(20);
 
@@ -255,6 +258,14 @@ pub(super) fn private_dir(dir: &std::path::Path) -> Result<(), CliError> {
         .create(dir)
         .map_err(fail)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)
+}
+
+/// `url` cut to [`MAX_URL`] characters, saying so (`… (cut)`).
+fn cut_url(url: &str) -> String {
+    match url.char_indices().nth(MAX_URL) {
+        None => url.to_owned(),
+        Some((end, _)) => format!("{}… (cut)", &url[..end]),
+    }
 }
 
 /// One recorded request.
@@ -528,7 +539,7 @@ impl Keeper {
                 }
                 let routed = self.routed.remove(&id);
                 self.log.push_back(Logged {
-                    url: str_of(&params["request"]["url"]),
+                    url: cut_url(params["request"]["url"].as_str().unwrap_or_default()),
                     method: str_of(&params["request"]["method"]),
                     kind: str_of(&params["type"]),
                     status: None,
@@ -602,5 +613,23 @@ impl Keeper {
         }
         self.link.send(session.as_deref(), method, args).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logged_urls_are_cut_with_a_marker() {
+        let short = "http://h/a";
+        assert_eq!(cut_url(short), short);
+        let exact = "é".repeat(MAX_URL);
+        assert_eq!(cut_url(&exact), exact);
+        let long = format!("data:text/plain,{}", "é".repeat(5 * MAX_URL));
+        let cut = cut_url(&long);
+        assert!(cut.ends_with("… (cut)"), "{cut}");
+        assert_eq!(cut.chars().count(), MAX_URL + "… (cut)".chars().count());
+        assert!(long.starts_with(cut.trim_end_matches("… (cut)")));
     }
 }

@@ -1,7 +1,7 @@
 //! The `lumen browser` keeper and the session's state on real Chromium:
 //! concurrent first `set`/`network` commands start one keeper and lose
-//! none of each other's settings, and a setting the browser refuses is
-//! not kept.
+//! none of each other's settings, a setting the browser refuses is not
+//! kept, and the request log cuts long URLs.
 
 use std::path::Path;
 
@@ -229,6 +229,30 @@ async fn a_setting_the_browser_refuses_is_not_kept() {
         s.eval("matchMedia('(prefers-color-scheme: dark)').matches")
             .await,
         true
+    );
+    s.ok(&["close"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_log_cuts_long_urls() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    s.ok(&["network", "requests", "--clear"]).await;
+    let long = format!("/data/sample.txt?q={}", "a".repeat(5000));
+    let fetched = s.eval(&fetch(&long)).await;
+    assert_eq!(fetched, "ok 200");
+    let out = s
+        .ok(&["--json", "network", "requests", "--filter", "sample.txt"])
+        .await;
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let url = v["requests"][0]["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not logged: {v}"));
+    assert!(url.ends_with("… (cut)"), "{url}");
+    assert_eq!(url.chars().count(), 1000 + "… (cut)".chars().count());
+    assert!(
+        url.starts_with(&s.site.url("data/sample.txt?q=aaa")),
+        "{url}"
     );
     s.ok(&["close"]).await;
 }
