@@ -30,6 +30,7 @@ use anyhow::{Context as _, Result, anyhow};
 use async_trait::async_trait;
 use futures::{Stream, StreamExt as _};
 use lumen::browser::{CdpTab, LaunchOptions};
+use lumen::memory::ActionCache;
 use lumen::models::{AdapterOptions, ApiKey};
 use lumen::perception::router::{RouterTiming, SettleMode};
 use lumen::{
@@ -374,6 +375,8 @@ struct RunStats {
     images: Vec<usize>,
     tokens: Vec<f64>,
     cacheable: Vec<f64>,
+    /// Requests the mock provider received.
+    model_calls: usize,
 }
 
 /// Anthropic's estimate: an image costs width × height / 750 tokens (its
@@ -415,19 +418,34 @@ fn estimate_tokens(body: &Value) -> (f64, usize, usize) {
     (tokens, pixels.len(), text.len())
 }
 
+/// How a run meets the action cache.
+#[derive(Debug, Clone, Copy)]
+enum Cache<'a> {
+    /// No cache.
+    Off,
+    /// The model answers every step; the run is saved as a script.
+    Record(&'a Arc<ActionCache>),
+    /// The saved script answers: the mock has no turn queued, so a model
+    /// call fails the run.
+    Replay(&'a Arc<ActionCache>),
+}
+
 async fn one_run(
     wire: Wire,
     config: Config,
     site: &FixtureServer,
     targets: &Targets,
     tab: Arc<CdpTab>,
+    cache: Cache<'_>,
 ) -> Result<RunStats> {
     let mock = MockProvider::start()
         .await
         .context("starting the mock provider")?;
     let vp = tab.viewport().await.map_err(|e| anyhow!("{e}"))?;
-    for (i, turn) in trajectory(targets, site).iter().enumerate() {
-        mock.push(wire.route(), wire.turn(i, turn, (vp.width, vp.height)));
+    if !matches!(cache, Cache::Replay(_)) {
+        for (i, turn) in trajectory(targets, site).iter().enumerate() {
+            mock.push(wire.route(), wire.turn(i, turn, (vp.width, vp.height)));
+        }
     }
     goto(&tab, &site.url("form.html")).await?;
     let phases = Arc::new(Phases::default());
@@ -448,7 +466,11 @@ async fn one_run(
         inner: tab,
         phases: phases.clone(),
     });
-    let mut session = Session::new(timed, adapter, config.session()).map_err(|e| anyhow!("{e}"))?;
+    let mut options = config.session();
+    if let Cache::Record(c) | Cache::Replay(c) = cache {
+        options.cache = Some(c.clone());
+    }
+    let mut session = Session::new(timed, adapter, options).map_err(|e| anyhow!("{e}"))?;
     let result = session
         .run("Fill the form, use the counter, scroll the list and read page 3")
         .await;
@@ -480,6 +502,7 @@ async fn one_run(
         request: Phases::ms(&phases.request, steps),
         decode: Phases::ms(&phases.decode, steps),
         other: Phases::ms(&phases.other, steps),
+        model_calls: mock.requests().len(),
         ..RunStats::default()
     };
     for r in mock.requests() {
@@ -689,16 +712,19 @@ async fn bench(options: &Options) -> Result<()> {
     let mut stats: Vec<(Config, Vec<RunStats>)> =
         Config::ALL.iter().map(|c| (*c, Vec::new())).collect();
     let mut raw = Vec::new();
+    let mut reruns = Vec::new();
     // The engine at one agent: this process's peak once the first run (the
     // adaptive one) is done, before any other configuration ran.
     let mut one_agent_mib = None;
     for _ in 0..runs {
         for (config, list) in stats.iter_mut() {
-            list.push(one_run(wire, *config, &site, &t, tab.clone()).await?);
+            list.push(one_run(wire, *config, &site, &t, tab.clone(), Cache::Off).await?);
             one_agent_mib.get_or_insert_with(self_peak_mib);
         }
         raw.push(raw_replay(&tab, &t, &site).await?);
+        reruns.push(rerun(wire, &site, &t, tab.clone()).await?);
     }
+    let moved = moved_button(wire).await?;
     let floor_ms = floor(&tab, if options.quick { 20 } else { 60 }).await?;
     let floor_median = median(floor_ms.clone());
     let chromium_mib = tab
@@ -739,6 +765,8 @@ async fn bench(options: &Options) -> Result<()> {
         &cold,
         &launch_only,
         &concurrency,
+        &reruns,
+        &moved,
     )?;
     tab.close().await.map_err(|e| anyhow!("{e}"))?;
     Ok(())
@@ -799,7 +827,7 @@ async fn concurrent(
     };
     let runs = futures::future::join_all(
         tabs.iter()
-            .map(|tab| one_run(wire, Config::Adaptive, site, t, tab.clone())),
+            .map(|tab| one_run(wire, Config::Adaptive, site, t, tab.clone(), Cache::Off)),
     )
     .await;
     sampler.abort();
@@ -814,6 +842,121 @@ async fn concurrent(
     Ok((n, median(step_ms), (peak_mib - base).max(0.0)))
 }
 
+/// The trajectory run twice on one cache: recorded with the model, then
+/// rerun from its script. Returns the rerun.
+async fn rerun(
+    wire: Wire,
+    site: &FixtureServer,
+    t: &Targets,
+    tab: Arc<CdpTab>,
+) -> Result<RunStats> {
+    let dir = tempfile::tempdir().context("a folder for the run scripts")?;
+    let cache = Arc::new(ActionCache::open(dir.path()).map_err(|e| anyhow!("{e}"))?);
+    one_run(
+        wire,
+        Config::Adaptive,
+        site,
+        t,
+        tab.clone(),
+        Cache::Record(&cache),
+    )
+    .await?;
+    let again = one_run(wire, Config::Adaptive, site, t, tab, Cache::Replay(&cache)).await?;
+    if again.model_calls != 0 {
+        return Err(anyhow!("the rerun made {} model calls", again.model_calls));
+    }
+    Ok(again)
+}
+
+/// The rerun on a changed page: `fixtures/sites/rerun/order.html`, then
+/// its variant whose buttons swapped places, at the same address.
+struct Moved {
+    /// Steps of the rerun, and which of them were replayed.
+    replayed: Vec<bool>,
+    /// Model calls of the first run and of the rerun.
+    calls: (usize, usize),
+    /// The first step the model answered in the rerun.
+    fell_back_at: Option<usize>,
+}
+
+async fn moved_button(wire: Wire) -> Result<Moved> {
+    const TASK: &str = "Order three packs of tea and say what the basket holds";
+    let root = tempfile::tempdir().context("a web root")?;
+    let serve = |variant: &str| {
+        let from = lumen_mock::fixtures_root().join("rerun").join(variant);
+        std::fs::copy(&from, root.path().join("order.html"))
+            .with_context(|| format!("copying {}", from.display()))
+    };
+    serve("order.html")?;
+    let site = FixtureServer::start_at(root.path()).await?;
+    let tab = launch().await?;
+    let dir = tempfile::tempdir().context("a folder for the run scripts")?;
+    let cache = Arc::new(ActionCache::open(dir.path()).map_err(|e| anyhow!("{e}"))?);
+    let mock = MockProvider::start().await?;
+    let mut calls = Vec::new();
+    let mut last = None;
+    for variant in ["order.html", "order-moved.html"] {
+        serve(variant)?;
+        goto(&tab, &site.url("order.html")).await?;
+        let (qty, add) = (center(&tab, "#qty").await?, center(&tab, "#add").await?);
+        let turns: Vec<Vec<ScriptStep>> = match variant {
+            "order.html" => vec![
+                vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
+                vec![ScriptStep::Click(add.x, add.y)],
+                vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+            ],
+            // The model is asked from the moved button on.
+            _ => vec![
+                vec![ScriptStep::Click(add.x, add.y)],
+                vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+            ],
+        };
+        let sent = mock.requests().len();
+        for (i, turn) in turns.iter().enumerate() {
+            mock.push(wire.route(), wire.turn(sent + i, turn, (1280, 720)));
+        }
+        let adapter = lumen::models::create_adapter(
+            wire.model(),
+            AdapterOptions {
+                api_key: Some(ApiKey::new("bench")),
+                base_url: Some(wire.base_url(&mock)),
+                ..AdapterOptions::default()
+            },
+        )
+        .map_err(|e| anyhow!("{e}"))?;
+        let options = SessionOptions {
+            max_steps: 8,
+            cache: Some(cache.clone()),
+            ..SessionOptions::default()
+        };
+        let mut session =
+            Session::new(tab.clone(), adapter, options).map_err(|e| anyhow!("{e}"))?;
+        let r = session.run(TASK).await;
+        if r.status != RunStatus::Success || mock.pending(wire.route()) != 0 {
+            return Err(anyhow!(
+                "the {variant} run ended {:?} with {} turns unused: {:?}",
+                r.status,
+                mock.pending(wire.route()),
+                r.error
+            ));
+        }
+        calls.push(mock.requests().len() - sent);
+        last = Some(r);
+    }
+    tab.close().await.map_err(|e| anyhow!("{e}"))?;
+    let r = last.ok_or_else(|| anyhow!("no rerun"))?;
+    let replayed: Vec<bool> = r
+        .history
+        .iter()
+        .map(|s| s.actions.iter().all(|a| a.call.id.starts_with("replay_")))
+        .collect();
+    Ok(Moved {
+        fell_back_at: replayed.iter().position(|r| !r),
+        replayed,
+        calls: (calls[0], calls[1]),
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn report(
     wire: Wire,
@@ -825,6 +968,8 @@ fn report(
     cold: &[f64],
     launch_only: &[f64],
     concurrency: &[(usize, f64, f64)],
+    reruns: &[RunStats],
+    moved: &Moved,
 ) -> Result<()> {
     let agg = |list: &[RunStats], f: &dyn Fn(&RunStats) -> f64| -> Vec<f64> {
         list.iter().map(f).collect()
@@ -964,7 +1109,38 @@ fn report(
         println!("| {n} | {step:.1} | {growth:.1} |");
     }
 
+    let rerun_step = median(per_step(reruns));
+    let rerun_wall = median(reruns.iter().map(|r| r.step_ms.iter().sum()).collect());
+    let raw_wall = median(raw.iter().map(|r| r.iter().sum()).collect());
+    let rerun_to_floor = rerun_wall / raw_wall.max(1e-6);
+    let rerun_calls: usize = reruns.iter().map(|r| r.model_calls).sum();
+    println!();
+    println!(
+        "rerun from the saved script: {rerun_calls} model calls in {} reruns; median step {rerun_step:.1} ms (floor {raw_step:.1}); wall {rerun_wall:.0} ms vs the floor's {raw_wall:.0} ms: rerun_to_floor {rerun_to_floor:.2}x (target ≤ 1.2x)",
+        reruns.len()
+    );
+    println!(
+        "rerun on a changed page (rerun/order.html, buttons swapped): model calls {} then {}; steps replayed {:?}; fell back at step {}",
+        moved.calls.0,
+        moved.calls.1,
+        moved.replayed,
+        moved.fell_back_at.map_or("none".into(), |s| s.to_string())
+    );
+
     let json = json!({
+        "rerun": {
+            "model_calls": rerun_calls,
+            "per_step_ms": rerun_step,
+            "wall_ms": rerun_wall,
+            "floor_wall_ms": raw_wall,
+            "rerun_to_floor": rerun_to_floor,
+            "changed_page": {
+                "model_calls_first_run": moved.calls.0,
+                "model_calls_rerun": moved.calls.1,
+                "replayed": moved.replayed,
+                "fell_back_at_step": moved.fell_back_at,
+            },
+        },
         "provider": wire.name(),
         "runs_per_config": adaptive.len(),
         "per_step_ms": {"adaptive": median(per_step(adaptive)), "fixed_sleep": median(per_step(fixed)), "naive": median(per_step(naive))},
