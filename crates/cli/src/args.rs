@@ -68,6 +68,10 @@ pub(crate) struct ServeArgs {
     /// Runs executing at once (one browser each).
     #[arg(long, default_value_t = 2)]
     pub(crate) max_concurrent: usize,
+    /// The most follow-on tasks one run takes (`POST /v1/runs/{id}/tasks`,
+    /// IPC `add_task`); more are refused with 409 `task_limit`.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub(crate) max_tasks_per_run: usize,
     /// Model used when a request names none.
     #[arg(long, short = 'm')]
     pub(crate) model: Option<String>,

@@ -131,6 +131,7 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.token = args.token.clone();
     o.allowed_hosts = args.allow_hosts.clone();
     o.max_concurrent = args.max_concurrent.max(1);
+    o.max_tasks_per_run = args.max_tasks_per_run;
     if let Some(model) = &args.model {
         o.default_model = model.clone();
     }
@@ -215,4 +216,30 @@ async fn launch(
     })
     .await?;
     Ok(finished.code)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    fn serve(extra: &[&str]) -> lumen_server::ServeOptions {
+        let mut argv = vec!["lumen", "serve", "--data-dir", "/tmp/lumen-unused"];
+        argv.extend_from_slice(extra);
+        let crate::args::Command::Serve(args) =
+            crate::args::Cli::try_parse_from(argv).unwrap().command
+        else {
+            panic!("not serve")
+        };
+        super::serve_options(&args).unwrap()
+    }
+
+    #[test]
+    fn the_task_cap_is_the_operators_flag() {
+        assert_eq!(serve(&[]).max_tasks_per_run, 32);
+        assert_eq!(serve(&["--max-tasks-per-run", "3"]).max_tasks_per_run, 3);
+        assert!(
+            crate::args::Cli::try_parse_from(["lumen", "serve", "--max-tasks-per-run", "many"])
+                .is_err()
+        );
+    }
 }
