@@ -387,26 +387,19 @@ impl ActionCache {
 /// grey cells and each bit says whether a cell is brighter than its right
 /// neighbour. Similar layouts give hashes that differ in few bits.
 pub fn dhash(image: &Image) -> Result<u64> {
-    let format = match image.format {
-        lumen_core::ImageFormat::Png => image::ImageFormat::Png,
-        lumen_core::ImageFormat::Jpeg => image::ImageFormat::Jpeg,
-    };
-    let decoded = image::load_from_memory_with_format(&image.data, format)
-        .map_err(|e| LumenError::invalid_data("screenshot", format!("cannot decode it: {e}")))?;
-    let grey = decoded.to_luma8();
-    let (w, h) = grey.dimensions();
-    if w == 0 || h == 0 {
+    let (grey, w, h) = grey_pixels(image)?;
+    if w == 0 || h == 0 || grey.len() < w * h {
         return Err(LumenError::invalid_data("screenshot", "it has no pixels"));
     }
     // One pass over the pixels, each added to its cell (a box filter: the
     // same for every decoder, and cheap enough for the replay's hot path).
-    let column: Vec<usize> = (0..w).map(|x| (x as usize * 9) / w as usize).collect();
+    let column: Vec<usize> = (0..w).map(|x| (x * 9) / w).collect();
     let mut sums = [[0u64; 9]; 8];
     let mut counts = [[0u64; 9]; 8];
-    for (y, row) in grey.rows().enumerate() {
-        let cy = (y * 8) / h as usize;
-        for (x, p) in row.enumerate() {
-            sums[cy][column[x]] += u64::from(p.0[0]);
+    for (y, row) in grey.chunks_exact(w).take(h).enumerate() {
+        let cy = (y * 8) / h;
+        for (x, p) in row.iter().enumerate() {
+            sums[cy][column[x]] += u64::from(*p);
             counts[cy][column[x]] += 1;
         }
     }
@@ -418,6 +411,36 @@ pub fn dhash(image: &Image) -> Result<u64> {
         }
     }
     Ok(hash)
+}
+
+/// The image as one grey byte a pixel, with its width and height. A JPEG
+/// is decoded straight to grey (no colour conversion to undo).
+fn grey_pixels(image: &Image) -> Result<(Vec<u8>, usize, usize)> {
+    let bad = |e: String| LumenError::invalid_data("screenshot", format!("cannot decode it: {e}"));
+    match image.format {
+        lumen_core::ImageFormat::Jpeg => {
+            use zune_jpeg::zune_core::bytestream::ZCursor;
+            use zune_jpeg::zune_core::colorspace::ColorSpace;
+            use zune_jpeg::zune_core::options::DecoderOptions;
+            let options = DecoderOptions::default().jpeg_set_out_colorspace(ColorSpace::Luma);
+            let mut decoder = zune_jpeg::JpegDecoder::new_with_options(
+                ZCursor::new(image.data.as_ref()),
+                options,
+            );
+            let pixels = decoder.decode().map_err(|e| bad(format!("{e:?}")))?;
+            let (w, h) = decoder
+                .dimensions()
+                .ok_or_else(|| bad("no dimensions".into()))?;
+            Ok((pixels, w, h))
+        }
+        lumen_core::ImageFormat::Png => {
+            let grey = image::load_from_memory_with_format(&image.data, image::ImageFormat::Png)
+                .map_err(|e| bad(e.to_string()))?
+                .into_luma8();
+            let (w, h) = (grey.width() as usize, grey.height() as usize);
+            Ok((grey.into_raw(), w, h))
+        }
+    }
 }
 
 /// The share of equal bits of two hashes (1.0: identical).
