@@ -609,6 +609,9 @@ impl PerceptionLoop {
                 Err(e) => tracing::debug!("could not list the tabs: {e}"),
             }
         }
+        if step == 0 && self.depth == 0 {
+            run.script = self.load_script(instruction, &url);
+        }
         self.shrink_older_screenshots(step, &shot, run).await;
 
         let folds: Vec<String> = run
@@ -694,9 +697,6 @@ impl PerceptionLoop {
         let mut done: Vec<Done> = Vec::new();
         let mut terminated: Option<(TerminateStatus, String)> = None;
         let hard = ConfidenceGate::is_hard(run.repeat.pending().is_some(), run.last_failed);
-        if step == 0 && self.depth == 0 {
-            run.script = self.load_script(instruction, &url);
-        }
         let replayed = self
             .replay_step(
                 step,
@@ -1110,7 +1110,8 @@ impl PerceptionLoop {
     }
 
     /// Swaps the previous screenshot for its reduced copy (made while the
-    /// previous step ran) and starts reducing this one for the next step.
+    /// previous step ran) and starts reducing this one for the next step
+    /// (unless a run script is replaying).
     /// A previous screenshot with exactly the same pixels as this one is not
     /// sent again; a copy that could not be made leaves the full image.
     async fn shrink_older_screenshots(&self, step: u32, shot: &Screenshot, run: &mut RunState) {
@@ -1137,8 +1138,11 @@ impl PerceptionLoop {
                 }
             }
         }
+        // While a script replays, no model reads the older screenshot: the
+        // CPU is better left to the browser. (A step that falls back to the
+        // model sends the one before it full size.)
         let config = run.history.config();
-        if config.keep_recent >= 2 && config.older_image_scale < 1.0 {
+        if config.keep_recent >= 2 && config.older_image_scale < 1.0 && run.script.is_none() {
             let (image, scale) = (shot.image.clone(), config.older_image_scale);
             run.shrinking = Some(Shrinking {
                 step,
