@@ -284,6 +284,16 @@ fn smallest<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
     }
 }
 
+/// Splits a browser call's result: a lost browser or a cancellation ends
+/// the run (the outer error); any other failure is the caller's to handle
+/// (the inner one).
+fn soft<T>(r: Result<T>) -> Result<std::result::Result<T, LumenError>> {
+    match r {
+        Err(e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. })) => Err(e),
+        r => Ok(r),
+    }
+}
+
 /// The stop reason of a step replayed from a run script.
 const REPLAYED: &str = "run_script";
 
@@ -599,13 +609,8 @@ impl PerceptionLoop {
         if self.adapter.info().tab_inventory {
             // Models told the open tabs after each turn get them recorded
             // with the screenshot; a failed listing leaves them out.
-            match self.guarded(self.tab.tabs()).await {
+            match soft(self.guarded(self.tab.tabs()).await)? {
                 Ok(tabs) => run.history.set_tabs(tabs),
-                Err(
-                    e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. }),
-                ) => {
-                    return Err(e);
-                }
                 Err(e) => tracing::debug!("could not list the tabs: {e}"),
             }
         }
@@ -970,8 +975,8 @@ impl PerceptionLoop {
                 script_left(step, &e.to_string());
                 return Ok(None);
             }
-            Err(e) => {
-                script_left(step, &e.to_string());
+            Err(joined) => {
+                script_left(step, &joined.to_string());
                 return Ok(None);
             }
         }
@@ -1033,13 +1038,8 @@ impl PerceptionLoop {
         action: &lumen_memory::cache::ScriptAction,
     ) -> Result<Option<String>> {
         if let (Some(at), Some(target)) = (action.action.point(), &action.target) {
-            let now = match self.guarded(self.tab.element_at(at)).await {
+            let now = match soft(self.guarded(self.tab.element_at(at)).await)? {
                 Ok(now) => now,
-                Err(
-                    e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. }),
-                ) => {
-                    return Err(e);
-                }
                 Err(e) => return Ok(Some(format!("the element at the point is unknown: {e}"))),
             };
             if !now.as_ref().is_some_and(|e| target.matches(e)) {
@@ -1050,13 +1050,8 @@ impl PerceptionLoop {
             }
         }
         if matches!(action.action, Action::Terminate { .. }) {
-            let text = match self.guarded(self.tab.page_text()).await {
+            let text = match soft(self.guarded(self.tab.page_text()).await)? {
                 Ok(text) => text,
-                Err(
-                    e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. }),
-                ) => {
-                    return Err(e);
-                }
                 Err(e) => return Ok(Some(format!("the page text is unknown: {e}"))),
             };
             if !planned.text_matches(&text) {
@@ -1322,16 +1317,11 @@ impl PerceptionLoop {
             return Ok(None);
         };
         // Judge the page as it is now, not as it was at the start of the step.
-        let now = match self
-            .guarded(self.tab.screenshot(&self.capture_options()))
-            .await
-        {
-            Ok(s) => s,
-            Err(e @ (LumenError::BrowserDisconnected { .. } | LumenError::Cancelled { .. })) => {
-                return Err(e);
-            }
-            Err(_) => before.clone(),
-        };
+        let now = soft(
+            self.guarded(self.tab.screenshot(&self.capture_options()))
+                .await,
+        )?
+        .unwrap_or_else(|_| before.clone());
         let url_now = self
             .guarded(self.tab.url())
             .await
