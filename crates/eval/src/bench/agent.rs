@@ -752,7 +752,9 @@ async fn bench(options: &Options) -> Result<()> {
     };
     let mut concurrency = Vec::new();
     for &n in levels {
-        concurrency.push(concurrent(wire, n, &site, &t).await?);
+        for browsers in [Browsers::Own, Browsers::Contexts] {
+            concurrency.push(concurrent(wire, n, browsers, &site, &t).await?);
+        }
     }
 
     report(
@@ -804,16 +806,42 @@ async fn cold_start(wire: Wire) -> Result<f64> {
     Ok(first)
 }
 
+/// How concurrent agents get their browsers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Browsers {
+    /// One Chromium process each.
+    Own,
+    /// One Chromium, a browser context (`CdpTab::open_isolated`) each.
+    Contexts,
+}
+
+/// One level of the concurrency table.
+struct Level {
+    agents: usize,
+    browsers: Browsers,
+    step_ms: f64,
+    engine_growth_mib: f64,
+    chromium_mib: f64,
+}
+
 async fn concurrent(
     wire: Wire,
     n: usize,
+    browsers: Browsers,
     site: &FixtureServer,
     t: &Targets,
-) -> Result<(usize, f64, f64)> {
+) -> Result<Level> {
     let base = self_rss_mib();
     let mut tabs = Vec::new();
+    let host = match browsers {
+        Browsers::Own => None,
+        Browsers::Contexts => Some(launch().await?),
+    };
     for _ in 0..n {
-        tabs.push(launch().await?);
+        tabs.push(match &host {
+            None => launch().await?,
+            Some(h) => Arc::new(h.open_isolated().await.map_err(|e| anyhow!("{e}"))?),
+        });
     }
     let peak = Arc::new(AtomicU64::new(0));
     let sampler = {
@@ -831,15 +859,36 @@ async fn concurrent(
     )
     .await;
     sampler.abort();
+    // Every Chromium process the agents used, at the end of their runs.
+    let chromium_mib = match &host {
+        Some(h) => h
+            .browser_pid()
+            .map(crate::util::tree_rss_mib)
+            .unwrap_or(0.0),
+        None => tabs
+            .iter()
+            .filter_map(|tab| tab.browser_pid())
+            .map(crate::util::tree_rss_mib)
+            .sum(),
+    };
     for tab in &tabs {
         tab.close().await.map_err(|e| anyhow!("{e}"))?;
+    }
+    if let Some(h) = host {
+        h.close().await.map_err(|e| anyhow!("{e}"))?;
     }
     let mut step_ms = Vec::new();
     for r in runs {
         step_ms.extend(r?.step_ms);
     }
     let peak_mib = peak.load(Ordering::Relaxed) as f64 / 1024.0;
-    Ok((n, median(step_ms), (peak_mib - base).max(0.0)))
+    Ok(Level {
+        agents: n,
+        browsers,
+        step_ms: median(step_ms),
+        engine_growth_mib: (peak_mib - base).max(0.0),
+        chromium_mib,
+    })
 }
 
 /// The trajectory run twice on one cache: recorded with the model, then
@@ -957,6 +1006,38 @@ async fn moved_button(wire: Wire) -> Result<Moved> {
     })
 }
 
+/// Prints where the mean step of `runs` went; returns that mean.
+fn breakdown(what: &str, runs: &[RunStats]) -> f64 {
+    let mean_step = median(
+        runs.iter()
+            .map(|r| r.step_ms.iter().sum::<f64>() / r.step_ms.len().max(1) as f64)
+            .collect(),
+    );
+    println!(
+        "Breakdown of the mean {what}, {mean_step:.1} ms (navigations included; ms, medians over runs):"
+    );
+    let phases: [(&str, Phase); 6] = [
+        ("capture (incl. encode)", |r| r.capture),
+        ("request build + send", |r| r.request),
+        ("stream decode", |r| r.decode),
+        ("action dispatch", |r| r.dispatch),
+        ("settle", |r| r.settle),
+        ("page queries (url…)", |r| r.other),
+    ];
+    let mut accounted = 0.0;
+    for (name, f) in phases {
+        let ms = median(runs.iter().map(f).collect());
+        accounted += ms;
+        println!("  {name:<24} {ms:.2}");
+    }
+    println!(
+        "  {:<24} {:.2}",
+        "bookkeeping (rest)",
+        (mean_step - accounted).max(0.0)
+    );
+    mean_step
+}
+
 #[allow(clippy::too_many_arguments)]
 fn report(
     wire: Wire,
@@ -967,13 +1048,10 @@ fn report(
     chromium_mib: f64,
     cold: &[f64],
     launch_only: &[f64],
-    concurrency: &[(usize, f64, f64)],
+    concurrency: &[Level],
     reruns: &[RunStats],
     moved: &Moved,
 ) -> Result<()> {
-    let agg = |list: &[RunStats], f: &dyn Fn(&RunStats) -> f64| -> Vec<f64> {
-        list.iter().map(f).collect()
-    };
     let per_step = |list: &[RunStats]| -> Vec<f64> {
         list.iter().map(|r| median(r.step_ms.clone())).collect()
     };
@@ -1029,34 +1107,7 @@ fn report(
     }
     let overhead = median(per_step(adaptive));
     println!();
-    let mean_step = median(
-        adaptive
-            .iter()
-            .map(|r| r.step_ms.iter().sum::<f64>() / r.step_ms.len().max(1) as f64)
-            .collect(),
-    );
-    println!(
-        "Breakdown of the mean adaptive step, {mean_step:.1} ms (navigations included; ms, medians over runs):"
-    );
-    let phases: [(&str, Phase); 6] = [
-        ("capture (incl. encode)", |r| r.capture),
-        ("request build + send", |r| r.request),
-        ("stream decode", |r| r.decode),
-        ("action dispatch", |r| r.dispatch),
-        ("settle", |r| r.settle),
-        ("page queries (url…)", |r| r.other),
-    ];
-    let mut accounted = 0.0;
-    for (name, f) in phases {
-        let ms = median(agg(adaptive, &f));
-        accounted += ms;
-        println!("  {name:<24} {ms:.2}");
-    }
-    println!(
-        "  {:<24} {:.2}",
-        "bookkeeping (rest)",
-        (mean_step - accounted).max(0.0)
-    );
+    let mean_step = breakdown("adaptive step", adaptive);
     let raw_step = median(raw.iter().map(|r| median(r.clone())).collect());
     let raw_mean = median(
         raw.iter()
@@ -1103,12 +1154,36 @@ fn report(
         cold_ms / launch_ms.max(1e-6)
     );
     println!();
-    println!("| agents | per-step wall (ms) | engine RSS growth (MiB) |");
-    println!("|---:|---:|---:|");
-    for (n, step, growth) in concurrency {
-        println!("| {n} | {step:.1} | {growth:.1} |");
+    println!(
+        "| agents | browsers | per-step wall (ms) | per step ÷ one agent's | engine RSS growth (MiB) | per extra agent (MiB) | Chromium RSS (MiB) |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|");
+    for l in concurrency {
+        let one = concurrency
+            .iter()
+            .find(|o| o.agents == 1 && o.browsers == l.browsers)
+            .map_or(l.step_ms, |o| o.step_ms);
+        let per_extra = match l.agents {
+            1 => 0.0,
+            n => l.engine_growth_mib / (n - 1) as f64,
+        };
+        println!(
+            "| {} | {} | {:.1} | {:.2}x | {:.1} | {:.1} | {:.0} |",
+            l.agents,
+            match l.browsers {
+                Browsers::Own => "own process",
+                Browsers::Contexts => "contexts of one",
+            },
+            l.step_ms,
+            l.step_ms / one.max(1e-6),
+            l.engine_growth_mib,
+            per_extra,
+            l.chromium_mib
+        );
     }
 
+    println!();
+    breakdown("rerun step (from the saved script)", reruns);
     let rerun_step = median(per_step(reruns));
     let rerun_wall = median(reruns.iter().map(|r| r.step_ms.iter().sum()).collect());
     let raw_wall = median(raw.iter().map(|r| r.iter().sum()).collect());
@@ -1158,7 +1233,7 @@ fn report(
         "chromium_rss_mib": chromium_mib,
         "cold_start_ms": cold_ms,
         "chromium_launch_ms": launch_ms,
-        "concurrency": concurrency.iter().map(|(n, s, g)| json!({"agents": n, "per_step_ms": s, "rss_growth_mib": g})).collect::<Vec<_>>(),
+        "concurrency": concurrency.iter().map(|l| json!({"agents": l.agents, "browsers": format!("{:?}", l.browsers).to_lowercase(), "per_step_ms": l.step_ms, "rss_growth_mib": l.engine_growth_mib, "chromium_rss_mib": l.chromium_mib})).collect::<Vec<_>>(),
     });
     let dir = crate::util::project_root()?.join("target/bench");
     std::fs::create_dir_all(&dir).context("creating target/bench")?;
