@@ -101,8 +101,14 @@ enum BrowserCommand {
     Dblclick { target: Vec<String> },
     /// Move the pointer to `x y` or onto a ref.
     Hover { target: Vec<String> },
-    /// Type text into the focused element.
-    Type { text: String },
+    /// Type text into the focused element (`type TEXT`), or into an
+    /// element (`type EL TEXT`: a ref `@e3` or a CSS selector; focused,
+    /// the caret at the end of its content, nothing cleared).
+    Type {
+        /// `TEXT`, or `EL TEXT`.
+        #[arg(num_args = 1..=2, required = true, value_names = ["EL", "TEXT"])]
+        words: Vec<String>,
+    },
     /// Click a ref's field, select its content and type text.
     Fill { target: String, text: String },
     /// Press a key or chord (`Enter`, `Control+a`).
@@ -662,22 +668,37 @@ async fn on_page(
             link.hover(at).await.map_err(fail)?;
             Ok((json!({"ok": true, "x": at.x, "y": at.y}), "ok".to_owned()))
         }
-        BrowserCommand::Type { text } => {
+        BrowserCommand::Type { words } => {
+            let (target, text) = match words.as_slice() {
+                [text] => (None, text),
+                [target, text] => (Some(target), text),
+                _ => return Err(CliError::config("usage: lumen browser type [EL] TEXT")),
+            };
             if text.is_empty() {
                 return Err(CliError::config("there is no text to type"));
             }
-            link.type_text(text).await.map_err(fail)?;
-            Ok((json!({"ok": true}), "ok".to_owned()))
+            let Some(target) = target else {
+                link.type_text(text).await.map_err(fail)?;
+                return Ok((json!({"ok": true}), "ok".to_owned()));
+            };
+            let element = elements::element(state, target)?;
+            match link
+                .type_into(element, text)
+                .await
+                .map_err(elements::element_error)?
+            {
+                FillResult::Filled => Ok((json!({"ok": true}), "ok".to_owned())),
+                FillResult::Refused(spot) => Err(refusal(target, spot)),
+                FillResult::NotEditable(what) => Err(not_editable(target, &what)),
+                other => Err(CliError::failure(format!("{target}: {other:?}"))),
+            }
         }
         BrowserCommand::Fill { target, text } => {
             let saved = saved_ref(state, target)?;
             match link.fill(saved, text).await.map_err(fail)? {
                 FillResult::Filled => Ok((json!({"ok": true}), "ok".to_owned())),
                 FillResult::Refused(spot) => Err(refusal(target, spot)),
-                FillResult::NotEditable(what) => Err(CliError::failure(format!(
-                    "{target} is {what}, which takes no text; pick a textbox from \
-                     `lumen browser snapshot -i`"
-                ))),
+                FillResult::NotEditable(what) => Err(not_editable(target, &what)),
                 other => Err(CliError::failure(format!("{target}: {other:?}"))),
             }
         }
@@ -1151,6 +1172,13 @@ fn saved_ref<'a>(state: &'a State, reference: &str) -> Result<SavedRef<'a>, CliE
         }),
         None => Err(stale(reference, "it is not in the last snapshot")),
     }
+}
+
+/// `fill` or `type` on an element that takes no text (`what` describes it).
+fn not_editable(target: &str, what: &str) -> CliError {
+    CliError::failure(format!(
+        "{target} is {what}, which takes no text; pick a textbox from `lumen browser snapshot -i`"
+    ))
 }
 
 /// Why a ref's element cannot be acted on, phrased with what to do.

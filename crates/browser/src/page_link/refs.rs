@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::PageLink;
+use super::elements::ElementTarget;
 use crate::ax::{AxRefs, AxSnapshot, walk};
 use crate::protocol::{keys, runtime, typing};
 
@@ -67,11 +68,11 @@ pub enum ElementSpot {
     },
 }
 
-/// What [`PageLink::fill`] did.
+/// What [`PageLink::fill`] (or [`PageLink::type_into`]) did.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum FillResult {
-    /// The field holds the new text.
+    /// The field holds the new text (or the text was typed into it).
     Filled,
     /// The element cannot be used (why, as for [`PageLink::locate`]);
     /// nothing was typed.
@@ -81,10 +82,13 @@ pub enum FillResult {
     NotEditable(String),
 }
 
-/// The page-side half of [`PageLink::fill`]: the checks of `LOCATE_FN`,
-/// then focus the field, select its content and replace it; on any refusal
-/// focus leaves the page's elements and nothing is typed.
-const FILL_FN: &str = r#"function(mark, prop, text) {
+/// The page-side half of [`PageLink::fill`] and [`PageLink::type_into`]:
+/// the checks of `LOCATE_FN`, then focus the field and either select its
+/// content and replace it (`replace`), or type at the caret (at the end of
+/// the content when the field did not have focus yet); `text` null only
+/// focuses. On any refusal focus leaves the page's elements and nothing is
+/// typed.
+const TEXT_FN: &str = r#"function(mark, prop, text, replace) {
   const spot = (LOCATE).call(this, mark, prop);
   const away = () => { const a = document.activeElement; if (a && a !== document.body) a.blur(); };
   if (spot.kind !== 'at') { away(); return spot; }
@@ -95,13 +99,23 @@ const FILL_FN: &str = r#"function(mark, prop, text) {
     away();
     return { kind: 'noedit', by: '<' + tag + (el.id ? ' id="' + el.id + '"' : '') + '>' };
   }
-  el.focus();
+  const had = document.activeElement === el || el.contains(document.activeElement);
+  if (!had) el.focus();
   if (document.activeElement !== el && !el.contains(document.activeElement)) {
     away();
     return { kind: 'noedit', by: '<' + tag + (el.id ? ' id="' + el.id + '"' : '') + '> (it refuses focus)' };
   }
-  if (isText) { el.select(); }
-  else { const r = document.createRange(); r.selectNodeContents(el); const s = getSelection(); s.removeAllRanges(); s.addRange(r); }
+  const all = () => { const r = document.createRange(); r.selectNodeContents(el); return r; };
+  const only = (r) => { const s = getSelection(); s.removeAllRanges(); s.addRange(r); };
+  if (replace) {
+    if (isText) el.select(); else only(all());
+  } else if (!had) {
+    // email and number fields have no selection API: their caret stays
+    // where focus put it.
+    if (isText) { try { const n = el.value.length; el.setSelectionRange(n, n); } catch (e) {} }
+    else { const r = all(); r.collapse(false); only(r); }
+  }
+  if (text === null) return { kind: 'filled', typed: true };
   // The editing command a paste or an IME commit goes through: trusted
   // beforeinput/input events, the undo stack, frameworks' value tracking.
   const typed = text === '' ? document.execCommand('delete') : document.execCommand('insertText', false, text);
@@ -187,23 +201,13 @@ impl PageLink {
     /// As [`call`](Self::call).
     pub async fn fill(&self, target: SavedRef<'_>, text: &str) -> Result<FillResult> {
         let text = text.replace("\r\n", "\n");
-        let function = FILL_FN.replace("LOCATE", LOCATE_FN);
         let v = match self
-            .on_element(target, &function, vec![json!(text)], Vec::new())
+            .edit(ElementTarget::Ref(target), Some(&text), true)
             .await?
         {
             Ok(v) => v,
-            Err(spot) => return Ok(FillResult::Refused(spot)),
+            Err(refused) => return Ok(refused),
         };
-        match v["kind"].as_str().unwrap_or_default() {
-            "filled" => {}
-            "noedit" => {
-                return Ok(FillResult::NotEditable(
-                    v["by"].as_str().unwrap_or_default().to_owned(),
-                ));
-            }
-            _ => return Ok(FillResult::Refused(spot_of(v)?)),
-        }
         if v["typed"] != true {
             // The page refused the editing command: type through the input
             // pipeline instead (the content is selected, so it is replaced).
@@ -215,6 +219,61 @@ impl PageLink {
             self.calls(commands).await?;
         }
         Ok(FillResult::Filled)
+    }
+
+    /// Types `text` into the text field `target` names (a ref, checked and
+    /// refused as [`fill`](Self::fill) does, or a CSS selector): focuses it
+    /// (the caret at the end of its content, unless it had focus already)
+    /// and inserts `text` at the caret, without clearing the field. A line
+    /// is inserted through the page's editing command in the same call as
+    /// the focus (`Input.insertText` takes over if the page refuses it);
+    /// text of several lines goes through [`type_text`](Self::type_text)
+    /// after the focus (Enter between the lines).
+    ///
+    /// # Errors
+    /// [`LumenError::InvalidData`] for a selector that is invalid or matches
+    /// nothing; otherwise as [`call`](Self::call).
+    pub async fn type_into(&self, target: ElementTarget<'_>, text: &str) -> Result<FillResult> {
+        let text = text.replace("\r\n", "\n");
+        let one_line = !text.is_empty() && !text.contains(['\n', '\r']);
+        let v = match self
+            .edit(target, one_line.then_some(text.as_str()), false)
+            .await?
+        {
+            Ok(v) => v,
+            Err(refused) => return Ok(refused),
+        };
+        if !one_line {
+            self.type_text(&text).await?;
+        } else if v["typed"] != true {
+            self.calls(typing::type_text(&text, false)?).await?;
+        }
+        Ok(FillResult::Filled)
+    }
+
+    /// Runs `TEXT_FN` on `target`: its answer once the field is focused
+    /// (and `text` inserted, unless `None`), or why nothing was typed.
+    async fn edit(
+        &self,
+        target: ElementTarget<'_>,
+        text: Option<&str>,
+        replace: bool,
+    ) -> Result<std::result::Result<Value, FillResult>> {
+        let function = TEXT_FN.replace("LOCATE", LOCATE_FN);
+        let v = match self
+            .on_target(target, &function, vec![json!(text), json!(replace)])
+            .await?
+        {
+            Ok(v) => v,
+            Err(spot) => return Ok(Err(FillResult::Refused(spot))),
+        };
+        match v["kind"].as_str().unwrap_or_default() {
+            "filled" => Ok(Ok(v)),
+            "noedit" => Ok(Err(FillResult::NotEditable(
+                v["by"].as_str().unwrap_or_default().to_owned(),
+            ))),
+            _ => Ok(Err(FillResult::Refused(spot_of(v)?))),
+        }
     }
 
     /// Takes an accessibility snapshot, optionally scoped to the subtrees of

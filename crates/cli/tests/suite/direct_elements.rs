@@ -155,6 +155,42 @@ async fn get_and_is_read_elements_and_the_page() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn type_into_an_element_by_ref_or_selector_keeps_its_text() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let name = s.find("textbox", "Name").await;
+    s.ok(&["fill", &name, "Ada"]).await;
+    // Another field has focus: the caret goes to the end of Name's text.
+    s.ok(&["type", "#message", "note"]).await;
+    s.ok(&["type", &name, " Lovelace"]).await;
+    assert_eq!(s.ok(&["get", "value", &name]).await, "Ada Lovelace");
+    assert_eq!(s.eval("document.activeElement.id").await, "name");
+    // One word alone types into the focused element, as before.
+    s.ok(&["type", "!"]).await;
+    assert_eq!(s.ok(&["get", "value", "#name"]).await, "Ada Lovelace!");
+    // Several lines go through the keyboard, Enter between them.
+    s.ok(&["type", "#message", "\nsecond"]).await;
+    assert_eq!(s.ok(&["get", "value", "#message"]).await, "note\nsecond");
+    // A contenteditable element gets the page's input events.
+    s.ok(&["type", "#editor", "hi"]).await;
+    assert_eq!(s.eval("window.lumen.editorText").await, "hi");
+
+    let err = s.fails(&["type", "#subscribe", "x"], 1).await;
+    assert!(err.contains("takes no text"), "{err}");
+    let err = s.fails(&["type", "#nothing", "x"], 1).await;
+    assert!(err.contains("no element matches \"#nothing\""), "{err}");
+    let err = s.fails(&["type", "#name", ""], 2).await;
+    assert!(err.contains("no text"), "{err}");
+    s.ok(&["reload"]).await;
+    let err = s.fails(&["type", &name, "x"], 1).await;
+    assert!(
+        err.contains("stale") && err.contains("has navigated"),
+        "{err}"
+    );
+    s.ok(&["close"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn find_gives_refs_that_later_commands_use() {
     let s = Session::new().await;
     s.ok(&["open", &s.site.url("form.html")]).await;
