@@ -798,7 +798,11 @@ impl PerceptionLoop {
                 })?
             }
         };
-        let model_ms = model_started.elapsed().as_millis() as u64;
+        // A replayed step spent no time on a model.
+        let model_ms = match response.stop_reason.as_deref() {
+            Some(REPLAYED) => 0,
+            _ => model_started.elapsed().as_millis() as u64,
+        };
         // Any call of the turn that did not run (a stream that yielded fewer
         // events than its turn lists) still gets an answer, so the provider's
         // protocol stays valid.

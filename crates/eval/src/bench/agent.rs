@@ -55,6 +55,14 @@ pub(crate) struct Options {
     /// The wire protocol the mock answers in.
     #[arg(long, default_value = "anthropic")]
     provider: Wire,
+    /// Internal: run the trajectory once as the engine alone, from this
+    /// start page, against the parent bench's mock provider at
+    /// `--engine-child-api`, and print the process's peak RSS.
+    #[arg(long, hide = true, requires = "engine_child_api")]
+    engine_child_start: Option<String>,
+    /// Internal: the parent's mock provider (the adapter's base URL).
+    #[arg(long, hide = true)]
+    engine_child_api: Option<String>,
 }
 
 pub(crate) fn run(options: &Options) -> Result<()> {
@@ -63,7 +71,85 @@ pub(crate) fn run(options: &Options) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    runtime.block_on(bench(options))
+    match (&options.engine_child_start, &options.engine_child_api) {
+        (Some(start), Some(api)) => runtime.block_on(engine_child(options.provider, start, api)),
+        _ => runtime.block_on(bench(options)),
+    }
+}
+
+/// The child side of [`engine_alone`]: one adaptive run in a process that
+/// holds nothing but the engine (and its Chromium, a process of its own).
+/// Prints `{"peakMib": …}`.
+async fn engine_child(wire: Wire, start: &str, api: &str) -> Result<()> {
+    let tab = launch().await?;
+    goto(&tab, start).await?;
+    let adapter = lumen::models::create_adapter(
+        wire.model(),
+        AdapterOptions {
+            api_key: Some(ApiKey::new("bench")),
+            base_url: Some(api.to_owned()),
+            ..AdapterOptions::default()
+        },
+    )
+    .map_err(|e| anyhow!("{e}"))?;
+    let mut session = Session::new(tab.clone(), adapter, Config::Adaptive.session())
+        .map_err(|e| anyhow!("{e}"))?;
+    let result = session
+        .run("Fill the form, use the counter, scroll the list and read page 3")
+        .await;
+    tab.close().await.map_err(|e| anyhow!("{e}"))?;
+    if result.status != RunStatus::Success {
+        return Err(anyhow!(
+            "the engine-alone run ended {:?}: {:?}",
+            result.status,
+            result.error
+        ));
+    }
+    println!(
+        "{}",
+        json!({"peakMib": self_peak_mib(), "steps": result.steps})
+    );
+    Ok(())
+}
+
+/// The engine's peak RSS at one agent, measured apart from the mock
+/// provider and the fixture server: the same adaptive run in a child
+/// process of this binary that talks to this process's mock over HTTP.
+async fn engine_alone(wire: Wire, site: &FixtureServer, t: &Targets) -> Result<f64> {
+    let mock = MockProvider::start().await?;
+    for (i, turn) in trajectory(t, site).iter().enumerate() {
+        mock.push(wire.route(), wire.turn(i, turn, (1280, 720)));
+    }
+    let exe = std::env::current_exe().context("finding this binary")?;
+    let child = tokio::process::Command::new(exe)
+        .args(["bench", "agent", "--provider", wire.name()])
+        .arg("--engine-child-start")
+        .arg(site.url("form.html"))
+        .arg("--engine-child-api")
+        .arg(wire.base_url(&mock))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .context("running the engine-alone child")?;
+    if !child.status.success() {
+        return Err(anyhow!(
+            "the engine-alone child failed: {}",
+            String::from_utf8_lossy(&child.stderr)
+        ));
+    }
+    let out: Value = serde_json::from_slice(&child.stdout).with_context(|| {
+        format!(
+            "the child printed {}",
+            String::from_utf8_lossy(&child.stdout)
+        )
+    })?;
+    if mock.pending(wire.route()) != 0 {
+        return Err(anyhow!("the engine-alone run left turns unused"));
+    }
+    out["peakMib"]
+        .as_f64()
+        .ok_or_else(|| anyhow!("no peakMib in {out}"))
 }
 
 /// Nanosecond counters of where a run's time went.
@@ -725,6 +811,7 @@ async fn bench(options: &Options) -> Result<()> {
         reruns.push(rerun(wire, &site, &t, tab.clone()).await?);
     }
     let moved = moved_button(wire).await?;
+    let engine_mib = engine_alone(wire, &site, &t).await?;
     let floor_ms = floor(&tab, if options.quick { 20 } else { 60 }).await?;
     let floor_median = median(floor_ms.clone());
     let chromium_mib = tab
@@ -769,6 +856,7 @@ async fn bench(options: &Options) -> Result<()> {
         &concurrency,
         &reruns,
         &moved,
+        engine_mib,
     )?;
     tab.close().await.map_err(|e| anyhow!("{e}"))?;
     Ok(())
@@ -1051,6 +1139,7 @@ fn report(
     concurrency: &[Level],
     reruns: &[RunStats],
     moved: &Moved,
+    engine_mib: f64,
 ) -> Result<()> {
     let per_step = |list: &[RunStats]| -> Vec<f64> {
         list.iter().map(|r| median(r.step_ms.clone())).collect()
@@ -1146,7 +1235,7 @@ fn report(
     );
     println!("estimated cost of the 20 steps at list prices: ${cost:.4}");
     println!(
-        "engine peak RSS at one agent: {one_agent_mib:.1} MiB (target < 40; this process after its first run, mock and fixture server included); whole bench {:.1} MiB; Chromium tree RSS: {chromium_mib:.0} MiB",
+        "engine peak RSS at one agent: {engine_mib:.1} MiB alone (target ≤ 30; a child process running the same adaptive run against this process's mock); {one_agent_mib:.1} MiB with the mock and fixture server in the process; whole bench {:.1} MiB; Chromium tree RSS: {chromium_mib:.0} MiB",
         self_peak_mib()
     );
     println!(
@@ -1228,7 +1317,8 @@ fn report(
         "tokens_vs_naive": tokens_vs_naive,
         "cacheable_share": cacheable,
         "estimated_cost_usd": cost,
-        "engine_peak_rss_mib": one_agent_mib,
+        "engine_peak_rss_mib": engine_mib,
+        "engine_with_mock_peak_rss_mib": one_agent_mib,
         "bench_peak_rss_mib": self_peak_mib(),
         "chromium_rss_mib": chromium_mib,
         "cold_start_ms": cold_ms,

@@ -188,6 +188,7 @@ async fn the_same_task_reruns_from_its_script_with_no_model_call() {
     assert_eq!(calls, 0, "the rerun asked the model");
     assert_eq!(replayed(&r), vec![true, true, true], "{:?}", call_ids(&r));
     assert_eq!(r.usage.total_input(), 0);
+    assert!(r.history.iter().all(|s| s.model_ms == 0), "no model time");
     assert_eq!(t.basket().await, 3, "the replay really ordered");
     assert!(
         r.history[1].actions[0]
