@@ -15,6 +15,20 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
+/// `lumen browser …` on its own: the browser commands' parser without the
+/// other subcommands' arguments, which a direct command would otherwise
+/// build (and drop) before doing anything else.
+#[derive(Debug, Parser)]
+#[command(
+    name = "lumen browser",
+    bin_name = "lumen browser",
+    about = "Drive a background browser by hand, one command at a time."
+)]
+pub(crate) struct BrowserCli {
+    #[command(flatten)]
+    pub(crate) args: crate::direct::BrowserArgs,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
