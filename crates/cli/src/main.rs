@@ -74,10 +74,23 @@ fn main() -> ExitCode {
         Command::Demo(a) => a.output.verbose,
         _ => 0,
     };
-    lumen::logging::init(&lumen::logging::LogOptions {
-        verbose: if verbose >= 2 { 2 } else { 0 },
-        callback: None,
-    });
+    // Runs are traced to an OpenTelemetry collector when
+    // OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set
+    // (docs/telemetry.md); direct browser commands run no loop to trace.
+    let telemetry = match &cli.command {
+        Command::Browser(_) | Command::Models => None,
+        _ => match lumen::telemetry::Telemetry::new(&Default::default()) {
+            Ok(t) => t,
+            Err(e) => return CliError::config(e.to_string()).report(),
+        },
+    };
+    lumen::logging::init_with(
+        &lumen::logging::LogOptions {
+            verbose: if verbose >= 2 { 2 } else { 0 },
+            callback: None,
+        },
+        telemetry.as_ref(),
+    );
     // A direct browser command is one short exchange on one socket: a
     // single-threaded runtime without signal handling starts and stops
     // faster (no worker threads to spawn, wake and join).
@@ -120,6 +133,10 @@ fn main() -> ExitCode {
     });
     // Do not wait for stray tasks (a pending Ctrl-C watcher, idle servers).
     runtime.shutdown_background();
+    // Send the spans still buffered.
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => e.report(),

@@ -21,6 +21,11 @@ pub const HISTORY: &str = "lumen::history";
 pub const ADAPTER: &str = "lumen::adapter";
 /// The perception loop: step internals and context utilisation.
 pub const LOOP: &str = "lumen::loop";
+/// The spans of a run (run, step, model call, action) that `lumen::telemetry`
+/// exports. Named outside `lumen` on purpose: the console and callback
+/// filters (`lumen=…`) never enable them, so log lines carry no span
+/// context, and only the telemetry layer sees them.
+pub const TELEMETRY: &str = "otel::lumen";
 
 /// One log surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

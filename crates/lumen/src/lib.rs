@@ -17,6 +17,8 @@
 //! - [`logging`]: `LUMEN_LOG`, the per-surface `LUMEN_LOG_<SURFACE>`
 //!   switches, a verbose level and a logger callback (nothing is logged
 //!   unless asked for).
+//! - [`telemetry`]: OpenTelemetry traces of runs (run, step, model call,
+//!   action spans) over OTLP/HTTP when an endpoint is set; off otherwise.
 //! - [`RunOptions`]: every option of a run as one serde type (the server's
 //!   run body, MCP's `run_task`, IPC's `create`, what `lumen run`'s flags
 //!   and config file fill); [`RunOptions::apply`] sets them onto
@@ -56,6 +58,7 @@ mod agent;
 pub mod logging;
 mod options;
 mod session;
+pub mod telemetry;
 
 pub use agent::{Agent, AgentOptions, BrowserSource};
 pub use lumen_browser as browser;

@@ -191,7 +191,7 @@ fn deps(level: &str) -> &'static str {
 /// subscriber of your own.
 pub fn layers<S>(plan: &LogPlan, options: &LogOptions) -> Vec<Box<dyn Layer<S> + Send + Sync>>
 where
-    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
 {
     let mut out: Vec<Box<dyn Layer<S> + Send + Sync>> = Vec::new();
     if let Some(console) = &plan.console {
@@ -222,12 +222,26 @@ where
 /// is installed then, which costs nothing) or a subscriber was already
 /// installed.
 pub fn init(options: &LogOptions) -> Option<LogPlan> {
+    init_with(options, None)
+}
+
+/// [`init`], also exporting Lumen's spans to `telemetry` when given
+/// ([`crate::telemetry`]). With telemetry the subscriber is installed even
+/// when nothing is logged.
+pub fn init_with(
+    options: &LogOptions,
+    telemetry: Option<&crate::telemetry::Telemetry>,
+) -> Option<LogPlan> {
     let plan = LogPlan::resolve(options, |name| std::env::var(name).ok());
-    if plan.console.is_none() && options.callback.is_none() {
+    if plan.console.is_none() && options.callback.is_none() && telemetry.is_none() {
         return None;
     }
+    let mut all = layers(&plan, options);
+    if let Some(t) = telemetry {
+        all.push(t.layer());
+    }
     tracing_subscriber::registry()
-        .with(layers(&plan, options))
+        .with(all)
         .try_init()
         .ok()
         .map(|()| plan)

@@ -38,6 +38,8 @@ use lumen_memory::{
     WorkflowMemory, shrink_image,
 };
 use lumen_safety::ActionGuard;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 use crate::budget::{self, Pricing, Spent};
 use crate::checkpoint::CheckpointManager;
@@ -183,6 +185,8 @@ pub struct RunState {
     script: Option<ScriptReplay>,
     /// Steps replayed from a script instead of asking the model.
     replayed_steps: u32,
+    /// The span of the step under way: the parent of its action spans.
+    step_span: tracing::Span,
 }
 
 /// A saved script being replayed: which of its steps comes next.
@@ -259,6 +263,7 @@ impl RunState {
             budget_stop: None,
             script: None,
             replayed_steps: 0,
+            step_span: tracing::Span::none(),
         }
     }
 }
@@ -296,6 +301,32 @@ fn soft<T>(r: Result<T>) -> Result<std::result::Result<T, LumenError>> {
 
 /// The stop reason of a step replayed from a run script.
 const REPLAYED: &str = "run_script";
+
+/// A model call's span, after the OpenTelemetry GenAI conventions; its
+/// usage is recorded by [`record_model_call`] when the answer is complete.
+fn model_span(info: &lumen_core::ModelInfo) -> tracing::Span {
+    tracing::info_span!(
+        target: lumen_core::logs::TELEMETRY,
+        "gen_ai.chat",
+        otel.name = %format!("chat {}", info.model_id),
+        otel.kind = "client",
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = %info.provider,
+        gen_ai.request.model = %info.model_id,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        gen_ai.response.finish_reasons = Empty,
+    )
+}
+
+/// Records what a model call used and why it stopped.
+fn record_model_call(span: &tracing::Span, response: &ModelResponse, usage: TokenUsage) {
+    span.record("gen_ai.usage.input_tokens", usage.total_input());
+    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    if let Some(reason) = &response.stop_reason {
+        span.record("gen_ai.response.finish_reasons", reason.as_str());
+    }
+}
 
 /// Notes that the run stops replaying its script at `step`, and why.
 fn script_left(step: u32, why: &str) {
@@ -452,7 +483,25 @@ impl PerceptionLoop {
                 })
                 .await;
         }
-        let outcome = self.steps(instruction, run).await;
+        // The trace's root for telemetry (lumen::telemetry); a sub-task's
+        // steps hang under the action that delegated it.
+        let run_span = match top {
+            true => tracing::info_span!(
+                target: lumen_core::logs::TELEMETRY,
+                "lumen.run",
+                lumen.model = %self.adapter.info().model_id,
+                lumen.instruction = %shorten_chars(&self.pipeline.secrets().redact(instruction), 200),
+                lumen.max_steps = self.config.max_steps,
+                lumen.run.status = Empty,
+                lumen.run.steps = Empty,
+                otel.status_code = Empty,
+            ),
+            false => tracing::Span::none(),
+        };
+        let outcome = self
+            .steps(instruction, run)
+            .instrument(run_span.clone())
+            .await;
         let (status, result, error) = match outcome {
             Ok(Some((TerminateStatus::Success, r))) => (RunStatus::Success, Some(r), None),
             Ok(Some((TerminateStatus::Failure, r))) => (RunStatus::Failure, Some(r), None),
@@ -477,6 +526,17 @@ impl PerceptionLoop {
             && let Err(e) = w.record_success(instruction, run.history.semantic())
         {
             tracing::warn!("the workflow memory could not be saved: {e}");
+        }
+        run_span.record(
+            "lumen.run.status",
+            serde_json::to_value(status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+        );
+        run_span.record("lumen.run.steps", run.history.step_count());
+        if matches!(status, RunStatus::Failure) {
+            run_span.record("otel.status_code", "ERROR");
         }
         let error = error.map(|e| ErrorInfo::from(&e));
         if let Some(e) = &error {
@@ -540,7 +600,18 @@ impl PerceptionLoop {
                 run.budget_stop = Some(why);
                 return Ok(None);
             }
-            if let Some(done) = self.step(instruction, run).await? {
+            let span = tracing::info_span!(
+                target: lumen_core::logs::TELEMETRY,
+                "lumen.step",
+                lumen.step = run.history.step_count(),
+                url.full = Empty,
+                lumen.step.replayed = Empty,
+            );
+            run.step_span = span.clone();
+            let done = self.step(instruction, run).instrument(span).await;
+            // The step's span (and so the run's) ends with the step.
+            run.step_span = tracing::Span::none();
+            if let Some(done) = done? {
                 return Ok(Some(done));
             }
         }
@@ -588,6 +659,7 @@ impl PerceptionLoop {
         // search): the events, the history, the prompt and the model see the
         // URL with placeholders.
         let url = self.pipeline.secrets().redact(&url).into_owned();
+        run.step_span.record("url.full", url.as_str());
         self.bus
             .emit(StreamEvent::StepStarted {
                 step,
@@ -721,8 +793,13 @@ impl PerceptionLoop {
                         wire: run.history.wire(),
                         ..base
                     };
-                    self.guarded(gate.choose(self.adapter.as_ref(), &ctx))
-                        .await?
+                    let span = model_span(self.adapter.info());
+                    let choice = self
+                        .guarded(gate.choose(self.adapter.as_ref(), &ctx))
+                        .instrument(span.clone())
+                        .await?;
+                    record_model_call(&span, &choice.response, choice.usage);
+                    choice
                 };
                 let mut response = choice.response;
                 // The chosen candidate is the main call; the others are
@@ -745,57 +822,64 @@ impl PerceptionLoop {
                 response
             }
             (None, _, _) => {
-                // The request is built from the history before any action
-                // runs; the stream owns nothing of it.
-                let mut stream = {
-                    let ctx = StepContext {
-                        wire: run.history.wire(),
-                        ..base
+                let span = model_span(self.adapter.info());
+                let response = async {
+                    // The request is built from the history before any action
+                    // runs; the stream owns nothing of it.
+                    let mut stream = {
+                        let ctx = StepContext {
+                            wire: run.history.wire(),
+                            ..base
+                        };
+                        self.guarded(self.adapter.stream(&ctx)).await?
                     };
-                    self.guarded(self.adapter.stream(&ctx)).await?
-                };
-                let mut completed: Option<ModelResponse> = None;
-                loop {
-                    let next = self.guarded(async { Ok(stream.next().await) }).await?;
-                    match next {
-                        None => break,
-                        Some(Err(e)) => return Err(e),
-                        Some(Ok(ModelEvent::Action(call))) => {
-                            self.handle(
-                                call,
-                                step,
-                                instruction,
-                                &url,
-                                &shot,
-                                run,
-                                &mut done,
-                                &mut terminated,
-                            )
-                            .await?;
+                    let mut completed: Option<ModelResponse> = None;
+                    loop {
+                        let next = self.guarded(async { Ok(stream.next().await) }).await?;
+                        match next {
+                            None => break,
+                            Some(Err(e)) => return Err(e),
+                            Some(Ok(ModelEvent::Action(call))) => {
+                                self.handle(
+                                    call,
+                                    step,
+                                    instruction,
+                                    &url,
+                                    &shot,
+                                    run,
+                                    &mut done,
+                                    &mut terminated,
+                                )
+                                .await?;
+                            }
+                            Some(Ok(ModelEvent::Completed(r))) => completed = Some(r),
+                            Some(Ok(ModelEvent::ThinkingDelta(text))) => {
+                                self.bus
+                                    .emit(StreamEvent::ReasoningDelta { step, text })
+                                    .await;
+                            }
+                            Some(Ok(ModelEvent::TextDelta(text))) => {
+                                self.bus
+                                    .emit(StreamEvent::AssistantDelta { step, text })
+                                    .await;
+                            }
+                            Some(Ok(_)) => {}
                         }
-                        Some(Ok(ModelEvent::Completed(r))) => completed = Some(r),
-                        Some(Ok(ModelEvent::ThinkingDelta(text))) => {
-                            self.bus
-                                .emit(StreamEvent::ReasoningDelta { step, text })
-                                .await;
-                        }
-                        Some(Ok(ModelEvent::TextDelta(text))) => {
-                            self.bus
-                                .emit(StreamEvent::AssistantDelta { step, text })
-                                .await;
-                        }
-                        Some(Ok(_)) => {}
                     }
+                    completed.ok_or_else(|| LumenError::ModelApi {
+                        provider: self.adapter.info().provider.clone(),
+                        status: None,
+                        kind: ModelErrorKind::Stream,
+                        retryable: false,
+                        message: "the stream ended without a completed response".into(),
+                        body: None,
+                        retry_after: None,
+                    })
                 }
-                completed.ok_or_else(|| LumenError::ModelApi {
-                    provider: self.adapter.info().provider.clone(),
-                    status: None,
-                    kind: ModelErrorKind::Stream,
-                    retryable: false,
-                    message: "the stream ended without a completed response".into(),
-                    body: None,
-                    retry_after: None,
-                })?
+                .instrument(span.clone())
+                .await?;
+                record_model_call(&span, &response, response.usage);
+                response
             }
         };
         // A replayed step spent no time on a model.
@@ -841,6 +925,7 @@ impl PerceptionLoop {
         // quoted, never into the system prompt.
         // A replayed step is not the model's: nobody reads its form state.
         let replayed = response.stop_reason.as_deref() == Some(REPLAYED);
+        run.step_span.record("lumen.step.replayed", replayed);
         let form_state = match (form_actions && !replayed, &terminated) {
             (true, None) => self.form_state().await,
             _ => None,
@@ -1151,9 +1236,55 @@ impl PerceptionLoop {
     }
 
     /// Runs one action through the safety layers, the router and the
-    /// verifiers, and buffers what happened.
+    /// verifiers, and buffers what happened; in a `lumen.action` span under
+    /// the step's (see `lumen::telemetry`).
     #[allow(clippy::too_many_arguments)]
     async fn handle(
+        &self,
+        call: ActionCall,
+        step: u32,
+        instruction: &str,
+        url: &str,
+        shot: &Screenshot,
+        run: &mut RunState,
+        done: &mut Vec<Done>,
+        terminated: &mut Option<(TerminateStatus, String)>,
+    ) -> Result<()> {
+        let span = tracing::info_span!(
+            target: lumen_core::logs::TELEMETRY,
+            parent: &run.step_span,
+            "lumen.action",
+            lumen.action.kind = call.action.kind(),
+            lumen.action.ok = Empty,
+            lumen.action.error = Empty,
+            lumen.action.blocked = Empty,
+            lumen.action.navigated = Empty,
+            lumen.action.page_changed = Empty,
+        );
+        let before = done.len();
+        self.handle_traced(call, step, instruction, url, shot, run, done, terminated)
+            .instrument(span.clone())
+            .await?;
+        if let Some(d) = done.get(before) {
+            let e = &d.record.execution;
+            span.record("lumen.action.ok", e.ok);
+            span.record("lumen.action.blocked", d.record.blocked.is_some());
+            if let Some(error) = &e.error {
+                let error = shorten_chars(&self.pipeline.secrets().redact(error), 200);
+                span.record("lumen.action.error", error.as_str());
+            }
+            if let Some(effect) = &e.effect {
+                span.record("lumen.action.navigated", effect.navigated);
+                if let Some(changed) = effect.page_changed {
+                    span.record("lumen.action.page_changed", changed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn handle_traced(
         &self,
         call: ActionCall,
         step: u32,

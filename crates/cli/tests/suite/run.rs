@@ -1,6 +1,7 @@
 //! `lumen run`: exit codes, the JSON event stream, the trace folder,
 //! secrets, and Ctrl-C.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lumen_test_support::mock_provider::{Reply, Route};
@@ -337,4 +338,89 @@ async fn verify_url_and_screenshot_format_flags_take_effect_in_a_real_run() {
         "png screenshots reach the model"
     );
     assert!(!bodies[0].contains("image/jpeg"));
+}
+
+/// A bare OTLP/HTTP receiver on 127.0.0.1: keeps each request's first line
+/// and body, answers 200 (keep-alive).
+async fn otlp_receiver() -> (String, Arc<Mutex<Vec<(String, Vec<u8>)>>>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let kept = got.clone();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        let mut chunk = [0u8; 8192];
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("content-length")
+                                .then(|| v.trim().parse().ok())?
+                        })
+                        .unwrap_or(0);
+                    while buf.len() < end + 4 + length {
+                        let mut chunk = [0u8; 8192];
+                        match conn.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body = buf[end + 4..end + 4 + length].to_vec();
+                    let line = head.lines().next().unwrap_or_default().to_owned();
+                    kept.lock().unwrap().push((line, body));
+                    buf.drain(..end + 4 + length);
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if conn.write_all(ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_otlp_endpoint_in_the_environment_traces_the_run() {
+    let (endpoint, got) = otlp_receiver().await;
+    let env = Env::new().await;
+    env.script(vec![done(0, "Nothing to do", "success")]);
+    let out = env
+        .run_command("links/page1.html", &[])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    let got = got.lock().unwrap().clone();
+    assert!(
+        got.iter()
+            .all(|(line, _)| line.starts_with("POST /v1/traces ")),
+        "{:?}",
+        got.iter().map(|(l, _)| l).collect::<Vec<_>>()
+    );
+    // Span names and attribute keys are plain strings in the protobuf.
+    let all: Vec<u8> = got.into_iter().flat_map(|(_, body)| body).collect();
+    let has = |needle: &str| all.windows(needle.len()).any(|w| w == needle.as_bytes());
+    for needle in [
+        "lumen.run",
+        "lumen.step",
+        "lumen.action",
+        "gen_ai.request.model",
+    ] {
+        assert!(has(needle), "no {needle} in what was exported");
+    }
 }

@@ -7,4 +7,5 @@ mod network_policy;
 mod own_tools;
 mod rerun;
 mod safety;
+mod telemetry;
 mod zoom;

@@ -92,7 +92,9 @@ static TLS_PROVIDER: Once = Once::new();
 
 /// Installs rustls' ring provider once per process (reqwest is built with
 /// `rustls-no-provider`, and building a client without a provider fails).
-fn install_tls_provider() {
+/// Call it before building any other reqwest client in the process (the
+/// telemetry exporter's, say).
+pub fn install_tls_provider() {
     TLS_PROVIDER.call_once(|| {
         // Err means another crate installed a provider first: that one is used.
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -19,7 +19,7 @@ mod client;
 mod observer;
 mod sse;
 
-pub use client::{ApiKey, Deadlines, RetryPolicy};
+pub use client::{ApiKey, Deadlines, RetryPolicy, install_tls_provider};
 pub(crate) use client::{Http, classify, stream_error};
 pub use observer::{WireEvent, WireObserver};
 pub(crate) use sse::{ApiFailure, SseStream, sse_events};
