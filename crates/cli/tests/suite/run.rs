@@ -424,3 +424,47 @@ async fn an_otlp_endpoint_in_the_environment_traces_the_run() {
         assert!(has(needle), "no {needle} in what was exported");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_with_cache_replays_the_saved_script_without_the_model() {
+    let env = Env::new().await;
+    let secret = "hunter2-Rr4c8";
+    let cache = env.dir.path().join("scripts");
+    let cache_flag = ["--cache", cache.to_str().unwrap()];
+    let run = |extra: &[&str]| {
+        let mut cmd = env.run_command("form.html", extra);
+        cmd.args(cache_flag)
+            .args(["--secret", "PASSWORD=LUMEN_TEST_PASSWORD"])
+            .env("LUMEN_TEST_PASSWORD", secret);
+        cmd
+    };
+    env.script(vec![
+        key(0, "Tab"),
+        type_text(1, "<secret:PASSWORD>"),
+        done(2, "Typed the password", "success"),
+    ]);
+    let out = run(&[]).output().await.unwrap();
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    assert_eq!(env.mock.requests().len(), 3);
+    // The script keeps the placeholder, never the value.
+    assert_absent(&cache, secret);
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 1);
+
+    // Again, with no turn queued: a model call would fail the run.
+    std::fs::rename(env.trace(), env.dir.path().join("first")).unwrap();
+    let out = run(&["--json"]).output().await.unwrap();
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    assert_eq!(env.mock.requests().len(), 3, "the rerun asked the model");
+    assert!(text(&out.stdout).contains("Typed the password"));
+    let ids: Vec<String> = events(&env.trace())
+        .into_iter()
+        .filter(|e| e["type"] == "action_result")
+        .map(|e| e["call"]["id"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(
+        ids.iter().all(|id| id.starts_with("replay_")),
+        "every action came from the script: {ids:?}"
+    );
+    assert_absent(&env.trace(), secret);
+}
