@@ -316,6 +316,16 @@ fn record_model_call(span: &tracing::Span, response: &ModelResponse, usage: Toke
     }
 }
 
+/// What every action of one step shares: the step, the task, and the page
+/// (URL and screenshot) the actions were decided on.
+#[derive(Debug, Clone, Copy)]
+struct StepScope<'a> {
+    step: u32,
+    instruction: &'a str,
+    url: &'a str,
+    shot: &'a Screenshot,
+}
+
 /// What one action did, buffered until the assistant turn is recorded.
 struct Done {
     record: ActionRecord,
@@ -752,16 +762,14 @@ impl PerceptionLoop {
         let mut done: Vec<Done> = Vec::new();
         let mut terminated: Option<(TerminateStatus, String)> = None;
         let hard = ConfidenceGate::is_hard(run.repeat.pending().is_some(), run.last_failed);
+        let scope = StepScope {
+            step,
+            instruction,
+            url: &url,
+            shot: &shot,
+        };
         let replayed = self
-            .replay_step(
-                step,
-                instruction,
-                &url,
-                &shot,
-                run,
-                &mut done,
-                &mut terminated,
-            )
+            .replay_step(scope, run, &mut done, &mut terminated)
             .await?;
         let response = match (replayed, &self.config.confidence_gate, hard) {
             (Some(response), _, _) => response,
@@ -785,17 +793,8 @@ impl PerceptionLoop {
                 run.sources.gate += choice.usage.saturating_sub(response.usage);
                 response.usage = choice.usage;
                 for call in response.turn.calls.clone() {
-                    self.handle(
-                        call,
-                        step,
-                        instruction,
-                        &url,
-                        &shot,
-                        run,
-                        &mut done,
-                        &mut terminated,
-                    )
-                    .await?;
+                    self.handle(call, scope, run, &mut done, &mut terminated)
+                        .await?;
                 }
                 response
             }
@@ -818,17 +817,8 @@ impl PerceptionLoop {
                             None => break,
                             Some(Err(e)) => return Err(e),
                             Some(Ok(ModelEvent::Action(call))) => {
-                                self.handle(
-                                    call,
-                                    step,
-                                    instruction,
-                                    &url,
-                                    &shot,
-                                    run,
-                                    &mut done,
-                                    &mut terminated,
-                                )
-                                .await?;
+                                self.handle(call, scope, run, &mut done, &mut terminated)
+                                    .await?;
                             }
                             Some(Ok(ModelEvent::Completed(r))) => completed = Some(r),
                             Some(Ok(ModelEvent::ThinkingDelta(text))) => {
@@ -1027,14 +1017,10 @@ impl PerceptionLoop {
     /// Runs one action through the safety layers, the router and the
     /// verifiers, and buffers what happened; in a `lumen.action` span under
     /// the step's (see `lumen::telemetry`).
-    #[allow(clippy::too_many_arguments)]
     async fn handle(
         &self,
         call: ActionCall,
-        step: u32,
-        instruction: &str,
-        url: &str,
-        shot: &Screenshot,
+        scope: StepScope<'_>,
         run: &mut RunState,
         done: &mut Vec<Done>,
         terminated: &mut Option<(TerminateStatus, String)>,
@@ -1051,7 +1037,7 @@ impl PerceptionLoop {
             lumen.action.page_changed = Empty,
         );
         let before = done.len();
-        self.handle_traced(call, step, instruction, url, shot, run, done, terminated)
+        self.handle_traced(call, scope, run, done, terminated)
             .instrument(span.clone())
             .await?;
         if let Some(d) = done.get(before) {
@@ -1072,18 +1058,20 @@ impl PerceptionLoop {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn handle_traced(
         &self,
         call: ActionCall,
-        step: u32,
-        instruction: &str,
-        url: &str,
-        shot: &Screenshot,
+        scope: StepScope<'_>,
         run: &mut RunState,
         done: &mut Vec<Done>,
         terminated: &mut Option<(TerminateStatus, String)>,
     ) -> Result<()> {
+        let StepScope {
+            step,
+            instruction,
+            url,
+            shot,
+        } = scope;
         self.bus
             .emit(StreamEvent::Action {
                 step,

@@ -3,11 +3,11 @@
 //! ([`lumen_memory::cache`]); a successful run is compiled into the
 //! script its task reruns from.
 
-use lumen_core::{Action, ActionCall, ModelResponse, Result, Screenshot, TerminateStatus};
+use lumen_core::{Action, ActionCall, ModelResponse, Result, TerminateStatus};
 use lumen_memory::cache::ScriptStep;
 use lumen_memory::{RunScript, ScriptKey};
 
-use super::{Done, PerceptionLoop, RunState, soft};
+use super::{Done, PerceptionLoop, RunState, StepScope, soft};
 
 /// A saved script being replayed: which of its steps comes next.
 #[derive(Debug)]
@@ -51,17 +51,16 @@ impl PerceptionLoop {
     /// was replayed: the model is asked, and the script is given up for the
     /// rest of the run. A guard or action that fails after the step's first
     /// action ends the step there.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn replay_step(
         &self,
-        step: u32,
-        instruction: &str,
-        url: &str,
-        shot: &Screenshot,
+        scope: StepScope<'_>,
         run: &mut RunState,
         done: &mut Vec<Done>,
         terminated: &mut Option<(TerminateStatus, String)>,
     ) -> Result<Option<ModelResponse>> {
+        let StepScope {
+            step, url, shot, ..
+        } = scope;
         let Some(mut replay) = run.script.take() else {
             return Ok(None);
         };
@@ -107,17 +106,8 @@ impl PerceptionLoop {
                 break;
             }
             let call = ActionCall::new(format!("replay_{step}_{i}"), planned_action.action.clone());
-            self.handle(
-                call.clone(),
-                step,
-                instruction,
-                url,
-                shot,
-                run,
-                done,
-                terminated,
-            )
-            .await?;
+            self.handle(call.clone(), scope, run, done, terminated)
+                .await?;
             calls.push(call);
             let Some(d) = done.last_mut() else { break };
             if !d.record.execution.ok {

@@ -77,21 +77,26 @@ pub(crate) fn run(options: &Options) -> Result<()> {
     }
 }
 
+/// The adapter for `wire`, talking to the mock provider at `base_url`.
+fn adapter(wire: Wire, base_url: &str) -> Result<Arc<dyn ModelAdapter>> {
+    lumen::models::create_adapter(
+        wire.model(),
+        AdapterOptions {
+            api_key: Some(ApiKey::new("bench")),
+            base_url: Some(base_url.to_owned()),
+            ..AdapterOptions::default()
+        },
+    )
+    .map_err(|e| anyhow!("{e}"))
+}
+
 /// The child side of [`engine_alone`]: one adaptive run in a process that
 /// holds nothing but the engine (and its Chromium, a process of its own).
 /// Prints `{"peakMib": …}`.
 async fn engine_child(wire: Wire, start: &str, api: &str) -> Result<()> {
     let tab = launch().await?;
     goto(&tab, start).await?;
-    let adapter = lumen::models::create_adapter(
-        wire.model(),
-        AdapterOptions {
-            api_key: Some(ApiKey::new("bench")),
-            base_url: Some(api.to_owned()),
-            ..AdapterOptions::default()
-        },
-    )
-    .map_err(|e| anyhow!("{e}"))?;
+    let adapter = adapter(wire, api)?;
     let mut session = Session::new(tab.clone(), adapter, Config::Adaptive.session())
         .map_err(|e| anyhow!("{e}"))?;
     let result = session
@@ -535,15 +540,7 @@ async fn one_run(
     }
     goto(&tab, &site.url("form.html")).await?;
     let phases = Arc::new(Phases::default());
-    let adapter = lumen::models::create_adapter(
-        wire.model(),
-        AdapterOptions {
-            api_key: Some(ApiKey::new("bench")),
-            base_url: Some(wire.base_url(&mock)),
-            ..AdapterOptions::default()
-        },
-    )
-    .map_err(|e| anyhow!("{e}"))?;
+    let adapter = adapter(wire, &wire.base_url(&mock))?;
     let adapter = Arc::new(TimedAdapter {
         inner: adapter,
         phases: phases.clone(),
@@ -1052,15 +1049,7 @@ async fn moved_button(wire: Wire) -> Result<Moved> {
         for (i, turn) in turns.iter().enumerate() {
             mock.push(wire.route(), wire.turn(sent + i, turn, (1280, 720)));
         }
-        let adapter = lumen::models::create_adapter(
-            wire.model(),
-            AdapterOptions {
-                api_key: Some(ApiKey::new("bench")),
-                base_url: Some(wire.base_url(&mock)),
-                ..AdapterOptions::default()
-            },
-        )
-        .map_err(|e| anyhow!("{e}"))?;
+        let adapter = adapter(wire, &wire.base_url(&mock))?;
         let options = SessionOptions {
             max_steps: 8,
             cache: Some(cache.clone()),
