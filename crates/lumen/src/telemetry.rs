@@ -9,7 +9,8 @@
 //! The span tree of a run (the loop's spans, bridged from `tracing` by
 //! `tracing-opentelemetry`):
 //!
-//! - `lumen.run` (the trace's root): `lumen.model`, `lumen.instruction`,
+//! - `lumen.run` (the trace's root): `lumen.run.id` (the server's run id,
+//!   `SessionOptions::run_id`), `lumen.model`, `lumen.instruction`,
 //!   `lumen.max_steps`, and at the end `lumen.run.status`,
 //!   `lumen.run.steps`;
 //!   - `lumen.step`: `lumen.step`, `url.full`, `lumen.step.replayed`;

@@ -88,6 +88,8 @@ pub struct LoopConfig {
     /// Prices the run's tokens, for `RunResult::cost_usd` and the cost
     /// budget (the facade sets it from the model registry).
     pub pricing: Option<Pricing>,
+    /// The run's id, recorded on the run's span (`lumen.run.id`).
+    pub run_id: Option<String>,
 }
 
 impl Default for LoopConfig {
@@ -107,6 +109,7 @@ impl Default for LoopConfig {
             max_cost_usd: None,
             max_failures: None,
             pricing: None,
+            run_id: None,
         }
     }
 }
@@ -480,6 +483,7 @@ impl PerceptionLoop {
                 lumen.model = %self.adapter.info().model_id,
                 lumen.instruction = %shorten_chars(&self.pipeline.secrets().redact(instruction), 200),
                 lumen.max_steps = self.config.max_steps,
+                lumen.run.id = self.config.run_id.as_deref(),
                 lumen.run.status = Empty,
                 lumen.run.steps = Empty,
                 otel.status_code = Empty,

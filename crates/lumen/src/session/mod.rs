@@ -178,6 +178,7 @@ impl Session {
             max_tokens: options.max_tokens,
             max_cost_usd: options.max_cost_usd,
             max_failures: options.max_failures,
+            run_id: options.run_id.clone(),
             pricing: Some(session_pricing(
                 adapter.info(),
                 options.verifier.as_deref(),

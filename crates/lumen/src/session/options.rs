@@ -62,6 +62,9 @@ pub struct SessionOptions {
     /// Stop a run after this many actions in a row failed (a working
     /// action resets the count).
     pub max_failures: Option<u32>,
+    /// The run's id in traces (`lumen.run.id` on the root span, see
+    /// `lumen::telemetry`); the server sets its run id.
+    pub run_id: Option<String>,
 }
 
 impl Default for SessionOptions {
@@ -87,6 +90,7 @@ impl Default for SessionOptions {
             max_tokens: None,
             max_cost_usd: None,
             max_failures: None,
+            run_id: None,
         }
     }
 }
@@ -110,6 +114,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("max_tokens", &self.max_tokens)
             .field("max_cost_usd", &self.max_cost_usd)
             .field("max_failures", &self.max_failures)
+            .field("run_id", &self.run_id)
             .finish_non_exhaustive()
     }
 }

@@ -105,6 +105,7 @@ async fn a_run_exports_its_span_tree_with_otlp_and_no_secret() {
     let options = SessionOptions {
         max_steps: 5,
         secrets: Secrets::new().with("password", SECRET).unwrap(),
+        run_id: Some("run-42".into()),
         ..SessionOptions::default()
     };
     let mut session = Session::new(tab.clone(), adapter, options).unwrap();
@@ -157,6 +158,7 @@ async fn a_run_exports_its_span_tree_with_otlp_and_no_secret() {
     );
     let run = runs[0];
     assert!(run.parent_span_id.is_empty(), "the run is the trace's root");
+    assert_eq!(attr(run, "lumen.run.id").as_deref(), Some("run-42"));
     assert_eq!(attr(run, "lumen.run.status").as_deref(), Some("success"));
     assert_eq!(attr(run, "lumen.run.steps").as_deref(), Some("2"));
     assert_eq!(

@@ -550,6 +550,7 @@ impl RunManager {
         let options = SessionOptions {
             policy,
             recorders: vec![recorder],
+            run_id: Some(entry.id.to_string()),
             ..agent.session
         };
         let tab: Arc<dyn BrowserTab> = tab;
