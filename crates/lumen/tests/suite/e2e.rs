@@ -57,15 +57,7 @@ impl Harness {
     }
 
     fn session(&self, options: SessionOptions) -> Session {
-        let adapter = lumen::models::create_adapter(
-            self.provider.model(),
-            AdapterOptions {
-                api_key: Some(ApiKey::new("test-key")),
-                base_url: Some(self.provider.base_url(&self.mock)),
-                ..AdapterOptions::default()
-            },
-        )
-        .unwrap();
+        let adapter = super::adapter(self.provider, &self.mock);
         Session::new(self.tab.clone(), adapter, options).unwrap()
     }
 

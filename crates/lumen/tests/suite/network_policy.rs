@@ -5,13 +5,13 @@
 //! stay empty; the model is told what was refused, and a refused navigation
 //! does not leave the tab on the browser's error page.
 
+use super::adapter;
 use std::sync::Arc;
 use std::time::Duration;
 
 use lumen::browser::{CdpTab, LaunchOptions};
-use lumen::models::{AdapterOptions, ApiKey};
 use lumen::safety::PolicyConfig;
-use lumen::{BrowserTab, ModelAdapter, RunStatus, Session, SessionOptions};
+use lumen::{BrowserTab, RunStatus, Session, SessionOptions};
 use lumen_test_support::FixtureServer;
 use lumen_test_support::mock_provider::MockProvider;
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
@@ -33,18 +33,6 @@ fn operator_policy() -> PolicyConfig {
         allowed_private_hosts: vec!["127.0.0.1".into()],
         ..PolicyConfig::default()
     }
-}
-
-fn adapter(wire: Wire, mock: &MockProvider) -> Arc<dyn ModelAdapter> {
-    lumen::models::create_adapter(
-        wire.model(),
-        AdapterOptions {
-            api_key: Some(ApiKey::new("test-key")),
-            base_url: Some(wire.base_url(mock)),
-            ..AdapterOptions::default()
-        },
-    )
-    .unwrap()
 }
 
 struct Rig {

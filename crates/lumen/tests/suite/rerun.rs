@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use lumen::browser::{CdpTab, LaunchOptions};
 use lumen::memory::{ActionCache, ScriptKey};
-use lumen::models::{AdapterOptions, ApiKey};
 use lumen::{BrowserTab, Point, RunResult, RunStatus, Session, SessionOptions};
 use lumen_test_support::mock_provider::MockProvider;
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
@@ -84,15 +83,7 @@ impl Rerun {
     async fn run(&self) -> (RunResult, usize) {
         self.open().await;
         let before = self.mock.requests().len();
-        let adapter = lumen::models::create_adapter(
-            WIRE.model(),
-            AdapterOptions {
-                api_key: Some(ApiKey::new("test-key")),
-                base_url: Some(WIRE.base_url(&self.mock)),
-                ..AdapterOptions::default()
-            },
-        )
-        .unwrap();
+        let adapter = super::adapter(WIRE, &self.mock);
         let options = SessionOptions {
             max_steps: 8,
             cache: Some(self.cache.clone()),

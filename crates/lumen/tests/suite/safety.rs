@@ -3,12 +3,12 @@
 //! that never reach an artefact. Real Chromium, fixture pages on 127.0.0.1,
 //! the mock provider speaking each protocol.
 
+use super::adapter;
 use std::sync::Arc;
 
 use lumen::browser::{CdpTab, LaunchOptions};
-use lumen::models::{AdapterOptions, ApiKey};
 use lumen::safety::{ModelVerifier, PolicyConfig, Secrets};
-use lumen::{BrowserTab, ModelAdapter, Point, RunStatus, Session, SessionOptions};
+use lumen::{BrowserTab, Point, RunStatus, Session, SessionOptions};
 use lumen_test_support::StatusCode;
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
 use lumen_test_support::mock_provider::{MockProvider, Reply};
@@ -22,18 +22,6 @@ async fn setup(page: &str) -> (FixtureServer, MockProvider, Arc<CdpTab>) {
     let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
     assert!(tab.goto(&site.url(page)).await.unwrap().ok);
     (site, mock, tab)
-}
-
-fn adapter(wire: Wire, mock: &MockProvider) -> Arc<dyn ModelAdapter> {
-    lumen::models::create_adapter(
-        wire.model(),
-        AdapterOptions {
-            api_key: Some(ApiKey::new("test-key")),
-            base_url: Some(wire.base_url(mock)),
-            ..AdapterOptions::default()
-        },
-    )
-    .unwrap()
 }
 
 async fn center(tab: &CdpTab, selector: &str) -> Point {

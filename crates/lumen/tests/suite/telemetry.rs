@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use axum::routing::post;
 use lumen::browser::{CdpTab, LaunchOptions};
-use lumen::models::{AdapterOptions, ApiKey};
 use lumen::safety::Secrets;
 use lumen::telemetry::{Telemetry, TelemetryOptions};
 use lumen::{BrowserTab, RunStatus, Session, SessionOptions};
@@ -93,15 +92,7 @@ async fn a_run_exports_its_span_tree_with_otlp_and_no_secret() {
     for (i, t) in turns.iter().enumerate() {
         mock.push(wire.route(), wire.turn(i, t, (1280, 720)));
     }
-    let adapter = lumen::models::create_adapter(
-        wire.model(),
-        AdapterOptions {
-            api_key: Some(ApiKey::new("test-key")),
-            base_url: Some(wire.base_url(&mock)),
-            ..AdapterOptions::default()
-        },
-    )
-    .unwrap();
+    let adapter = super::adapter(wire, &mock);
     let options = SessionOptions {
         max_steps: 5,
         secrets: Secrets::new().with("password", SECRET).unwrap(),
