@@ -42,6 +42,35 @@ impl Env {
     }
 }
 
+/// The run's whole event log, as SSE replays it.
+async fn event_log(c: &Client, id: &str) -> Vec<Value> {
+    c.sse(id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect()
+}
+
+/// Every event of the log numbered 0, 1, 2… with no gap and no repeat.
+fn assert_one_numbering(events: &[Value]) {
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "one numbering"
+    );
+}
+
+/// Each task's answer, in task order.
+fn answers(run: &Value) -> Vec<&str> {
+    run["taskResults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["result"].as_str().unwrap_or_default())
+        .collect()
+}
+
 /// The URL of each `step_started` event, with its step, in log order.
 fn step_urls(events: &[Value]) -> Vec<(u64, String)> {
     events
@@ -133,12 +162,7 @@ async fn a_follow_on_task_runs_in_the_same_browser_and_every_answer_is_kept() {
     // One event log: each task's loop starts and ends in it, and the second
     // task starts on the page the first left (a fresh browser would show
     // about:blank or the start URL).
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let events = event_log(&c, &id).await;
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(
         kinds.iter().filter(|k| **k == "run_started").count(),
@@ -151,12 +175,7 @@ async fn a_follow_on_task_runs_in_the_same_browser_and_every_answer_is_kept() {
         "{kinds:?}"
     );
     assert_eq!(kinds.last(), Some(&"done"));
-    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(
-        seqs,
-        (0..events.len() as u64).collect::<Vec<_>>(),
-        "one numbering"
-    );
+    assert_one_numbering(&events);
     let page2 = env.site.url("links/page2.html");
     assert_eq!(
         step_urls(&events),
@@ -341,25 +360,13 @@ async fn a_run_interrupted_in_a_follow_on_task_resumes_it_then_runs_the_rest() {
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(run["result"], "three", "{run}");
     assert_eq!(run["taskIndex"], 2);
-    let answers: Vec<&Value> = run["taskResults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| &t["result"])
-        .collect();
-    assert_eq!(answers, [&json!("one"), &json!("two"), &json!("three")]);
+    assert_eq!(answers(&run), ["one", "two", "three"]);
     assert_eq!(run["stepsCompleted"], 4);
 
     // Task 0's events survive the resume of task 1 (its snapshot holds no
     // step): one numbering, every answer's `done` logged once.
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
-    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    let events = event_log(&c, &id).await;
+    assert_one_numbering(&events);
     let done: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "done")
@@ -518,22 +525,10 @@ async fn a_shutdown_at_a_task_boundary_leaves_the_run_resumable_at_the_next_task
     let (status, _) = c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
     assert_eq!(status, 200);
     let run = c.wait_status(&id, "completed").await;
-    let answers: Vec<&Value> = run["taskResults"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| &t["result"])
-        .collect();
-    assert_eq!(answers, [&json!("one"), &json!("two"), &json!("three")]);
+    assert_eq!(answers(&run), ["one", "two", "three"]);
     assert_eq!(run["stepsCompleted"], 4);
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
-    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    let events = event_log(&c, &id).await;
+    assert_one_numbering(&events);
     let steps: Vec<u64> = step_urls(&events).into_iter().map(|(s, _)| s).collect();
     assert_eq!(steps, vec![0, 1, 0, 0], "each task once, from its start");
     let requests = env.mock.requests();
@@ -579,12 +574,7 @@ async fn a_server_stopped_between_a_boundarys_record_and_snapshot_starts_the_tas
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(run["result"], "two", "{run}");
     assert_eq!(run["stepsCompleted"], 3, "{run}");
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let events = event_log(&c, &id).await;
     let steps: Vec<u64> = step_urls(&events).into_iter().map(|(s, _)| s).collect();
     assert_eq!(steps, vec![0, 1, 0], "task 1 from its own step 0");
     // The resumed request is task 1 alone, not task 0's history.
