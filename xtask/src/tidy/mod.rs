@@ -22,8 +22,8 @@
 //! 3. `lumen-test-support` itself uses only core, browser, models and mock.
 //! 4. Nothing depends on the tools, `lumen-eval` and `xtask`.
 //! 5. `lumen-mock` (offline doubles) uses only `lumen-core`, and only
-//!    lumen-cli, lumen-server, lumen-eval and lumen-test-support use it
-//!    (anyone may as a dev-dependency).
+//!    lumen-cli, lumen-server, lumen-python, lumen-eval and
+//!    lumen-test-support use it (anyone may as a dev-dependency).
 //! 6. `lumen-cli` is the command-line tool, a binary without a library:
 //!    nothing depends on it (anyone may as a dev-dependency, to run the
 //!    binary in tests).
@@ -61,6 +61,8 @@ const MOCK: &str = "lumen-mock";
 const CLI: &str = "lumen-cli";
 const EVAL: &str = "lumen-eval";
 const XTASK: &str = "xtask";
+/// The Python bindings (bindings/python), an edge beside the CLI.
+const PYTHON: &str = "lumen-python";
 
 /// xtask's whole dependency list, of every kind.
 const XTASK_DEPS: &[&str] = &["anyhow", "clap"];
@@ -79,8 +81,9 @@ const CONCRETE_USERS: &[&str] = &["lumen", "lumen-cli", "lumen-server", TEST_SUP
 const TEST_SUPPORT_MAY_USE: &[&str] = &[CORE, BROWSER, MODELS, MOCK];
 
 /// The only crates with normal dependencies on `lumen-mock` (the demo, the
-/// server's offline mode, evals, and the test support that re-exports it).
-const MOCK_USERS: &[&str] = &["lumen-cli", "lumen-server", EVAL, TEST_SUPPORT];
+/// server's offline mode, the Python bindings' `lumen._testing`, evals,
+/// and the test support that re-exports it).
+const MOCK_USERS: &[&str] = &["lumen-cli", "lumen-server", PYTHON, EVAL, TEST_SUPPORT];
 
 /// The tools: binaries nothing depends on.
 const TOOLS: &[&str] = &[EVAL, XTASK];
@@ -99,6 +102,7 @@ const LAYERS: &[(&str, Option<u8>)] = &[
     ("lumen", Some(3)),
     ("lumen-cli", Some(4)),
     ("lumen-server", Some(4)),
+    (PYTHON, Some(4)),
     (EVAL, Some(5)),
     (XTASK, Some(5)),
     (TEST_SUPPORT, None),
@@ -314,8 +318,8 @@ fn broken_rule(from: &str, to: &str, to_is_member: bool) -> Option<String> {
     }
     if to == MOCK && !MOCK_USERS.contains(&from) {
         return Some(
-            "only lumen-cli, lumen-server, lumen-eval and lumen-test-support depend on \
-             lumen-mock (anyone may as a dev-dependency)"
+            "only lumen-cli, lumen-server, lumen-python, lumen-eval and lumen-test-support \
+             depend on lumen-mock (anyone may as a dev-dependency)"
                 .to_owned(),
         );
     }
@@ -677,8 +681,8 @@ mod tests {
             assert_eq!(
                 violations_with(from, MOCK),
                 [format!(
-                    "{from} -> lumen-mock: only lumen-cli, lumen-server, lumen-eval and \
-                     lumen-test-support depend on lumen-mock (anyone may as a dev-dependency)"
+                    "{from} -> lumen-mock: only lumen-cli, lumen-server, lumen-python, lumen-eval \
+                     and lumen-test-support depend on lumen-mock (anyone may as a dev-dependency)"
                 )],
                 "{from}"
             );
