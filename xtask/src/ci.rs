@@ -14,7 +14,9 @@
 //!    replica sites and MiniWoB++ for all four adapters (scripted models);
 //!    sdk and eval run in the lumen-eval binary (see `forward`);
 //! 6. tests: `cargo nextest run` when nextest is installed, else `cargo test`;
-//! 7. doctests: `cargo test --doc`, which nextest does not run.
+//! 7. doctests: `cargo test --doc`, which nextest does not run;
+//! 8. python: the `lumen` wheel built with maturin and its pytest suite,
+//!    real offline runs in Chromium through Python ([`python`]).
 //!
 //! Tests run with `INSTA_UPDATE=no`, so a changed snapshot fails instead of
 //! being written, and with `LUMEN_CHROME` set to the Chromium found in step 1.
@@ -27,6 +29,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 
 use crate::{forward, tidy, util};
+
+mod python;
 
 /// Options of `cargo xtask ci`.
 #[derive(Debug, clap::Args)]
@@ -113,6 +117,7 @@ fn run_steps(
     }
     step(timings, "tests", || util::run(&mut tests))?;
     step(timings, "doctests", || util::run(&mut doctests))?;
+    step(timings, "python", || python::run(root, &chromium))?;
     Ok(())
 }
 
