@@ -326,6 +326,19 @@ pub(crate) struct RunArgs {
     /// BROWSERBASE_PROJECT_ID from the environment).
     #[arg(long, conflicts_with = "cdp_url")]
     pub(crate) browserbase: bool,
+    /// Let a person take over when the model asks (a one-time code, a
+    /// CAPTCHA): the run waits, a live view is served on 127.0.0.1 and its
+    /// one-time URL printed.
+    #[arg(long)]
+    pub(crate) handoff: bool,
+    /// With --handoff: how long to wait for the person (default 600);
+    /// then the run ends with handoffTimeout (exit 7).
+    #[arg(long, value_name = "SECS", requires = "handoff")]
+    pub(crate) handoff_timeout: Option<u64>,
+    /// With --handoff: hand over by itself when a step starts on a
+    /// matching URL (repeatable; `*` matches anything).
+    #[arg(long = "handoff-url", value_name = "PATTERN", requires = "handoff")]
+    pub(crate) handoff_urls: Vec<String>,
     /// The viewport, WIDTHxHEIGHT (kept as given; default 1280x720 snapped
     /// to the model).
     #[arg(long, value_name = "WxH")]

@@ -252,6 +252,11 @@ fn flag_options(args: &RunArgs) -> Result<RunOptions, CliError> {
         images_kept: args.images_kept,
         download_dir: path(&args.download_dir),
         upload_dir: path(&args.upload_dir),
+        handoff: args.handoff.then(|| lumen::HandoffPolicy {
+            timeout_secs: args.handoff_timeout.unwrap_or(600),
+            urls: args.handoff_urls.clone(),
+            ..lumen::HandoffPolicy::default()
+        }),
         ..RunOptions::default()
     })
 }

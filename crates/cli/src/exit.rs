@@ -21,6 +21,9 @@ pub(crate) const DIVERGED: u8 = 4;
 pub(crate) const SKIPPED: u8 = 5;
 /// A budget (`--max-tokens`, `--max-cost`, `--max-failures`) was reached.
 pub(crate) const BUDGET: u8 = 6;
+/// The run handed the browser to a person (`--handoff`) and nobody
+/// finished within the handoff timeout.
+pub(crate) const HANDOFF_TIMEOUT: u8 = 7;
 /// Cancelled (Ctrl-C): 128 + SIGINT, as shells report it.
 pub(crate) const CANCELLED: u8 = 130;
 
@@ -32,6 +35,7 @@ pub(crate) fn for_status(status: RunStatus) -> u8 {
         RunStatus::MaxSteps => MAX_STEPS,
         RunStatus::Cancelled => CANCELLED,
         RunStatus::BudgetExceeded => BUDGET,
+        RunStatus::HandoffTimeout => HANDOFF_TIMEOUT,
     }
 }
 

@@ -275,6 +275,24 @@ impl Progress {
             StreamEvent::TerminationRejected { reason, .. } => {
                 state.line(&format!("      ↺ the verifier said not yet: {}", r(reason)));
             }
+            StreamEvent::WaitingForHuman {
+                reason,
+                timeout_secs,
+                ..
+            } => {
+                state.line(&format!(
+                    "      ⏸ waiting for a person (up to {timeout_secs} s): {}",
+                    r(reason)
+                ));
+            }
+            StreamEvent::HumanDone { note, .. } => {
+                state.line(&format!(
+                    "      ▶ the person is done{}",
+                    note.as_deref()
+                        .map(|n| format!(": {}", r(n)))
+                        .unwrap_or_default()
+                ));
+            }
             StreamEvent::Nudge { message, .. } => {
                 state.line(&format!("      ! {}", r(&shorten(message, 160))));
             }

@@ -33,6 +33,30 @@ pub(crate) struct Job {
     pub(crate) resume: Option<SerializedHistory>,
 }
 
+/// Serves the live view and announces each hand-over's one-time URL on
+/// stderr (also in `--json` mode: a person has to read it).
+async fn handoff_desk(
+    control: lumen::perception::control::RunControl,
+) -> Result<tokio::task::JoinHandle<()>, CliError> {
+    let server = lumen_server::live::LiveServer::start(control.clone())
+        .await
+        .map_err(|e| CliError::config(format!("--handoff: the live view cannot listen: {e}")))?;
+    Ok(tokio::spawn(async move {
+        loop {
+            let pending = control.handoff_opened().await;
+            let line = match server.url(pending.id) {
+                Ok(url) => format!(
+                    "a person is needed: {}\nlive view (one-time link): {url}\n",
+                    pending.reason
+                ),
+                Err(e) => format!("a person is needed but no live-view link could be made: {e}\n"),
+            };
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            control.handoff_closed(pending.id).await;
+        }
+    }))
+}
+
 /// What a finished run left behind.
 #[derive(Debug)]
 pub(crate) struct Finished {
@@ -77,6 +101,7 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
     options.session.recorders.extend(trace.recorders()?);
     options.session.recorders.push(progress.recorder());
 
+    let handoff = options.session.handoff.is_some();
     let mut agent = match resume {
         Some(snapshot) => Agent::resume(snapshot, options),
         None => Agent::new(options),
@@ -86,6 +111,12 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
     if mode != RunMode::Plan {
         agent.save_after_each_step(trace.dir().join(trace::SESSION));
     }
+    // A person takes over through a live view on 127.0.0.1, one URL (and
+    // ticket) per hand-over.
+    let live = match handoff {
+        true => Some(handoff_desk(agent.control()).await?),
+        false => None,
+    };
     let control = agent.control();
     let watcher = {
         let progress = progress.clone();
@@ -100,6 +131,9 @@ pub(crate) async fn execute(job: Job) -> Result<Finished, CliError> {
         .run_mode(&instruction, start_url.as_deref(), mode)
         .await;
     watcher.abort();
+    if let Some(live) = live {
+        live.abort();
+    }
     progress.finish();
 
     let result = match outcome {
@@ -165,6 +199,7 @@ fn summarize(
         RunStatus::MaxSteps => ("…", "ran out of steps"),
         RunStatus::Cancelled => ("■", "cancelled"),
         RunStatus::BudgetExceeded => ("$", "stopped by its budget"),
+        RunStatus::HandoffTimeout => ("⌛", "nobody took over in time"),
     };
     let mut text = format!("{mark} {word} after {} steps", result.steps);
     if let Some(answer) = &result.result {

@@ -426,6 +426,13 @@ pub enum Action {
     ReadConsole,
     /// Read the network requests the page made since the last read.
     ReadNetwork,
+    /// Hand the browser to a person (a one-time code, a CAPTCHA, a payment
+    /// to confirm): the run waits, status `waiting_for_human`, until they
+    /// press done, then goes on with a fresh screenshot and their note.
+    RequestHuman {
+        /// What the person should do, and why the agent cannot.
+        reason: String,
+    },
     /// A tool call that could not be decoded. Executing it fails with
     /// `error`, which the model sees; nothing touches the browser.
     Invalid {
@@ -497,6 +504,7 @@ impl Action {
         "javascriptExec",
         "readConsole",
         "readNetwork",
+        "requestHuman",
         "invalid",
     ];
 
@@ -545,12 +553,13 @@ impl Action {
             Action::JavascriptExec { .. } => "javascriptExec",
             Action::ReadConsole => "readConsole",
             Action::ReadNetwork => "readNetwork",
+            Action::RequestHuman { .. } => "requestHuman",
             Action::Invalid { .. } => "invalid",
         }
     }
 
     /// The loop's own request, for a control action (terminate, delegate,
-    /// fold, screenshot, writeState); `None` for every action a browser
+    /// fold, screenshot, writeState, requestHuman); `None` for every action a browser
     /// carries out. Told apart here, once: the router only sees browser
     /// actions.
     pub fn control(&self) -> Option<crate::ControlRequest> {
@@ -572,6 +581,9 @@ impl Action {
             },
             Action::Screenshot => C::Screenshot,
             Action::WriteState { data } => C::WriteState { data: data.clone() },
+            Action::RequestHuman { reason } => C::RequestHuman {
+                reason: reason.clone(),
+            },
             _ => return None,
         })
     }
@@ -610,6 +622,7 @@ impl Action {
                 | Action::Fold { .. }
                 | Action::Screenshot
                 | Action::CursorPosition
+                | Action::RequestHuman { .. }
                 | Action::Invalid { .. }
         )
     }

@@ -467,6 +467,12 @@ pub const CATALOGUE: &[ActionSchema] = &[
             .at_least(1)
             .note("File paths inside the upload folder.")],
     },
+    ActionSchema {
+        tag: "requestHuman",
+        description: "Hand the browser to a person for what only they can do (a one-time code, \
+                      a CAPTCHA, confirming a payment); the run waits until they are done.",
+        fields: &[field("reason", K::Text).note("What the person should do, and why.")],
+    },
 ];
 
 /// A camelCase name in snake_case (`startX` → `start_x`). Our JSON names
@@ -522,7 +528,8 @@ mod tests {
             | Action::SwitchTab { .. }
             | Action::CloseTab { .. }
             | Action::AnswerDialog { .. }
-            | Action::ChooseFiles { .. } => true,
+            | Action::ChooseFiles { .. }
+            | Action::RequestHuman { .. } => true,
             Action::KeyDown { .. }
             | Action::KeyUp { .. }
             | Action::ReadPage { .. }
@@ -588,7 +595,8 @@ mod tests {
                 "switchTab",
                 "closeTab",
                 "answerDialog",
-                "chooseFiles"
+                "chooseFiles",
+                "requestHuman"
             ]
         );
         assert_eq!(ActionSchema::find("scroll").unwrap().tag, "scroll");

@@ -413,6 +413,23 @@ pub trait BrowserTab: Send + Sync {
     async fn scroll_offset(&self) -> Result<Option<ScrollOffset>> {
         Ok(None)
     }
+    // ----- live view (handing the run to a person) --------------------------
+
+    /// Streams the driven page as JPEG frames for a person to watch
+    /// (acknowledged and throttled by the implementation); dropping the
+    /// stream stops it. `Ok(None)` when this browser cannot (the default).
+    async fn screencast(&self, max_width: u32) -> Result<Option<crate::LiveFrames>> {
+        let _ = max_width;
+        Ok(None)
+    }
+    /// Sends a person's input into the driven page as it is, with no
+    /// receipt and no settling. `Ok(false)` when this browser cannot (the
+    /// default).
+    async fn live_input(&self, input: &crate::LiveInput) -> Result<bool> {
+        let _ = input;
+        Ok(false)
+    }
+
     /// The element at a viewport point: what a click there would hit,
     /// described as effect receipts describe targets. `Ok(None)` when
     /// nothing is there, the page is navigating, or this browser cannot

@@ -47,6 +47,7 @@ pub mod action_schema;
 pub mod browser;
 pub mod coords;
 pub mod error;
+pub mod handoff;
 pub mod history;
 pub mod hooks;
 pub mod image;
@@ -69,6 +70,7 @@ pub use browser::{
 };
 pub use coords::{ImageScale, Point, Rect, Size, ViewportSize, denormalize, normalize};
 pub use error::{ErrorCode, ErrorInfo, LumenError, ModelErrorKind, Result};
+pub use handoff::{HandoffPolicy, HandoffTrigger, LiveFrame, LiveFrames, LiveInput};
 pub use history::{
     ActionRecord, AssistantTurn, ProviderTurn, SemanticStep, ThinkingBlock, ToolResult, WireRecord,
     WireScreenshot,

@@ -227,6 +227,11 @@ pub enum ControlRequest {
         /// The new state.
         data: crate::TaskState,
     },
+    /// The model asked for a person to take over the browser.
+    RequestHuman {
+        /// What the person should do.
+        reason: String,
+    },
 }
 
 /// What the router reports for one action: the tab's outcome plus what the

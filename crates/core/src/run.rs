@@ -26,6 +26,9 @@ pub enum RunStatus {
     /// reached; the run stopped before its next model call. The result
     /// names the budget and the figures.
     BudgetExceeded,
+    /// The run handed the browser to a person and nobody finished within
+    /// the handoff timeout; the result says what they were asked.
+    HandoffTimeout,
 }
 
 /// The result of a run (or of a child loop).
@@ -195,6 +198,28 @@ pub enum StreamEvent {
         /// Of which waiting for the model.
         model_ms: u64,
     },
+    /// The run handed the browser to a person and waits for them (status
+    /// `waiting_for_human` on the server).
+    WaitingForHuman {
+        /// Step index.
+        step: u32,
+        /// What the person is asked to do.
+        reason: String,
+        /// Why the run handed over.
+        trigger: crate::HandoffTrigger,
+        /// How long the run waits, seconds.
+        timeout_secs: u64,
+    },
+    /// The person finished; the run goes on with a fresh screenshot.
+    HumanDone {
+        /// Step index.
+        step: u32,
+        /// The person's note for the model, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+        /// How long the run waited, milliseconds.
+        waited_ms: u64,
+    },
     /// A fatal error (the run ends with `Done` right after).
     Error {
         /// What went wrong.
@@ -241,6 +266,8 @@ impl StreamEvent {
             | StreamEvent::Nudge { step, .. }
             | StreamEvent::Compaction { step, .. }
             | StreamEvent::TerminationRejected { step, .. }
+            | StreamEvent::WaitingForHuman { step, .. }
+            | StreamEvent::HumanDone { step, .. }
             | StreamEvent::StepCompleted { step, .. } => Some(*step),
             StreamEvent::RunStarted { .. }
             | StreamEvent::Error { .. }

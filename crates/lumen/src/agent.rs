@@ -170,7 +170,8 @@ impl AgentOptions {
     /// The adapter options with the browser toolset's opt-ins as the
     /// session allows them: `javascript_exec` when the policy allows
     /// model JavaScript, `file_upload` when the browser has an upload
-    /// folder (a custom tab keeps what `adapter` says).
+    /// folder (a custom tab keeps what `adapter` says); `request_human`
+    /// when the session has a handoff policy.
     pub fn adapter_options(&self) -> AdapterOptions {
         let upload_dir = match &self.browser {
             BrowserSource::Local(l) => Some(l.tab.upload_dir.is_some()),
@@ -184,6 +185,7 @@ impl AgentOptions {
         if let Some(on) = upload_dir {
             adapter.browser_opt_ins.file_upload = on;
         }
+        adapter.request_human = self.session.handoff.is_some();
         adapter
     }
 }

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use lumen_browser::{BrowserbaseOptions, TabOptions};
-use lumen_core::{ImageFormat, LumenError, Result, Size, Verifier};
+use lumen_core::{HandoffPolicy, ImageFormat, LumenError, Result, Size, Verifier};
 use lumen_memory::{ActionCache, SiteKB, WorkflowMemory};
 use lumen_models::{Effort, Tools};
 use lumen_safety::{AllOf, ModelVerifier, PolicyConfig, Secrets, SessionPolicy, UrlMatchesGate};
@@ -293,6 +293,11 @@ pub struct RunOptions {
     /// Secret name → the sites it may be typed on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_domains: Option<BTreeMap<String, Vec<String>>>,
+    /// Hand the browser to a person: offers the model `request_human`,
+    /// with triggers that hand over by themselves and the time to wait
+    /// (see [`HandoffPolicy`]). A person acts through a live view.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<HandoffPolicy>,
 }
 
 /// Why a JSON object is not a [`RunOptions`].
@@ -475,6 +480,9 @@ impl RunOptions {
             })?;
         }
         self.secrets()?;
+        if let Some(h) = &self.handoff {
+            h.validate().map_err(|e| config("handoff", e))?;
+        }
         Ok(())
     }
 
@@ -628,6 +636,9 @@ impl RunOptions {
         }
         if self.secrets.is_some() || self.secret_domains.is_some() {
             s.secrets = self.secrets()?;
+        }
+        if let Some(h) = &self.handoff {
+            s.handoff = Some(h.clone());
         }
         Ok(())
     }

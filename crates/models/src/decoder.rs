@@ -296,6 +296,9 @@ impl ActionDecoder {
                 "fold" => Action::Fold {
                     summary: args.str("summary")?.to_owned(),
                 },
+                "request_human" => Action::RequestHuman {
+                    reason: args.str("reason")?.to_owned(),
+                },
                 "get_page_text" | "page_text" => Action::PageText,
                 "list_tabs" => Action::ListTabs,
                 "new_tab" => Action::NewTab,

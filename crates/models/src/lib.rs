@@ -124,6 +124,10 @@ pub struct AdapterOptions {
     /// policy and the browser's upload folder; the policy
     /// and the tab refuse a member that is off whatever is declared here.
     pub browser_opt_ins: BrowserOptIns,
+    /// Offer `request_human` (hand the browser to a person). `lumen::Agent`
+    /// sets it when the session has a handoff policy: without a person to
+    /// ask, the tool would only cost tokens.
+    pub request_human: bool,
     /// OpenAI-compatible servers: the most images one request may carry
     /// (vLLM's `--limit-mm-per-prompt`, llama.cpp and LM Studio limits);
     /// older screenshots become a text marker. `None`: no limit.
@@ -152,6 +156,7 @@ impl Default for AdapterOptions {
             openai_batched_computer_tool: None,
             tools: None,
             browser_opt_ins: BrowserOptIns::default(),
+            request_human: false,
             max_images: None,
             wire_observer: None,
         }

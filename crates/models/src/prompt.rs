@@ -197,7 +197,23 @@ pub(crate) const OWN_TOOLS: &[Offer] = &[
         action: "chooseFiles",
         args: &[Arg::of("paths")],
     },
+    // Offered only when a person can be asked (`AdapterOptions::request_human`).
+    Offer {
+        name: REQUEST_HUMAN,
+        action: "requestHuman",
+        args: &[Arg::of("reason")],
+    },
 ];
+
+/// The own tool that hands the browser to a person.
+pub(crate) const REQUEST_HUMAN: &str = "request_human";
+
+/// The own tools to offer: all of them, `request_human` only with `human`.
+pub(crate) fn own_offers(human: bool) -> impl Iterator<Item = &'static Offer> {
+    OWN_TOOLS
+        .iter()
+        .filter(move |o| human || o.name != REQUEST_HUMAN)
+}
 
 /// The own tools a toolset that has its own version of them replaces.
 pub(crate) const BROWSER_TOOLSET_HAS: &[&str] = &[
@@ -210,10 +226,10 @@ pub(crate) const BROWSER_TOOLSET_HAS: &[&str] = &[
 ];
 
 /// Lumen's own tools as (name, description, JSON Schema of the arguments),
-/// offered next to a provider's computer tool.
-pub(crate) fn own_tools() -> Vec<(&'static str, &'static str, Value)> {
-    OWN_TOOLS
-        .iter()
+/// offered next to a provider's computer tool (`request_human` only with
+/// `human`).
+pub(crate) fn own_tools(human: bool) -> Vec<(&'static str, &'static str, Value)> {
+    own_offers(human)
         .filter_map(|o| function_tool(o, ""))
         .collect()
 }

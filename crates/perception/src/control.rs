@@ -6,9 +6,11 @@
 //! is observed promptly: the loop races every model request and browser call
 //! against [`RunControl::cancelled`], and dropping those futures aborts them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
+use lumen_core::{BrowserTab, HandoffTrigger};
+use tokio::sync::{oneshot, watch};
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Flags {
@@ -22,6 +24,38 @@ struct Flags {
 pub struct RunControl {
     flags: Arc<watch::Sender<Flags>>,
     guidance: Arc<Mutex<Vec<String>>>,
+    handoff: Arc<watch::Sender<Option<PendingHandoff>>>,
+    /// Where the person's "done" goes (the loop waits on the other end).
+    finish: Arc<Mutex<Option<Answer>>>,
+    /// Hand-overs opened so far.
+    handoffs: Arc<AtomicU64>,
+}
+
+/// The open hand-over's number and where the person's note goes.
+type Answer = (u64, oneshot::Sender<Option<String>>);
+
+/// A run waiting for a person: what they are asked, and the tab they act
+/// in (the one the agent drives).
+#[derive(Clone)]
+pub struct PendingHandoff {
+    /// Numbers the run's hand-overs, from 1.
+    pub id: u64,
+    /// What the person is asked to do.
+    pub reason: String,
+    /// Why the run handed over.
+    pub trigger: HandoffTrigger,
+    /// The driven tab: a live view streams it and sends input into it.
+    pub tab: Arc<dyn BrowserTab>,
+}
+
+impl std::fmt::Debug for PendingHandoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingHandoff")
+            .field("id", &self.id)
+            .field("reason", &self.reason)
+            .field("trigger", &self.trigger)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for RunControl {
@@ -36,7 +70,96 @@ impl RunControl {
         Self {
             flags: Arc::new(watch::Sender::new(Flags::default())),
             guidance: Arc::default(),
+            handoff: Arc::new(watch::Sender::new(None)),
+            finish: Arc::default(),
+            handoffs: Arc::default(),
         }
+    }
+
+    /// The hand-over waiting for a person, if the run is waiting for one.
+    pub fn handoff(&self) -> Option<PendingHandoff> {
+        self.handoff.borrow().clone()
+    }
+
+    /// Resolves with the next hand-over (at once when one is waiting).
+    pub async fn handoff_opened(&self) -> PendingHandoff {
+        let mut rx = self.handoff.subscribe();
+        loop {
+            if let Some(h) = rx.borrow_and_update().clone() {
+                return h;
+            }
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Resolves once hand-over `id` is no longer waiting (finished, timed
+    /// out, or the run cancelled).
+    pub async fn handoff_closed(&self, id: u64) {
+        let mut rx = self.handoff.subscribe();
+        loop {
+            if rx.borrow_and_update().as_ref().is_none_or(|h| h.id != id) {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The person is done with hand-over `id` (any waiting one with
+    /// `None`); `note` goes to the model. `false` when that hand-over is not
+    /// waiting (already finished, or none asked).
+    pub fn finish_handoff(&self, id: Option<u64>, note: Option<String>) -> bool {
+        let mut finish = self.finish.lock().unwrap_or_else(|p| p.into_inner());
+        match finish.take() {
+            Some((open, tx)) if id.is_none_or(|id| id == open) => {
+                self.handoff.send_replace(None);
+                tx.send(note).is_ok()
+            }
+            other => {
+                *finish = other;
+                false
+            }
+        }
+    }
+
+    /// Opens a hand-over (the loop calls this); the receiver resolves with
+    /// the person's note when they finish.
+    pub(crate) fn open_handoff(
+        &self,
+        reason: String,
+        trigger: HandoffTrigger,
+        tab: Arc<dyn BrowserTab>,
+    ) -> (u64, oneshot::Receiver<Option<String>>) {
+        let (tx, rx) = oneshot::channel();
+        let mut finish = self.finish.lock().unwrap_or_else(|p| p.into_inner());
+        let id = self.handoffs.fetch_add(1, Ordering::Relaxed) + 1;
+        *finish = Some((id, tx));
+        self.handoff.send_replace(Some(PendingHandoff {
+            id,
+            reason,
+            trigger,
+            tab,
+        }));
+        (id, rx)
+    }
+
+    /// Closes hand-over `id` without a person (timed out, cancelled).
+    pub(crate) fn close_handoff(&self, id: u64) {
+        let mut finish = self.finish.lock().unwrap_or_else(|p| p.into_inner());
+        if finish.as_ref().is_some_and(|(n, _)| *n == id) {
+            *finish = None;
+        }
+        self.handoff
+            .send_if_modified(|h| match h.as_ref().is_some_and(|h| h.id == id) {
+                true => {
+                    *h = None;
+                    true
+                }
+                false => false,
+            });
     }
 
     /// Cancels the run: the in-flight model request and browser call are
@@ -97,6 +220,22 @@ impl RunControl {
     /// Whether a stop was requested.
     pub fn is_stopped(&self) -> bool {
         self.flags.borrow().stop
+    }
+
+    /// Resolves once the run is cancelled or asked to stop.
+    pub async fn halted(&self) {
+        let mut rx = self.flags.subscribe();
+        loop {
+            {
+                let f = rx.borrow_and_update();
+                if f.cancelled.is_some() || f.stop {
+                    return;
+                }
+            }
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
     }
 
     /// Waits while paused; returns early when cancelled or stopped.

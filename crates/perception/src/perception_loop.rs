@@ -90,6 +90,9 @@ pub struct LoopConfig {
     pub pricing: Option<Pricing>,
     /// The run's id, recorded on the run's span (`lumen.run.id`).
     pub run_id: Option<String>,
+    /// When and for how long the run hands the browser to a person; `None`
+    /// (the default): nobody can be asked, `request_human` fails.
+    pub handoff: Option<lumen_core::HandoffPolicy>,
 }
 
 impl Default for LoopConfig {
@@ -110,6 +113,7 @@ impl Default for LoopConfig {
             max_failures: None,
             pricing: None,
             run_id: None,
+            handoff: None,
         }
     }
 }
@@ -188,6 +192,8 @@ pub struct RunState {
     replayed_steps: u32,
     /// The span of the step under way: the parent of its action spans.
     step_span: tracing::Span,
+    /// Hand-overs to a person so far.
+    handoffs: handoff::Handoffs,
 }
 
 impl RunState {
@@ -258,6 +264,7 @@ impl RunState {
             script: None,
             replayed_steps: 0,
             step_span: tracing::Span::none(),
+            handoffs: handoff::Handoffs::default(),
         }
     }
 }
@@ -503,13 +510,18 @@ impl PerceptionLoop {
             Ok(None) if run.budget_stop.is_some() => {
                 (RunStatus::BudgetExceeded, run.budget_stop.take(), None)
             }
+            Ok(None) if run.handoffs.timed_out.is_some() => (
+                RunStatus::HandoffTimeout,
+                run.handoffs.timed_out.take(),
+                None,
+            ),
             Ok(None) => (RunStatus::MaxSteps, None, None),
             Err(e @ LumenError::Cancelled { .. }) => {
                 (RunStatus::Cancelled, self.control.cancel_reason(), Some(e))
             }
             Err(e) => (RunStatus::Failure, None, Some(e)),
         };
-        if status == RunStatus::Success && top {
+        if status == RunStatus::Success && top && !run.handoffs.any {
             self.save_script(instruction, run).await;
         }
         if status == RunStatus::Success
@@ -606,6 +618,9 @@ impl PerceptionLoop {
             if let Some(done) = done? {
                 return Ok(Some(done));
             }
+            if run.handoffs.timed_out.is_some() {
+                return Ok(None);
+            }
         }
         Ok(None)
     }
@@ -658,6 +673,12 @@ impl PerceptionLoop {
                 url: url.clone(),
             })
             .await;
+        // A policy trigger hands over before the screenshot, so the step
+        // sees the page as the person left it.
+        self.step_triggers(step, &url, run).await?;
+        if run.handoffs.timed_out.is_some() {
+            return Ok(None);
+        }
 
         let shot = self
             .guarded(self.tab.screenshot(&self.capture_options()))
@@ -1084,8 +1105,31 @@ impl PerceptionLoop {
             .await;
         // Once a terminate was accepted, the rest of the turn is drained:
         // recorded and answered, never executed.
-        if terminated.is_some() {
-            let execution = ActionExecution::failed("not executed: the task was already completed");
+        if terminated.is_some() || run.handoffs.timed_out.is_some() {
+            let execution = ActionExecution::failed(match terminated.is_some() {
+                true => "not executed: the task was already completed",
+                false => "not executed: nobody took over in time, so the run ends",
+            });
+            done.push(Done {
+                record: ActionRecord {
+                    call,
+                    execution,
+                    blocked: None,
+                },
+                terminated: None,
+            });
+            return Ok(());
+        }
+        // A payment the policy keeps for a person is handed over, not run.
+        if let Some(execution) = self.payment_trigger(step, &call.action, run).await? {
+            let execution = self.pipeline.redacted(execution);
+            self.bus
+                .emit(StreamEvent::ActionResult {
+                    step,
+                    call: call.clone(),
+                    execution: execution.clone(),
+                })
+                .await;
             done.push(Done {
                 record: ActionRecord {
                     call,
@@ -1170,6 +1214,9 @@ impl PerceptionLoop {
                 max_steps,
             }) => {
                 execution = self.delegate(&sub, max_steps, run).await?;
+            }
+            Some(ControlRequest::RequestHuman { reason }) => {
+                execution = self.requested_human(step, &reason, run).await?;
             }
             Some(ControlRequest::WriteState { data }) => match run.state.write(data.clone()) {
                 Ok(()) => {
@@ -1451,6 +1498,9 @@ fn is_fatal_model_error(e: &LumenError) -> bool {
 
 #[path = "perception_loop_replay.rs"]
 mod replay;
+
+#[path = "perception_loop_handoff.rs"]
+mod handoff;
 use replay::{REPLAYED, ScriptReplay};
 
 #[cfg(test)]

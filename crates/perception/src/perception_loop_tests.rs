@@ -916,3 +916,6 @@ async fn the_usage_breakdown_counts_summaries_gate_samples_verifier_and_children
         other => panic!("the last event is not Done: {other:?}"),
     }
 }
+
+#[path = "perception_loop_handoff_tests.rs"]
+mod handoff;

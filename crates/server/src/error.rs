@@ -79,6 +79,17 @@ impl ApiError {
         )
     }
 
+    /// 401 `bad_ticket`: a live view's ticket is unknown, used up or
+    /// expired.
+    pub fn bad_ticket() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "bad_ticket",
+            "this live view's ticket is unknown, used up or expired: ask for a new one \
+             (POST /v1/runs/{id}/live, or the URL `lumen run --handoff` prints)",
+        )
+    }
+
     /// 403 `forbidden_origin`: a web page on another origin sent this
     /// request (cross-site request forgery, cross-site WebSocket).
     pub fn forbidden_origin(origin: &str) -> Self {

@@ -25,6 +25,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::error::ApiError;
 use crate::front_door::FrontDoor;
+use crate::live;
 use crate::runs::{Live, RunEntry, RunManager};
 use crate::store;
 
@@ -33,6 +34,8 @@ use crate::store;
 pub(crate) struct AppState {
     pub(crate) runs: Arc<RunManager>,
     pub(crate) door: Arc<FrontDoor>,
+    /// One-time tickets to hand-overs' live views.
+    pub(crate) tickets: Arc<live::Tickets>,
 }
 
 /// The API router (every route; authentication included).
@@ -47,6 +50,9 @@ pub(crate) fn router(state: AppState) -> Router {
         .route("/v1/runs/{id}/pause", post(pause_run))
         .route("/v1/runs/{id}/resume", post(resume_run))
         .route("/v1/runs/{id}/message", post(message_run))
+        .route("/v1/runs/{id}/live", get(live_page).post(live_ticket))
+        .route("/v1/runs/{id}/live/socket", get(live_socket))
+        .route("/v1/runs/{id}/handoff/done", post(handoff_done))
         .route("/v1/runs/{id}/tasks", post(add_task))
         .route("/v1/runs/{id}/events", get(run_events))
         .route("/v1/runs/{id}/trace", get(run_trace))
@@ -70,7 +76,10 @@ async fn front_door(State(state): State<AppState>, req: Request, next: Next) -> 
     {
         return e.into_response();
     }
-    if req.uri().path() != "/health" && !door.authorized(req.headers()) {
+    // A live view's page and socket carry a one-time ticket instead (a
+    // browser cannot send the bearer header on a WebSocket).
+    let ticketed = req.method() == Method::GET && is_live_view(req.uri().path());
+    if req.uri().path() != "/health" && !ticketed && !door.authorized(req.headers()) {
         let mut r = ApiError::unauthorized().into_response();
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -84,6 +93,15 @@ async fn front_door(State(state): State<AppState>, req: Request, next: Next) -> 
     } else {
         next.run(req).await
     }
+}
+
+/// `/v1/runs/{id}/live` and `/v1/runs/{id}/live/socket`.
+fn is_live_view(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    matches!(
+        parts.as_slice(),
+        ["", "v1", "runs", id, "live"] | ["", "v1", "runs", id, "live", "socket"] if !id.is_empty()
+    )
 }
 
 /// Checks that the body is declared `application/json` and reads it, up to
@@ -189,6 +207,68 @@ async fn resume_run(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     Ok(Json(s.runs.resume(&id).await?).into_response())
+}
+
+/// A one-time ticket to the live view of the run's waiting hand-over.
+async fn live_ticket(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let entry = s.runs.entry(&id)?;
+    let Some(pending) = entry.control().handoff() else {
+        return Err(ApiError::invalid_state(format!(
+            "run {id} is not waiting for a person (status {})",
+            entry.info().status.as_str()
+        )));
+    };
+    let ticket = s
+        .tickets
+        .mint(&id, pending.id)
+        .map_err(|e| ApiError::internal(format!("no ticket could be made: {e}")))?;
+    Ok(Json(json!({
+        "handoff": pending.id,
+        "reason": pending.reason,
+        "trigger": pending.trigger,
+        "url": format!("/v1/runs/{id}/live?ticket={ticket}"),
+        "socket": format!("/v1/runs/{id}/live/socket?ticket={ticket}"),
+        "expiresInSecs": live::TICKET_TTL.as_secs(),
+    }))
+    .into_response())
+}
+
+async fn live_page(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<live::TicketQuery>,
+) -> Result<Response, ApiError> {
+    s.tickets
+        .peek(&id, q.secret())
+        .ok_or_else(ApiError::bad_ticket)?;
+    Ok(live::page_response())
+}
+
+async fn live_socket(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<live::TicketQuery>,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let handoff = s
+        .tickets
+        .redeem(&id, q.secret())
+        .ok_or_else(ApiError::bad_ticket)?;
+    let control = s.runs.entry(&id)?.control();
+    Ok(live::upgrade(ws, control, handoff))
+}
+
+/// The person is done (without the live view's button): the run goes on,
+/// with `note` for the model.
+async fn handoff_done(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    Ok((StatusCode::ACCEPTED, Json(s.runs.handoff_done(&id, &body)?)).into_response())
 }
 
 async fn add_task(

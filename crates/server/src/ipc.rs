@@ -19,6 +19,7 @@
 //! | `pause` / `resume` | `{runId}` | the run |
 //! | `message` | `{runId, text}` | `{delivery}` |
 //! | `add_task` | `{runId, instruction}` | `{id, task, queued}`, as `POST /v1/runs/{id}/tasks` |
+//! | `handoff_done` | `{runId, note?, handoff?}` | the run, as `POST /v1/runs/{id}/handoff/done` (the live view itself needs `lumen serve`) |
 //! | `subscribe` | `{runId, after?}` | `{"subscribed": runId}` |
 //! | `trace` | `{runId}` | as `GET /v1/runs/{id}/trace` |
 //! | `shutdown` | | `{}`, then runs are interrupted and the process ends |
@@ -164,6 +165,7 @@ async fn handle(
             runs.message(&run_id(params)?, &body_without_id(params))
                 .await
         }
+        "handoff_done" => to_value(runs.handoff_done(&run_id(params)?, &body_without_id(params))?),
         "add_task" => {
             runs.add_task(&run_id(params)?, &body_without_id(params))
                 .await

@@ -38,6 +38,7 @@ mod front_door;
 mod http;
 pub mod ipc;
 mod listen;
+pub mod live;
 mod lock;
 pub mod mcp;
 mod openapi;
@@ -169,6 +170,7 @@ impl Server {
         let app = http::router(http::AppState {
             runs: runs.clone(),
             door: Arc::new(door),
+            tickets: Arc::default(),
         });
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(listen::serve(listener, app, limits, stopped));

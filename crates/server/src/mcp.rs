@@ -3,7 +3,8 @@
 //! directly.
 //!
 //! Tools:
-//! - `run_task {instruction, …options}`: a whole run, with every option of
+//! - `run_task {instruction, …options}` (all but `handoff`: a blocking tool
+//!   call leaves nobody to answer a hand-over): a whole run, with every option of
 //!   the server's run body ([`lumen::RunOptions`], the same checks), on
 //!   the run manager (persisted like a server run); answers with its status,
 //!   result, steps and id when it ends.
@@ -71,12 +72,21 @@ fn action_tool(tag: &str, fields: &[&str], required: &[&str]) -> Arc<Map<String,
     schema(json!({"type": "object", "required": required, "properties": properties}))
 }
 
+/// The run body without `handoff` (see the module docs).
+fn run_task_schema() -> Value {
+    let mut body = crate::openapi::create_run_schema();
+    if let Some(p) = body["properties"].as_object_mut() {
+        p.remove("handoff");
+    }
+    body
+}
+
 pub(crate) fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "run_task",
             "Run a browser task with the Lumen agent until it ends; returns its status and answer.",
-            schema(crate::openapi::create_run_schema()),
+            schema(run_task_schema()),
         ),
         Tool::new(
             "open",
@@ -134,6 +144,14 @@ impl LumenMcp {
     }
 
     async fn run_task(&self, args: Map<String, Value>) -> CallToolResult {
+        // A tool call blocks until the run ends: nobody could answer a
+        // hand-over from here.
+        if args.contains_key("handoff") {
+            return failed(
+                "`handoff` needs a person with a live view: start the run over the HTTP API \
+                 (lumen serve) or with lumen run --handoff",
+            );
+        }
         let mut live = self.runs.subscribe();
         let info = match self.runs.create(&Value::Object(args)).await {
             Ok(i) => i,

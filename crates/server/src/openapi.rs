@@ -85,7 +85,7 @@ pub(crate) fn document() -> Value {
                         "properties": {
                             "code": {"type": "string", "enum": [
                                 "invalid_json", "invalid_field", "missing_field", "unknown_field",
-                                "unauthorized", "forbidden_origin", "misdirected_host",
+                                "unauthorized", "bad_ticket", "forbidden_origin", "misdirected_host",
                                 "unsupported_media_type", "body_too_large",
                                 "not_found", "invalid_state", "run_ended", "task_limit",
                                 "policy_denied", "queue_full", "internal"
@@ -107,7 +107,7 @@ pub(crate) fn document() -> Value {
                         "type": {"type": "string", "enum": [
                             "run_started", "step_started", "screenshot", "reasoning_delta", "assistant_delta",
                             "thinking", "action", "action_result", "action_blocked", "state_written", "nudge",
-                            "compaction", "termination_rejected", "step_completed", "error", "done"
+                            "compaction", "termination_rejected", "waiting_for_human", "human_done", "step_completed", "error", "done"
                         ]},
                         "step": {"type": "integer"},
                         "text": {"type": "string", "description": "thinking, reasoning_delta, assistant_delta: the text (a delta's piece)"}
@@ -176,6 +176,38 @@ pub(crate) fn document() -> Value {
                 &[("400", "Invalid body"), ("409", "The run has ended; the message was not delivered")],
             )},
             "/v1/runs/{id}/tasks": {"post": add_task_operation()},
+            "/v1/runs/{id}/live": {
+                "post": control(
+                    "A one-time ticket to the live view of the hand-over the run waits on: {handoff, reason, trigger, url, socket, expiresInSecs}",
+                    None,
+                    ("200", json!({"description": "The ticket's page and socket URLs (valid 300 s, the socket redeems it)"})),
+                    &[("409", "The run is not waiting for a person")],
+                ),
+                "get": {
+                    "summary": "The live view's page (canvas, input, a note and done), for a live ticket",
+                    "security": [],
+                    "parameters": [id_param(), {"name": "ticket", "in": "query", "required": true, "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": {"description": "The page", "content": {"text/html": {}}},
+                        "401": error_response("bad_ticket: unknown, used up or expired")
+                    }
+                }
+            },
+            "/v1/runs/{id}/live/socket": {"get": {
+                "summary": "WebSocket of the live view, redeeming the ticket: receive {type: handoff}, {type: frame, width, height, data}, {type: closed}; send mouseMove, mouseDown, mouseUp, wheel, keyDown, keyUp, text and finally {type: done, note?}",
+                "security": [],
+                "parameters": [id_param(), {"name": "ticket", "in": "query", "required": true, "schema": {"type": "string"}}],
+                "responses": {
+                    "101": {"description": "Switching protocols"},
+                    "401": error_response("bad_ticket: unknown, used up or expired")
+                }
+            }},
+            "/v1/runs/{id}/handoff/done": {"post": control(
+                "The person is done: the run goes on with a fresh screenshot and the note",
+                Some(json!({"type": "object", "properties": {"note": {"type": "string", "maxLength": 2000}, "handoff": {"type": "integer", "description": "Only this hand-over"}}})),
+                ("202", run_response("Handed back")),
+                &[("400", "Invalid body"), ("409", "The run is not waiting for a person")],
+            )},
             "/v1/runs/{id}/events": {"get": {
                 "summary": "Server-sent events of the run (id = seq; resume with Last-Event-ID or ?after=)",
                 "parameters": [
@@ -221,7 +253,7 @@ fn run_schema() -> Value {
         ],
         "properties": {
             "id": {"type": "string"},
-            "status": {"type": "string", "enum": ["queued", "running", "paused", "completed", "failed", "cancelled", "interrupted"]},
+            "status": {"type": "string", "enum": ["queued", "running", "paused", "waiting_for_human", "completed", "failed", "cancelled", "interrupted"]},
             "instruction": {"type": "string", "description": "The task (secret values redacted to <secret:NAME>, as in every text of the record)"},
             "startUrl": {"type": "string"},
             "model": {"type": "string"},
@@ -252,9 +284,24 @@ fn run_schema() -> Value {
             "taskIndex": {"type": "integer", "description": "The task running or last run: 0 the instruction, n tasks[n-1]"},
             "taskResults": task_results_schema(),
             "taskSeq": {"type": "integer", "description": "The event seq the running follow-on task starts at"},
+            "handoff": handoff_schema(),
             "createdAtMs": {"type": "integer"},
             "startedAtMs": {"type": "integer"},
             "endedAtMs": {"type": "integer"}
+        }
+    })
+}
+
+/// `Run.handoff`: what a run waiting for a person asks of them.
+fn handoff_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "While waiting_for_human: what the person is asked (POST /v1/runs/{id}/live opens the live view)",
+        "required": ["id", "reason", "trigger"],
+        "properties": {
+            "id": {"type": "integer"},
+            "reason": {"type": "string"},
+            "trigger": {"type": "string", "enum": ["model", "url", "payment", "rejections"]}
         }
     })
 }
@@ -263,7 +310,13 @@ fn run_schema() -> Value {
 /// every loop status but `cancelled`, which the run's `status` and
 /// `cancelReason` say instead.
 fn outcomes() -> Value {
-    json!(["success", "failure", "maxSteps", "budgetExceeded"])
+    json!([
+        "success",
+        "failure",
+        "maxSteps",
+        "budgetExceeded",
+        "handoffTimeout"
+    ])
 }
 
 /// `Run.taskResults`.
@@ -370,7 +423,10 @@ mod tests {
             .keys()
             .cloned()
             .collect();
-        assert_eq!(mcp, every_option_key(), "MCP run_task");
+        // All but `handoff`: a blocking tool call leaves nobody to answer.
+        let mut expected = every_option_key();
+        assert!(expected.remove("handoff"));
+        assert_eq!(mcp, expected, "MCP run_task");
     }
 
     fn keys(v: &Value) -> BTreeSet<String> {
@@ -430,6 +486,11 @@ mod tests {
                 usage: Default::default(),
             }],
             task_seq: 9,
+            handoff: Some(crate::store::HandoffInfo {
+                id: 1,
+                reason: "a code".into(),
+                trigger: lumen::HandoffTrigger::Model,
+            }),
         };
         let bare = RunInfo {
             start_url: None,
@@ -449,6 +510,7 @@ mod tests {
             tasks: Vec::new(),
             task_results: Vec::new(),
             task_seq: 0,
+            handoff: None,
             ..full.clone()
         };
         (full, bare)
@@ -487,6 +549,7 @@ mod tests {
             lumen::RunStatus::MaxSteps,
             lumen::RunStatus::Cancelled,
             lumen::RunStatus::BudgetExceeded,
+            lumen::RunStatus::HandoffTimeout,
         ];
         let outcomes: BTreeSet<String> = statuses
             .into_iter()
@@ -495,7 +558,8 @@ mod tests {
                 lumen::RunStatus::Success
                 | lumen::RunStatus::Failure
                 | lumen::RunStatus::MaxSteps
-                | lumen::RunStatus::BudgetExceeded => true,
+                | lumen::RunStatus::BudgetExceeded
+                | lumen::RunStatus::HandoffTimeout => true,
             })
             .map(|s| {
                 serde_json::to_value(s)

@@ -116,13 +116,24 @@ impl RunEntry {
     }
 
     /// The record as clients see it (a queued or running run whose control
-    /// is paused reports `paused`).
+    /// is paused reports `paused`; a running one handed to a person,
+    /// `waiting_for_human` with the hand-over).
     pub fn info(&self) -> RunInfo {
         let mut info = lock(&self.info).clone();
         info.redact(&self.redactor());
-        if matches!(info.status, RunState::Queued | RunState::Running) && self.control().is_paused()
-        {
+        let control = self.control();
+        if matches!(info.status, RunState::Queued | RunState::Running) && control.is_paused() {
             info.status = RunState::Paused;
+        }
+        if info.status == RunState::Running
+            && let Some(h) = control.handoff()
+        {
+            info.status = RunState::WaitingForHuman;
+            info.handoff = Some(crate::store::HandoffInfo {
+                id: h.id,
+                reason: h.reason,
+                trigger: h.trigger,
+            });
         }
         info
     }
@@ -132,7 +143,7 @@ impl RunEntry {
         lock(&self.info).status.is_active()
     }
 
-    fn control(&self) -> RunControl {
+    pub(crate) fn control(&self) -> RunControl {
         lock(&self.control).clone()
     }
 
@@ -449,6 +460,7 @@ impl RunManager {
             task_index: 0,
             task_results: Vec::new(),
             task_seq: 0,
+            handoff: None,
         };
         let entry = Arc::new(RunEntry::new(
             RunDir::new(&self.options.data_dir, &id),
@@ -641,6 +653,37 @@ impl RunManager {
         }
         entry.persist().await;
         Ok(json!({"id": id, "delivery": "on_resume"}))
+    }
+
+    /// `POST /v1/runs/{id}/handoff/done` with `{"note"?, "handoff"?}`: the
+    /// person is done with the hand-over the run waits on (only hand-over
+    /// `handoff`, when given); the run goes on with the note. 409 when
+    /// nothing waits.
+    pub fn handoff_done(&self, id: &str, body: &[u8]) -> Result<RunInfo, ApiError> {
+        let entry = self.entry(id)?;
+        let obj = control_body(body, &["note", "handoff"])?;
+        let note = opt_string(&obj, "note")?;
+        if note.as_ref().is_some_and(|n| n.chars().count() > 2000) {
+            return Err(ApiError::invalid_field(
+                "note",
+                "`note` must be at most 2000 characters",
+            ));
+        }
+        let handoff = match obj.get("handoff") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_u64().ok_or_else(|| {
+                ApiError::invalid_field("handoff", "`handoff` must be the hand-over's number")
+            })?),
+        };
+        if !entry.control().finish_handoff(handoff, note) {
+            return Err(ApiError::invalid_state(format!(
+                "run {id} is not waiting for a person{}",
+                handoff
+                    .map(|h| format!(" in hand-over {h}"))
+                    .unwrap_or_default()
+            )));
+        }
+        Ok(entry.info())
     }
 
     /// Stops accepting runs, cancels every active one with reason

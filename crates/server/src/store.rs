@@ -35,6 +35,9 @@ pub enum RunState {
     Running,
     /// Paused at a step boundary (`/resume` continues).
     Paused,
+    /// Handed to a person, waiting for them to finish (`/live` opens the
+    /// live view, `/handoff/done` hands back).
+    WaitingForHuman,
     /// Ended with success.
     Completed,
     /// Ended without success (failure, step budget, fatal error).
@@ -53,6 +56,7 @@ impl RunState {
             RunState::Queued => "queued",
             RunState::Running => "running",
             RunState::Paused => "paused",
+            RunState::WaitingForHuman => "waiting_for_human",
             RunState::Completed => "completed",
             RunState::Failed => "failed",
             RunState::Cancelled => "cancelled",
@@ -72,7 +76,7 @@ impl RunState {
     pub fn is_active(self) -> bool {
         matches!(
             self,
-            RunState::Queued | RunState::Running | RunState::Paused
+            RunState::Queued | RunState::Running | RunState::Paused | RunState::WaitingForHuman
         )
     }
 }
@@ -189,6 +193,22 @@ pub struct RunInfo {
     /// run keeps every event before it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub task_seq: u64,
+    /// The hand-over a person is asked for, while the run is
+    /// `waiting_for_human` (never stored: it lives as long as the wait).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<HandoffInfo>,
+}
+
+/// What a run waiting for a person asks of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffInfo {
+    /// The hand-over's number in the run (from 1).
+    pub id: u64,
+    /// What the person is asked to do.
+    pub reason: String,
+    /// Why the run handed over (`model`, `url`, `payment`, `rejections`).
+    pub trigger: lumen::HandoffTrigger,
 }
 
 impl RunInfo {

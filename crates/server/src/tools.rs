@@ -75,7 +75,7 @@ mod tests {
         let doc = document();
         let branches = doc["actions"]["oneOf"].as_array().unwrap();
         assert_eq!(branches.len(), lumen::core::action_schema::CATALOGUE.len());
-        assert_eq!(branches.len(), 29);
+        assert_eq!(branches.len(), 30);
         for b in branches {
             let value = example(b);
             let action: lumen::Action =

@@ -74,6 +74,7 @@ fn status_name(status: Option<RunStatus>) -> &'static str {
         Some(RunStatus::MaxSteps) => "maxSteps",
         Some(RunStatus::Cancelled) => "cancelled",
         Some(RunStatus::BudgetExceeded) => "budgetExceeded",
+        Some(RunStatus::HandoffTimeout) => "handoffTimeout",
         None => "unknown",
     }
 }

@@ -169,6 +169,7 @@ impl CdpTab {
             ws_url,
             options,
             request_guard: std::sync::OnceLock::new(),
+            live: Default::default(),
         };
         Ok(Self {
             shared: Arc::new(shared),

@@ -17,7 +17,8 @@
 //! - `transfer`: uploads (the file chooser, and a file input named by a
 //!   ref) and downloads;
 //! - `pagelog`: console and network reads;
-//! - `guard`: the request filter (network-layer policy).
+//! - `guard`: the request filter (network-layer policy);
+//! - `live`: a hand-over's live view (screencast, a person's input).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,6 +48,7 @@ mod context;
 mod evaluate;
 mod guard;
 mod input;
+mod live;
 mod mask;
 mod navigate;
 mod pagelog;
@@ -107,6 +109,8 @@ struct Shared {
     ws_url: String,
     /// The request filter, once installed.
     request_guard: std::sync::OnceLock<Arc<guard::RequestGuard>>,
+    /// What a person in a live view holds down.
+    live: live::LiveState,
 }
 
 impl Drop for Shared {
@@ -382,6 +386,14 @@ impl BrowserTab for CdpTab {
 
     async fn evaluate(&self, expression: &str) -> Result<serde_json::Value> {
         self.eval_active(expression).await
+    }
+
+    async fn screencast(&self, max_width: u32) -> Result<Option<lumen_core::LiveFrames>> {
+        self.start_screencast(max_width).await
+    }
+
+    async fn live_input(&self, input: &lumen_core::LiveInput) -> Result<bool> {
+        self.send_live_input(input).await
     }
 
     async fn key_down(&self, key: &str) -> Result<ActionOutcome> {

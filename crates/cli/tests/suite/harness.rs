@@ -117,6 +117,13 @@ pub(crate) fn type_text(turn: usize, text: &str) -> Reply {
     )
 }
 
+pub(crate) fn request_human(turn: usize, reason: &str) -> Reply {
+    anthropic_turn(
+        &[tool(turn, "request_human", json!({"reason": reason}))],
+        1000,
+    )
+}
+
 pub(crate) fn done(turn: usize, result: &str, status: &str) -> Reply {
     anthropic_turn(
         &[tool(

@@ -6,6 +6,7 @@ mod direct_files;
 mod direct_keeper;
 mod direct_network;
 mod errors;
+mod handoff;
 mod harness;
 mod live;
 mod policy;

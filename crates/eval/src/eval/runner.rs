@@ -34,7 +34,8 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    /// `success`, `failure`, `maxSteps`, `cancelled` or `timeout`.
+    /// `success`, `failure`, `maxSteps`, `cancelled`, `budgetExceeded`,
+    /// `handoffTimeout` or `timeout`.
     pub(crate) fn status(&self) -> String {
         match self.result.as_ref().map(|r| r.status) {
             None => "timeout".into(),
@@ -43,6 +44,7 @@ impl Run {
             Some(RunStatus::MaxSteps) => "maxSteps".into(),
             Some(RunStatus::Cancelled) => "cancelled".into(),
             Some(RunStatus::BudgetExceeded) => "budgetExceeded".into(),
+            Some(RunStatus::HandoffTimeout) => "handoffTimeout".into(),
         }
     }
 

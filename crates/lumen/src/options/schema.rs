@@ -142,6 +142,19 @@ pub(super) const SCHEMA: &[(&str, SchemaFn)] = &[
         "secretDomains",
         || json!({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}, "description": "Secret name to the sites it may be typed on."}),
     ),
+    ("handoff", || {
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "description": "Hand the browser to a person through a live view: offers the model request_human; triggers hand over by themselves.",
+            "properties": {
+                "timeoutSecs": {"type": "integer", "minimum": 1, "maximum": 86400, "description": "How long to wait for the person (default 600); then the run ends with handoffTimeout."},
+                "urls": {"type": "array", "items": {"type": "string"}, "description": "Hand over when a step starts on a matching URL (* matches anything), once per URL."},
+                "beforePayment": {"type": "boolean", "description": "Hand over instead of a click or Enter on a page with a payment field."},
+                "afterRejections": {"type": "integer", "minimum": 0, "description": "Hand over once the verifier rejected this many answers (0: never)."}
+            }
+        })
+    }),
 ];
 
 /// A value for every option (for tests that compare schemas with the
@@ -184,5 +197,6 @@ pub fn every_option_set() -> RunOptions {
         policy: Some(PolicyConfig::default()),
         secrets: Some(SecretValues(BTreeMap::from([("PW".into(), "v".into())]))),
         secret_domains: Some(BTreeMap::from([("PW".into(), vec!["a.test".into()])])),
+        handoff: Some(lumen_core::HandoffPolicy::default()),
     }
 }

@@ -179,6 +179,7 @@ impl Session {
             max_cost_usd: options.max_cost_usd,
             max_failures: options.max_failures,
             run_id: options.run_id.clone(),
+            handoff: options.handoff.clone(),
             pricing: Some(session_pricing(
                 adapter.info(),
                 options.verifier.as_deref(),

@@ -65,6 +65,11 @@ pub struct SessionOptions {
     /// The run's id in traces (`lumen.run.id` on the root span, see
     /// `lumen::telemetry`); the server sets its run id.
     pub run_id: Option<String>,
+    /// Hand the browser to a person when the model asks (`request_human`)
+    /// or a trigger fires; `None`: nobody can be asked. A person acts
+    /// through [`RunControl::handoff`](lumen_perception::control::RunControl::handoff)'s
+    /// tab, e.g. with `lumen_server::live`.
+    pub handoff: Option<lumen_core::HandoffPolicy>,
 }
 
 impl Default for SessionOptions {
@@ -91,6 +96,7 @@ impl Default for SessionOptions {
             max_cost_usd: None,
             max_failures: None,
             run_id: None,
+            handoff: None,
         }
     }
 }
@@ -115,6 +121,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("max_cost_usd", &self.max_cost_usd)
             .field("max_failures", &self.max_failures)
             .field("run_id", &self.run_id)
+            .field("handoff", &self.handoff)
             .finish_non_exhaustive()
     }
 }

@@ -169,6 +169,9 @@ impl Wire {
                             "scroll_direction": "down", "scroll_amount": 5
                         }))),
                         ScriptStep::Goto(u) => blocks.push(tool("", "navigate", json!({"url": u}))),
+                        ScriptStep::RequestHuman(r) => {
+                            blocks.push(tool("", "request_human", json!({"reason": r})))
+                        }
                         ScriptStep::Done(r) => {
                             blocks.push(tool("", "task_complete", json!({"result": r})))
                         }
@@ -202,6 +205,7 @@ impl Wire {
                             "type": "scroll", "x": viewport.0 / 2, "y": viewport.1 / 2, "scroll_x": 0, "scroll_y": 500
                         }))),
                         ScriptStep::Goto(u) => items.push(function("navigate", json!({"url": u}))),
+                        ScriptStep::RequestHuman(r) => items.push(function("request_human", json!({"reason": r}))),
                         ScriptStep::Done(r) => items.push(function("task_complete", json!({"result": r}))),
                     }
                 }
@@ -230,6 +234,7 @@ impl Wire {
                         ScriptStep::Key(k) => parts.push(call("key_combination", json!({"keys": k}))),
                         ScriptStep::ScrollDown => parts.push(call("scroll_document", json!({"direction": "down"}))),
                         ScriptStep::Goto(u) => parts.push(call("navigate", json!({"url": u}))),
+                        ScriptStep::RequestHuman(r) => parts.push(call("request_human", json!({"reason": r}))),
                         ScriptStep::Done(r) => parts.push(call("task_complete", json!({"result": r}))),
                     }
                 }
@@ -256,6 +261,9 @@ impl Wire {
                             parts.push(call("scroll", args));
                         }
                         ScriptStep::Goto(u) => parts.push(call("navigate", json!({"url": u}))),
+                        ScriptStep::RequestHuman(r) => {
+                            parts.push(call("request_human", json!({"reason": r})))
+                        }
                         ScriptStep::Done(r) => {
                             parts.push(call("task_complete", json!({"result": r})))
                         }
@@ -282,6 +290,9 @@ impl Wire {
                             json!({"x": 500, "y": 500, "direction": "down", "amount": 5}),
                         )),
                         ScriptStep::Goto(u) => calls.push((id, "navigate", json!({"url": u}))),
+                        ScriptStep::RequestHuman(r) => {
+                            calls.push((id, "request_human", json!({"reason": r})))
+                        }
                         ScriptStep::Done(r) => {
                             calls.push((id, "task_complete", json!({"result": r})))
                         }
@@ -332,6 +343,8 @@ pub enum ScriptStep {
     Goto(String),
     /// Finish with this answer.
     Done(String),
+    /// Hand the browser to a person (`request_human`) for this reason.
+    RequestHuman(String),
 }
 
 /// A pixel position as a 0–1000 grid coordinate (rounded, clamped).
@@ -370,6 +383,7 @@ mod tests {
             ScriptStep::ScrollDown,
             ScriptStep::Goto("http://127.0.0.1/".into()),
             ScriptStep::Done("ok".into()),
+            ScriptStep::RequestHuman("a code".into()),
         ];
         for w in Wire::ALL {
             let Reply::Sse(events) = w.turn(0, &steps, (1280, 720)) else {

@@ -155,6 +155,8 @@ pub struct AnthropicCodec {
     base_url: String,
     tool: ComputerTool,
     opt_ins: crate::BrowserOptIns,
+    /// Offer `request_human`.
+    human: bool,
     max_tokens: u32,
     thinking: Option<Thinking>,
     summary_model: String,
@@ -198,6 +200,7 @@ impl HttpAdapter<AnthropicCodec> {
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             tool,
             opt_ins: options.browser_opt_ins,
+            human: options.request_human,
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             thinking,
             summary_model: options
@@ -271,7 +274,7 @@ impl AnthropicCodec {
         };
         let mut tools = vec![computer];
         let browser = self.tool == ComputerTool::BrowserToolset20260801;
-        for (name, description, schema) in prompt::own_tools() {
+        for (name, description, schema) in prompt::own_tools(self.human) {
             // The browser toolset has its own navigation, tabs and text.
             if browser && prompt::BROWSER_TOOLSET_HAS.contains(&name) {
                 continue;

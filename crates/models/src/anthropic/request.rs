@@ -483,6 +483,7 @@ pub(super) fn encode_computer(action: &Action, scale: ImageScale) -> (&'static s
             ("delegate", v)
         }
         Action::Fold { summary } => ("fold", json!({"summary": summary})),
+        Action::RequestHuman { reason } => ("request_human", json!({"reason": reason})),
         // An undecodable call is replayed as the computer call it claimed to
         // be; its tool result carries the error.
         Action::Invalid { input, .. } => (

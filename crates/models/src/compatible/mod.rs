@@ -49,6 +49,8 @@ pub struct CompatibleCodec {
     effort: Option<&'static str>,
     max_images: Option<usize>,
     summary_model: String,
+    /// Offer `request_human`.
+    human: bool,
 }
 
 impl HttpAdapter<CompatibleCodec> {
@@ -82,6 +84,7 @@ impl HttpAdapter<CompatibleCodec> {
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             effort: effort.map(Effort::openai),
             max_images: options.max_images,
+            human: options.request_human,
             summary_model: options.summary_model.unwrap_or_else(|| model.to_owned()),
         };
         Ok(Self { info, http, codec })
@@ -129,7 +132,7 @@ impl CompatibleCodec {
         let mut body = json!({
             "model": self.model,
             "messages": messages,
-            "tools": tools(self.space),
+            "tools": tools(self.space, self.human),
             "tool_choice": "auto",
             "max_tokens": self.max_tokens,
         });

@@ -83,14 +83,14 @@ const OFFERS: &[Offer] = &[
 ];
 
 /// Lumen's action set as function tools, rendered from the catalogue.
-pub(super) fn tools(space: CoordinateSpace) -> Vec<Value> {
+pub(super) fn tools(space: CoordinateSpace, human: bool) -> Vec<Value> {
     let unit = match space {
         CoordinateSpace::Normalized => "0-1000 grid",
         CoordinateSpace::Pixels => "screenshot pixels",
     };
     OFFERS
         .iter()
-        .chain(prompt::OWN_TOOLS)
+        .chain(prompt::own_offers(human))
         .filter_map(|offer| prompt::function_tool(offer, unit))
         .map(|(name, description, parameters)| {
             json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
@@ -206,6 +206,7 @@ pub(super) fn encode_known(
             }}),
         ),
         Action::Fold { summary } => ("fold", json!({"summary": summary})),
+        Action::RequestHuman { reason } => ("request_human", json!({"reason": reason})),
         Action::Delegate {
             instruction,
             max_steps,
@@ -399,7 +400,7 @@ mod tests {
     fn every_offered_tool_decodes_to_its_action() {
         let size = Size::new(1000, 1000);
         let decoder = ActionDecoder::for_screen(size, size);
-        let tools = tools(CoordinateSpace::Normalized);
+        let tools = tools(CoordinateSpace::Normalized, true);
         let offers: Vec<&Offer> = OFFERS.iter().chain(prompt::OWN_TOOLS).collect();
         // An offer naming a field or action the catalogue lacks is left out.
         assert_eq!(tools.len(), offers.len());

@@ -61,6 +61,8 @@ pub struct GoogleCodec {
     thinking_budget: Option<u32>,
     effort: Option<Effort>,
     summary_model: String,
+    /// Offer `request_human`.
+    human: bool,
 }
 
 impl HttpAdapter<GoogleCodec> {
@@ -87,6 +89,7 @@ impl HttpAdapter<GoogleCodec> {
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             effort,
             thinking_budget: options.thinking_budget,
+            human: options.request_human,
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
@@ -120,7 +123,7 @@ impl GoogleCodec {
 
     fn request_body(&self, ctx: &StepContext<'_>) -> Value {
         // `navigate` is one of Gemini's own computer-use functions.
-        let functions: Vec<Value> = prompt::own_tools()
+        let functions: Vec<Value> = prompt::own_tools(self.human)
             .into_iter()
             .filter(|(name, _, _)| *name != "navigate")
             .map(|(name, description, schema)| {

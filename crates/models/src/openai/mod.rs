@@ -76,6 +76,8 @@ pub struct OpenAiCodec {
     reasoning_room: u32,
     effort: Option<&'static str>,
     summary_model: String,
+    /// Offer `request_human`.
+    human: bool,
 }
 
 impl HttpAdapter<OpenAiCodec> {
@@ -107,6 +109,7 @@ impl HttpAdapter<OpenAiCodec> {
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             reasoning_room: options.thinking_budget.unwrap_or(0),
             effort: effort.map(Effort::openai),
+            human: options.request_human,
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
@@ -142,7 +145,7 @@ impl OpenAiCodec {
             })
         };
         let mut tools = vec![computer];
-        for (name, description, schema) in prompt::own_tools() {
+        for (name, description, schema) in prompt::own_tools(self.human) {
             tools.push(json!({
                 "type": "function",
                 "name": name,

@@ -343,9 +343,10 @@ impl RunManager {
                     RunStatus::Cancelled => RunState::Cancelled,
                     RunStatus::Success => RunState::Completed,
                     // The outcome says which (`budgetExceeded` for a budget).
-                    RunStatus::Failure | RunStatus::MaxSteps | RunStatus::BudgetExceeded => {
-                        RunState::Failed
-                    }
+                    RunStatus::Failure
+                    | RunStatus::MaxSteps
+                    | RunStatus::BudgetExceeded
+                    | RunStatus::HandoffTimeout => RunState::Failed,
                 };
                 // Earlier tasks' steps and tokens count too (`tasks.rs`).
                 let (steps, mut usage) = tasks::finished_totals(&i);

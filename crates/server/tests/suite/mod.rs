@@ -14,6 +14,7 @@ mod data_dir;
 mod deltas;
 mod durability;
 mod front_door;
+mod handoff;
 mod hardening;
 mod http_api;
 mod ipc;

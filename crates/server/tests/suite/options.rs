@@ -223,6 +223,18 @@ async fn mcp_run_task_takes_the_run_options_and_names_an_unknown_one() {
         .await;
     assert_eq!(bad["result"]["isError"], true, "{bad}");
     assert!(bad.to_string().contains("maxStep"), "{bad}");
+    // Nobody could answer a hand-over from a blocking tool call.
+    let handoff = mcp
+        .call(
+            "tools/call",
+            json!({"name": "run_task", "arguments": {"instruction": "x", "handoff": {}}}),
+        )
+        .await;
+    assert_eq!(handoff["result"]["isError"], true, "{handoff}");
+    assert!(
+        handoff.to_string().contains("lumen run --handoff"),
+        "{handoff}"
+    );
     env.done("done");
     let run = mcp
         .call(

@@ -1,0 +1,383 @@
+//! The live view of a hand-over: a person watches the tab the agent drives
+//! and acts in it, then presses done.
+//!
+//! - **Tickets.** A live view is opened with a one-time ticket: 128 random
+//!   bits, bound to one run's hand-over, valid for [`TICKET_TTL`] and used
+//!   up by the WebSocket that redeems it. The server mints one for an
+//!   authenticated `POST /v1/runs/{id}/live`; `lumen run --handoff` mints
+//!   one per hand-over and prints its URL.
+//! - **The page** ([`PAGE`], embedded in the binary): a canvas showing the
+//!   frames, the pointer, wheel, keys and pasted text sent back, a note and
+//!   a "done" button. It holds no data; it is served only for a live
+//!   ticket, with a content security policy that keeps it to its own
+//!   origin and out of frames.
+//! - **The socket** (`…/live/socket?ticket=…`): the server sends
+//!   `{"type":"handoff",…}` once, then `{"type":"frame","width","height",
+//!   "data"}` (a base64 JPEG; width and height are the page's CSS size,
+//!   the space input coordinates are in), and `{"type":"closed"}` when
+//!   the hand-over ends elsewhere. The client sends [`LiveInput`]s
+//!   (`mouseMove`, `mouseDown`, `mouseUp`, `wheel`, `keyDown`, `keyUp`,
+//!   `text`) and finally `{"type":"done","note":"…"}`; a message that is
+//!   not one of these is answered with `{"type":"error"}` and dropped.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine as _;
+use futures::{SinkExt as _, StreamExt as _};
+use lumen::LiveInput;
+use lumen::perception::control::RunControl;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::front_door::{FrontDoor, constant_time_eq};
+
+/// How long a ticket stays valid before it is redeemed.
+pub(crate) const TICKET_TTL: Duration = Duration::from_secs(300);
+/// The largest message a person's client may send.
+const MAX_MESSAGE: usize = 64 * 1024;
+/// The widest frame sent (the browser scales down to it).
+const FRAME_WIDTH: u32 = 1280;
+
+/// The live view's page: a canvas, input capture, a note and "done".
+pub(crate) const PAGE: &str = include_str!("live.html");
+
+/// One-time tickets to live views.
+#[derive(Debug, Default)]
+pub(crate) struct Tickets {
+    open: Mutex<Vec<Ticket>>,
+}
+
+#[derive(Debug, Clone)]
+struct Ticket {
+    secret: String,
+    /// The run it opens (the server's run id; `lumen run` has one run).
+    run: String,
+    /// The hand-over it opens.
+    handoff: u64,
+    expires: Instant,
+}
+
+impl Tickets {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Ticket>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new ticket to hand-over `handoff` of run `run`.
+    ///
+    /// # Errors
+    /// When the system has no randomness to give.
+    pub(crate) fn mint(&self, run: &str, handoff: u64) -> std::io::Result<String> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+        let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut open = self.lock();
+        let now = Instant::now();
+        open.retain(|t| t.expires > now);
+        open.push(Ticket {
+            secret: secret.clone(),
+            run: run.to_owned(),
+            handoff,
+            expires: now + TICKET_TTL,
+        });
+        Ok(secret)
+    }
+
+    fn find(open: &[Ticket], run: &str, secret: &str) -> Option<usize> {
+        let now = Instant::now();
+        // Every ticket is compared, each in constant time.
+        let mut found = None;
+        for (i, t) in open.iter().enumerate() {
+            let same = constant_time_eq(t.secret.as_bytes(), secret.as_bytes());
+            if same && t.run == run && t.expires > now {
+                found = Some(i);
+            }
+        }
+        found
+    }
+
+    /// The hand-over a live ticket opens, without using it up.
+    pub(crate) fn peek(&self, run: &str, secret: &str) -> Option<u64> {
+        let open = self.lock();
+        Self::find(&open, run, secret).map(|i| open[i].handoff)
+    }
+
+    /// The hand-over a live ticket opens, using it up.
+    pub(crate) fn redeem(&self, run: &str, secret: &str) -> Option<u64> {
+        let mut open = self.lock();
+        Self::find(&open, run, secret).map(|i| open.swap_remove(i).handoff)
+    }
+}
+
+/// The `?ticket=` of a live-view request.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TicketQuery {
+    #[serde(default)]
+    ticket: String,
+}
+
+impl TicketQuery {
+    pub(crate) fn secret(&self) -> &str {
+        &self.ticket
+    }
+}
+
+/// The page, for a live ticket: no caching, no referrer (the URL holds the
+/// ticket), no framing, nothing loaded from elsewhere.
+pub(crate) fn page_response() -> Response {
+    let mut r = (StatusCode::OK, PAGE).into_response();
+    let h = r.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+             img-src blob: data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; \
+             form-action 'none'",
+        ),
+    ] {
+        h.insert(name, HeaderValue::from_static(value));
+    }
+    r
+}
+
+/// Upgrades to the live view's socket of hand-over `handoff`.
+pub(crate) fn upgrade(ws: WebSocketUpgrade, control: RunControl, handoff: u64) -> Response {
+    ws.max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| session(socket, control, handoff))
+}
+
+/// What the person's client sends besides input.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
+enum Finish {
+    /// The person is done; the note goes to the model.
+    Done {
+        #[serde(default)]
+        note: Option<String>,
+    },
+}
+
+/// One live-view connection: frames out, input in, until done or the
+/// hand-over ends.
+async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
+    let (mut sink, mut source) = socket.split();
+    let Some(pending) = control.handoff().filter(|h| h.id == handoff) else {
+        let _ = sink.send(text(&json!({"type": "closed"}))).await;
+        return;
+    };
+    let hello = json!({
+        "type": "handoff",
+        "id": pending.id,
+        "reason": pending.reason,
+        "trigger": pending.trigger,
+    });
+    if sink.send(text(&hello)).await.is_err() {
+        return;
+    }
+    let mut frames = match pending.tab.screencast(FRAME_WIDTH).await {
+        Ok(Some(frames)) => frames,
+        Ok(None) => {
+            let e = json!({"type": "error", "message": "this browser cannot stream its page"});
+            let _ = sink.send(text(&e)).await;
+            Box::pin(futures::stream::pending())
+        }
+        Err(e) => {
+            let e = json!({"type": "error", "message": format!("the screencast failed: {e}")});
+            let _ = sink.send(text(&e)).await;
+            Box::pin(futures::stream::pending())
+        }
+    };
+    let closed = control.handoff_closed(handoff);
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            () = &mut closed => {
+                let _ = sink.send(text(&json!({"type": "closed"}))).await;
+                break;
+            }
+            frame = frames.next() => {
+                let Some(frame) = frame else { continue };
+                let data = base64::engine::general_purpose::STANDARD.encode(&frame.jpeg);
+                let msg = json!({
+                    "type": "frame",
+                    "width": frame.css_width,
+                    "height": frame.css_height,
+                    "data": data,
+                });
+                if sink.send(text(&msg)).await.is_err() {
+                    break;
+                }
+            }
+            msg = source.next() => {
+                let Some(Ok(msg)) = msg else { break };
+                let Message::Text(body) = msg else { continue };
+                let value: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                if let Ok(Finish::Done { note }) = serde_json::from_value::<Finish>(value.clone()) {
+                    let finished = control.finish_handoff(Some(handoff), note);
+                    let reply = match finished {
+                        true => json!({"type": "finished"}),
+                        false => json!({"type": "closed"}),
+                    };
+                    let _ = sink.send(text(&reply)).await;
+                    break;
+                }
+                let answer = match serde_json::from_value::<LiveInput>(value) {
+                    Ok(input) => match pending.tab.live_input(&input).await {
+                        Ok(true) => None,
+                        Ok(false) => Some("this browser cannot take input".to_owned()),
+                        Err(e) => Some(e.to_string()),
+                    },
+                    Err(e) => Some(format!("not a live-view message: {e}")),
+                };
+                if let Some(message) = answer {
+                    let e = json!({"type": "error", "message": message});
+                    if sink.send(text(&e)).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let _ = sink.close().await;
+}
+
+fn text(v: &Value) -> Message {
+    Message::Text(v.to_string().into())
+}
+
+/// `lumen run --handoff`'s live view: the page and its socket on
+/// 127.0.0.1, for the one run of the process.
+#[derive(Debug)]
+pub struct LiveServer {
+    addr: SocketAddr,
+    tickets: Arc<Tickets>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// The run name a standalone live view's tickets carry.
+const STANDALONE_RUN: &str = "run";
+
+#[derive(Clone)]
+struct Standalone {
+    control: RunControl,
+    tickets: Arc<Tickets>,
+    door: Arc<FrontDoor>,
+}
+
+impl LiveServer {
+    /// Serves the live view of `control`'s hand-overs on an ephemeral port
+    /// of 127.0.0.1. Requests must name it (`Host`) and come from its own
+    /// pages (`Origin`), as the API server's front door requires.
+    ///
+    /// # Errors
+    /// When no port can be bound.
+    pub async fn start(control: RunControl) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let tickets = Arc::new(Tickets::default());
+        let state = Standalone {
+            control,
+            tickets: tickets.clone(),
+            // No bearer token here: the ticket is the credential.
+            door: Arc::new(FrontDoor::new(addr, &[], Arc::from(""), MAX_MESSAGE)),
+        };
+        let app = axum::Router::new()
+            .route("/live", get(standalone_page))
+            .route("/live/socket", get(standalone_socket))
+            .with_state(state);
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::warn!("the live view stopped: {e}");
+            }
+        });
+        Ok(Self {
+            addr,
+            tickets,
+            task,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A one-time URL to the live view of hand-over `handoff`.
+    ///
+    /// # Errors
+    /// When the system has no randomness for the ticket.
+    pub fn url(&self, handoff: u64) -> std::io::Result<String> {
+        let ticket = self.tickets.mint(STANDALONE_RUN, handoff)?;
+        Ok(format!("http://{}/live?ticket={ticket}", self.addr))
+    }
+}
+
+impl Drop for LiveServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn check_door(door: &FrontDoor, headers: &HeaderMap) -> Result<(), ApiError> {
+    door.check_host(headers)
+        .and_then(|()| door.check_origin(headers))
+}
+
+async fn standalone_page(
+    State(s): State<Standalone>,
+    headers: HeaderMap,
+    Query(q): Query<TicketQuery>,
+) -> Result<Response, ApiError> {
+    check_door(&s.door, &headers)?;
+    s.tickets
+        .peek(STANDALONE_RUN, q.secret())
+        .ok_or_else(ApiError::bad_ticket)?;
+    Ok(page_response())
+}
+
+async fn standalone_socket(
+    State(s): State<Standalone>,
+    headers: HeaderMap,
+    Query(q): Query<TicketQuery>,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    check_door(&s.door, &headers)?;
+    let handoff = s
+        .tickets
+        .redeem(STANDALONE_RUN, q.secret())
+        .ok_or_else(ApiError::bad_ticket)?;
+    Ok(upgrade(ws, s.control, handoff))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ticket_opens_one_run_once() {
+        let t = Tickets::default();
+        let secret = t.mint("r1", 3).unwrap();
+        assert_eq!(secret.len(), 32);
+        assert_eq!(t.peek("r2", &secret), None, "another run's ticket");
+        assert_eq!(t.peek("r1", "0000"), None);
+        assert_eq!(t.peek("r1", ""), None);
+        assert_eq!(t.peek("r1", &secret), Some(3));
+        assert_eq!(t.redeem("r1", &secret), Some(3));
+        assert_eq!(t.redeem("r1", &secret), None, "used up");
+        let other = t.mint("r1", 4).unwrap();
+        assert_ne!(other, secret);
+    }
+}
