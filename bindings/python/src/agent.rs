@@ -234,6 +234,27 @@ impl NativeAgent {
         ))
     }
 
+    /// The hand-over the running task waits on, as `{id, reason, trigger}`;
+    /// `None` when it waits for nobody.
+    #[getter]
+    fn handoff(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.control
+            .handoff()
+            .map(|h| {
+                let value =
+                    serde_json::json!({"id": h.id, "reason": h.reason, "trigger": h.trigger});
+                convert::to_py(py, &value)
+            })
+            .transpose()
+    }
+
+    /// The person is done with the hand-over the task waits on; `note`
+    /// goes to the model. `False` when nothing waits.
+    #[pyo3(signature = (note = None))]
+    fn finish_handoff(&self, note: Option<String>) -> bool {
+        self.control.finish_handoff(None, note)
+    }
+
     /// Cancels the running task, if any (it ends with status `cancelled`).
     fn cancel(&self) {
         self.control.cancel("cancelled from Python");

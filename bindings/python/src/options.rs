@@ -60,10 +60,11 @@ pub(crate) fn prepare(
         }
         let mut value: Value = pythonize::depythonize(&value)
             .map_err(|e| errors::config(py, &key, &invalid_value(&key, &e.to_string())))?;
-        if key == "policy"
+        if matches!(key.as_str(), "policy" | "handoff")
             && let Value::Object(fields) = &mut value
         {
-            // The policy's own keys are snake_case in Python too.
+            // The policy's and hand-over's own keys are snake_case in
+            // Python too.
             *fields = std::mem::take(fields)
                 .into_iter()
                 .map(|(k, v)| (json_key(&k), v))

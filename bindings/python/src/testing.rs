@@ -59,7 +59,7 @@ fn bad_step(py: Python<'_>, why: &str) -> PyErr {
         "script",
         &format!(
             "{why}; a step is a dict with one key: navigate (URL), key (name), type (text), \
-             click ([x, y]) or done (answer)"
+             click ([x, y]), request_human (reason) or done (answer)"
         ),
     )
 }
@@ -86,6 +86,7 @@ fn step(py: Python<'_>, item: &Bound<'_, PyAny>) -> PyResult<ScriptStep> {
         "key" => ScriptStep::Key(text()?),
         "type" => ScriptStep::Type(text()?),
         "done" => ScriptStep::Done(text()?),
+        "request_human" => ScriptStep::RequestHuman(text()?),
         "click" => {
             let (x, y): (i32, i32) = value
                 .extract()

@@ -15,7 +15,7 @@ and errors.
 
 from ._agent import Agent
 from ._native import __version__
-from ._options import Options, Policy
+from ._options import Handoff, Options, Policy
 from ._types import Event, RunResult, RunStatus
 from .errors import (
     AgentBusyError,
@@ -37,6 +37,7 @@ __all__ = [
     "CancelledError",
     "ConfigError",
     "Event",
+    "Handoff",
     "InternalError",
     "LumenError",
     "MaxRetriesExceededError",

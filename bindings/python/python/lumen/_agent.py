@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Union
 
 from . import _native
 from ._types import Event, RunResult
@@ -69,6 +69,21 @@ class Agent:
         closing the iterator) cancels the run.
         """
         return _iterate(self._native.stream(instruction, start_url))
+
+    @property
+    def handoff(self) -> Optional[Dict[str, Any]]:
+        """The hand-over the running task waits on (``{"id", "reason",
+        "trigger"}``), or ``None``. A task hands over only with the
+        ``handoff`` option; see docs/handoff.md."""
+        return self._native.handoff
+
+    def finish_handoff(self, note: Optional[str] = None) -> bool:
+        """Says the person is done with the hand-over the task waits on
+        (after acting in the browser, e.g. through ``lumen serve``'s live
+        view, or when nothing was needed); ``note`` goes to the model.
+        Returns ``False`` when nothing waits. Call it from another thread
+        than the one in :meth:`run`, or while iterating :meth:`stream`."""
+        return self._native.finish_handoff(note)
 
     def cancel(self) -> None:
         """Cancels the running task, which ends with status ``cancelled``.

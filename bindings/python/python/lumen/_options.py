@@ -29,6 +29,20 @@ class Policy(TypedDict, total=False):
     """Let the model run JavaScript of its own in the page (off)."""
 
 
+class Handoff(TypedDict, total=False):
+    """When a run hands the browser to a person, and how long it waits."""
+
+    timeout_secs: int
+    """How long to wait (default 600); then status ``handoffTimeout``."""
+    urls: List[str]
+    """Hand over when a step starts on a matching URL (``*`` matches
+    anything), once per URL."""
+    before_payment: bool
+    """Hand over instead of a click or Enter on a page with a payment field."""
+    after_rejections: int
+    """Hand over once the verifier rejected this many answers."""
+
+
 class Options(TypedDict, total=False):
     """Every keyword option of :class:`lumen.Agent`."""
 
@@ -90,3 +104,8 @@ class Options(TypedDict, total=False):
     them; they never reach the model, the logs or the result."""
     secret_domains: Dict[str, List[str]]
     """Secret name → the sites it may be typed on."""
+
+    # A person.
+    handoff: Handoff
+    """Hand the browser to a person when the model asks or a trigger
+    fires; :meth:`Agent.finish_handoff` hands it back. See docs/handoff.md."""

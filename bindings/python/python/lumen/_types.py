@@ -28,6 +28,8 @@ class RunStatus(str, enum.Enum):
     """The run was cancelled."""
     BUDGET_EXCEEDED = "budgetExceeded"
     """A budget (``max_tokens``, ``max_cost``, ``max_failures``) was reached."""
+    HANDOFF_TIMEOUT = "handoffTimeout"
+    """The run handed the browser to a person and nobody finished in time."""
 
     def __str__(self) -> str:
         return self.value
