@@ -335,9 +335,9 @@ pub(crate) fn follow(
                     permit.forget();
                 }
             }
-            if !entry.is_active() {
+            if entry.is_settled() {
                 // Ended while the backlog was read or sent: the log is
-                // complete now, send what is left of it.
+                // complete and the ending saved; send what is left of it.
                 let _ = send_log(&path, &mut last, &tx).await;
                 return;
             }

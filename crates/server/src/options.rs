@@ -117,6 +117,10 @@ pub struct TestHooks {
     pub task_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
     /// Notified when an execution reaches the task gate.
     pub task_gate_reached: Option<std::sync::Arc<tokio::sync::Notify>>,
+    /// Executions wait for a permit here once their ending is decided
+    /// (the record says how the run ended) and before it is saved, so a
+    /// test can look at the run in between.
+    pub ending_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
 }
 
 impl Default for ServeOptions {

@@ -85,6 +85,10 @@ pub struct RunEntry {
     /// Set (under the `info` lock) when the execution decided to end: no
     /// follow-on task is taken any more ([`tasks`]).
     tasks_closed: AtomicBool,
+    /// False from the start of an execution until its ending (`run.json`,
+    /// `result.json`) is on disk: a stream ends only after that, so a
+    /// client that reads the files when it ends finds them.
+    settled: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -93,6 +97,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl RunEntry {
     fn new(dir: RunDir, info: RunInfo) -> Self {
+        let settled = !info.status.is_active();
         Self {
             id: info.id.clone(),
             dir,
@@ -102,6 +107,7 @@ impl RunEntry {
             saving: Mutex::new(()),
             secrets: Mutex::new(None),
             tasks_closed: AtomicBool::new(false),
+            settled: AtomicBool::new(settled),
         }
     }
 
@@ -141,6 +147,12 @@ impl RunEntry {
     /// Whether an execution is queued or under way.
     pub fn is_active(&self) -> bool {
         lock(&self.info).status.is_active()
+    }
+
+    /// Whether the run has ended and its ending is saved: its event log
+    /// and files are final until it is resumed.
+    pub(crate) fn is_settled(&self) -> bool {
+        !self.is_active() && self.settled.load(Ordering::SeqCst)
     }
 
     pub(crate) fn control(&self) -> RunControl {
@@ -483,6 +495,8 @@ impl RunManager {
     }
 
     fn spawn(self: &Arc<Self>, entry: Arc<RunEntry>, resume: bool) {
+        // Unsettled until the execution's ending is saved.
+        entry.settled.store(false, Ordering::SeqCst);
         let this = self.clone();
         let task = tokio::spawn({
             let entry = entry.clone();

@@ -277,6 +277,11 @@ impl RunManager {
             }
         };
         let result = self.finish(&entry, &control, ending);
+        if let Some(gate) = &self.options.test_hooks.ending_gate
+            && let Ok(permit) = gate.acquire().await
+        {
+            permit.forget();
+        }
         let dir = entry.dir.clone();
         let saving = entry.clone();
         let saved = off_thread(move || {
@@ -296,6 +301,7 @@ impl RunManager {
             tracing::warn!(run = %entry.id, "the run's ending could not be saved: {e}");
         }
         self.active.fetch_sub(1, Ordering::SeqCst);
+        entry.settled.store(true, Ordering::SeqCst);
         let _ = self.hub.send(Live::Ended {
             run: entry.id.as_str().into(),
         });

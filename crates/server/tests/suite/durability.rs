@@ -240,3 +240,41 @@ async fn sigterm_makes_serve_interrupt_and_persist_runs() {
     assert_eq!(record["cancelReason"], "server_shutdown");
     assert_eq!(record["stepsCompleted"], 1);
 }
+
+/// A stream ends only once the run's ending is on disk: a client that reads
+/// `result.json` the moment its stream closes finds it. The ending gate
+/// holds the server between deciding how the run ended and saving it.
+#[tokio::test]
+async fn the_event_stream_ends_only_after_the_result_is_saved() {
+    let env = Env::new().await;
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let mut options = env.options();
+    options.test_hooks.ending_gate = Some(gate.clone());
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.done("saved");
+    let id = c
+        .create(json!({"instruction": "Finish", "startUrl": env.counter(), "maxSteps": 2}))
+        .await;
+    // Ended in memory, not yet saved.
+    c.wait_status(&id, "completed").await;
+    let result = env.data.path().join("runs").join(&id).join("result.json");
+    assert!(!result.exists(), "the gate holds the save");
+    let stream = tokio::spawn({
+        let c = Client::new(server.local_addr());
+        let id = id.clone();
+        async move { c.sse(&id, None).await }
+    });
+    // However long it is given, the stream does not end while the ending
+    // is unsaved.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !stream.is_finished(),
+        "the stream ended before the result was saved"
+    );
+    gate.add_permits(1);
+    let events = stream.await.unwrap();
+    assert!(result.exists(), "result.json is there when the stream ends");
+    assert_eq!(events.last().unwrap().1, "done");
+    server.shutdown().await;
+}
