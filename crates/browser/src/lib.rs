@@ -85,3 +85,4 @@ pub use page_link::{
 };
 pub use protocol::keys::{KeyDef, normalize_key, parse_chord};
 pub use tab::CdpTab;
+pub use wirelog::UNLOGGED;

@@ -5,9 +5,17 @@
 //! tracker subscribes to).
 //!
 //! Payloads are cut to [`MAX_SHOWN`] characters (a screenshot is a few
-//! megabytes of base64), and the text of input commands (typed text, key
-//! values: a secret typed into a field goes through them) is never shown,
-//! only its length. Nothing is formatted unless the surface is on.
+//! megabytes of base64). What can carry a secret or the page's private
+//! data is never shown, only its length:
+//! - the text of input commands (typed text, key values: a secret typed
+//!   into a field goes through them);
+//! - the string arguments of `Runtime.callFunctionOn` (the value `lumen
+//!   browser fill` sets) and the values scripts answer with
+//!   (`Runtime.evaluate`, `Runtime.callFunctionOn`: field values, storage);
+//! - cookie values, set or read;
+//! - an expression marked [`UNLOGGED`] (a storage restore).
+//!
+//! Nothing is formatted unless the surface is on.
 
 use std::time::Duration;
 
@@ -16,6 +24,10 @@ use serde_json::Value;
 
 /// The most characters of a payload a line shows.
 pub(crate) const MAX_SHOWN: usize = 300;
+
+/// Starts an expression whose text must not be logged (it carries values,
+/// e.g. restored storage): `Runtime.evaluate` shows only its length.
+pub const UNLOGGED: &str = "/*lumen:unlogged*/";
 
 /// Whether the surface is on (checked before formatting anything).
 pub(crate) fn on() -> bool {
@@ -42,7 +54,8 @@ pub(crate) fn response(
     let ms = took.map(|d| d.as_millis() as u64);
     match result {
         Ok(v) => {
-            tracing::debug!(target: CDP, id, method, ms, result = %cut(&v.to_string()), "← response")
+            let shown = cut(&private_result(method, v).unwrap_or_else(|| v.to_string()));
+            tracing::debug!(target: CDP, id, method, ms, result = %shown, "← response")
         }
         Err(e) => tracing::debug!(target: CDP, id, method, ms, error = %cut(e), "← error"),
     }
@@ -55,8 +68,73 @@ pub(crate) fn event(method: &str, params: &Value) {
     }
 }
 
-/// The parameters as logged: input text elided, the rest cut.
+/// `<N chars>` for a string, the length of its JSON for anything else.
+fn elided(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(format!("<{} chars>", s.chars().count())),
+        Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+        other => Value::String(format!("<{} bytes>", other.to_string().len())),
+    }
+}
+
+/// Every cookie's `value` in `cookies` elided.
+fn elide_cookies(cookies: Option<&mut Value>) {
+    for c in cookies.and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(v) = c.get_mut("value") {
+            *v = elided(v);
+        }
+    }
+}
+
+/// A result that can carry private data, as logged; `None` for the rest.
+fn private_result(method: &str, result: &Value) -> Option<String> {
+    let mut r = result.clone();
+    match method {
+        "Runtime.evaluate" | "Runtime.callFunctionOn" => {
+            let value = r.get_mut("result")?.get_mut("value")?;
+            *value = elided(value);
+        }
+        "Network.getCookies" | "Network.getAllCookies" | "Storage.getCookies" => {
+            elide_cookies(r.get_mut("cookies"));
+        }
+        _ => return None,
+    }
+    Some(r.to_string())
+}
+
+/// The parameters as logged: private values elided, the rest cut.
 pub(crate) fn shown(method: &str, params: &Value) -> String {
+    match method {
+        "Runtime.callFunctionOn" => {
+            let mut p = params.clone();
+            for a in p
+                .get_mut("arguments")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(v) = a.get_mut("value") {
+                    *v = elided(v);
+                }
+            }
+            return cut(&p.to_string());
+        }
+        "Network.setCookies" | "Storage.setCookies" => {
+            let mut p = params.clone();
+            elide_cookies(p.get_mut("cookies"));
+            return cut(&p.to_string());
+        }
+        "Runtime.evaluate"
+            if params["expression"]
+                .as_str()
+                .is_some_and(|e| e.starts_with(UNLOGGED)) =>
+        {
+            let mut p = params.clone();
+            p["expression"] = elided(&p["expression"]);
+            return cut(&p.to_string());
+        }
+        _ => {}
+    }
     if method.starts_with("Input.") {
         let mut p = params.clone();
         if let Some(map) = p.as_object_mut() {
@@ -113,5 +191,52 @@ mod tests {
         assert!(big.ends_with("bytes)"), "{big}");
         let nav = shown("Page.navigate", &json!({"url": "http://127.0.0.1/"}));
         assert_eq!(nav, r#"{"url":"http://127.0.0.1/"}"#);
+    }
+
+    #[test]
+    fn fill_values_cookies_storage_and_script_answers_are_elided() {
+        let fill = shown(
+            "Runtime.callFunctionOn",
+            &json!({"functionDeclaration": "function(m, v) {}", "arguments": [{"value": 7}, {"value": "hunter2"}]}),
+        );
+        assert!(
+            !fill.contains("hunter2") && fill.contains("<7 chars>"),
+            "{fill}"
+        );
+        assert!(
+            fill.contains("function(m, v)"),
+            "the function is shown: {fill}"
+        );
+        let set = shown(
+            "Network.setCookies",
+            &json!({"cookies": [{"name": "sid", "value": "s3cr3t-cookie", "domain": "a.test"}]}),
+        );
+        assert!(!set.contains("s3cr3t") && set.contains("sid"), "{set}");
+        let restore = shown(
+            "Runtime.evaluate",
+            &json!({"expression": format!("{UNLOGGED}localStorage.setItem('t', 'tok-123')")}),
+        );
+        assert!(!restore.contains("tok-123"), "{restore}");
+        let plain = shown("Runtime.evaluate", &json!({"expression": "location.href"}));
+        assert!(plain.contains("location.href"), "{plain}");
+        let read = private_result(
+            "Network.getAllCookies",
+            &json!({"cookies": [{"name": "sid", "value": "s3cr3t-cookie"}]}),
+        )
+        .unwrap();
+        assert!(!read.contains("s3cr3t") && read.contains("sid"), "{read}");
+        let answer = private_result(
+            "Runtime.evaluate",
+            &json!({"result": {"type": "string", "value": "the page's text"}}),
+        )
+        .unwrap();
+        assert!(
+            !answer.contains("page's text") && answer.contains("\"type\":\"string\""),
+            "{answer}"
+        );
+        assert_eq!(
+            private_result("Page.navigate", &json!({"frameId": "F"})),
+            None
+        );
     }
 }

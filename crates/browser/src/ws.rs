@@ -29,6 +29,9 @@ pub(crate) struct Wire {
     next_id: u64,
     /// Replies that arrived while another call was awaited.
     pub(crate) replies: HashMap<u64, std::result::Result<Value, String>>,
+    /// The method of each command logged at the CDP surface and not yet
+    /// answered, so its answer is logged (and elided) by method.
+    logged: HashMap<u64, String>,
     /// Events seen and not yet taken (at most `MAX_EVENTS`, oldest dropped).
     pub(crate) events: VecDeque<Value>,
     /// How JavaScript dialogs are answered (as soon as they open).
@@ -79,6 +82,7 @@ impl Wire {
             ws,
             next_id: 0,
             replies: HashMap::new(),
+            logged: HashMap::new(),
             events: VecDeque::new(),
             dialog_policy: DialogPolicy::default(),
             dialogs: Vec::new(),
@@ -89,7 +93,10 @@ impl Wire {
     pub(crate) async fn feed(&mut self, method: &str, params: Value) -> Result<u64> {
         self.next_id += 1;
         let id = self.next_id;
-        crate::wirelog::command(Some(id), method, &params);
+        if crate::wirelog::on() {
+            crate::wirelog::command(Some(id), method, &params);
+            self.logged.insert(id, method.to_owned());
+        }
         let text = json!({ "id": id, "method": method, "params": params }).to_string();
         self.ws
             .feed(Message::text(text))
@@ -179,7 +186,14 @@ impl Wire {
                     .to_owned()),
                 None => Ok(msg["result"].take()),
             };
-            crate::wirelog::response(Some(id), "", reply.as_ref().map_err(String::as_str), None);
+            if let Some(method) = self.logged.remove(&id) {
+                crate::wirelog::response(
+                    Some(id),
+                    &method,
+                    reply.as_ref().map_err(String::as_str),
+                    None,
+                );
+            }
             self.replies.insert(id, reply);
         } else if msg.get("method").is_some() {
             crate::wirelog::event(msg["method"].as_str().unwrap_or(""), &msg["params"]);

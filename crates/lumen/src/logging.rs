@@ -272,7 +272,9 @@ fn scrubbed(text: &str) -> String {
         .collect();
     let mut out = text.to_owned();
     for s in all {
-        if let std::borrow::Cow::Owned(r) = s.redact(&out) {
+        // `… (` is where the CDP surface cut a long payload (it cuts before
+        // this scrub): a secret's beginning left there goes too.
+        if let std::borrow::Cow::Owned(r) = s.redact_cut(&out, "… (") {
             out = r;
         }
     }

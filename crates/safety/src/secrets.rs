@@ -287,6 +287,47 @@ impl Secrets {
         Cow::Owned(out)
     }
 
+    /// [`redact`](Self::redact) for text a logger cut short: where
+    /// `marker` follows (the cut, e.g. `… (`), the beginning of a secret
+    /// left just before it (two bytes or more) is replaced too, so a cut
+    /// through a secret shows none of it.
+    pub fn redact_cut<'a>(&self, text: &'a str, marker: &str) -> Cow<'a, str> {
+        let redacted = self.redact(text);
+        if marker.is_empty() || self.is_empty() || !redacted.contains(marker) {
+            return redacted;
+        }
+        let mut out = String::with_capacity(redacted.len());
+        let mut rest: &str = &redacted;
+        while let Some(i) = rest.find(marker) {
+            out.push_str(&self.without_secret_tail(&rest[..i]));
+            out.push_str(marker);
+            rest = &rest[i + marker.len()..];
+        }
+        out.push_str(rest);
+        Cow::Owned(out)
+    }
+
+    /// `text` with a secret's beginning at its very end replaced by the
+    /// secret's placeholder (the longest such beginning).
+    fn without_secret_tail(&self, text: &str) -> String {
+        let mut best: Option<(usize, &str)> = None;
+        for (spelling, placeholder) in &self.redactions {
+            for k in (2..spelling.len()).rev() {
+                if spelling.is_char_boundary(k)
+                    && text.ends_with(&spelling[..k])
+                    && best.is_none_or(|(b, _)| k > b)
+                {
+                    best = Some((k, placeholder));
+                    break;
+                }
+            }
+        }
+        match best {
+            Some((k, placeholder)) => format!("{}{placeholder}", &text[..text.len() - k]),
+            None => text.to_owned(),
+        }
+    }
+
     /// Redacts text that arrives in pieces (a model's streamed reply), so a
     /// secret split across two pieces is still caught. `pending` holds
     /// what earlier calls held back (start with an empty string): `piece`
@@ -483,6 +524,28 @@ fn percent_encode(value: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_through_a_secret_shows_none_of_it() {
+        let s = Secrets::new().with("PW", "hunter2-Zq9v7").unwrap();
+        let cut = "params={\"text\":\"hunter2-Z… (5000 bytes)";
+        let r = s.redact_cut(cut, "… (");
+        assert!(!r.contains("hunter2"), "{r}");
+        assert!(r.contains("<secret:PW>… (5000 bytes)"), "{r}");
+        // Whole secrets as before; text without the marker or a secret's
+        // beginning is left alone.
+        assert_eq!(s.redact_cut("x hunter2-Zq9v7 y", "… ("), "x <secret:PW> y");
+        assert_eq!(s.redact_cut("plain… (9 bytes)", "… ("), "plain… (9 bytes)");
+        assert_eq!(
+            s.redact_cut("ends in h… (9 bytes)", "… ("),
+            "ends in h… (9 bytes)"
+        );
+    }
 }
 
 #[cfg(test)]

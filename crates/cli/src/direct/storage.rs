@@ -135,9 +135,12 @@ async fn load(link: &PageLink, file: &Path) -> Result<(Value, String), CliError>
             continue;
         }
         let entries = |k: &str| stores[k].as_object().cloned().unwrap_or_default();
+        // Marked so the CDP log surface shows only its length: it carries
+        // the stored values.
         let js = format!(
-            "(() => {{ const put = (s, o) => {{ for (const [k, v] of Object.entries(o)) if (typeof v === 'string') s.setItem(k, v); }}; \
+            "{}(() => {{ const put = (s, o) => {{ for (const [k, v] of Object.entries(o)) if (typeof v === 'string') s.setItem(k, v); }}; \
              put(localStorage, {}); put(sessionStorage, {}); return true; }})()",
+            lumen::browser::UNLOGGED,
             Value::Object(entries("localStorage")),
             Value::Object(entries("sessionStorage")),
         );
