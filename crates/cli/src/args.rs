@@ -123,6 +123,19 @@ pub(crate) struct ServeArgs {
     /// server's BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID.
     #[arg(long)]
     pub(crate) allow_browserbase: bool,
+    /// Serve runs from this remote browser instead of launching Chromium
+    /// (repeatable: a pool; `ws://…/devtools/browser/…`, `http://host:port`
+    /// or a browserless URL). A lost browser fails over to another.
+    #[arg(long = "browser-endpoint", value_name = "URL")]
+    pub(crate) browser_endpoints: Vec<String>,
+    /// With --browser-endpoint: the most runs each endpoint takes at once.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "browser_endpoints"
+    )]
+    pub(crate) endpoint_sessions: usize,
     /// The operator policy (requests can only narrow it).
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,

@@ -173,6 +173,12 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.workflows_file = args.workflows_file.clone();
     o.allowed_cdp_urls = args.allowed_cdp_urls.clone();
     o.allow_browserbase = args.allow_browserbase;
+    o.browser_endpoints = args
+        .browser_endpoints
+        .iter()
+        .map(|url| lumen_server::BrowserEndpoint::new(url, args.endpoint_sessions))
+        .collect::<Result<_, _>>()
+        .map_err(|e| CliError::config(format!("--browser-endpoint: {e}")))?;
     // The operator policy starts closed; the policy options open it.
     o.policy = config::policy_from(
         &args.policy,

@@ -52,8 +52,15 @@ pub struct ServeOptions {
     /// what is missing).
     pub adapter: AdapterOptions,
     /// How browsers are launched (one per concurrent run, reused between
-    /// runs).
+    /// runs), when there are no `browser_endpoints`.
     pub launch: LaunchOptions,
+    /// Remote browsers to serve runs from instead of launching Chromium
+    /// here (a browserless or Selenium Grid pool, Chromium with
+    /// `--remote-debugging-port`): each takes at most its `max_sessions`
+    /// runs at once, failing ones cool down and the next is tried, and a
+    /// run whose remote browser is lost resumes in a fresh session. Empty
+    /// (the default): local Chromium.
+    pub browser_endpoints: Vec<BrowserEndpoint>,
     /// How long a graceful shutdown waits for cancelled runs to persist.
     pub shutdown_grace: Duration,
     /// Extra names the `Host` and `Origin` headers may give for this server
@@ -95,6 +102,42 @@ pub struct ServeOptions {
     /// part of the supported API.
     #[doc(hidden)]
     pub test_hooks: TestHooks,
+}
+
+/// A remote browser runs can be served from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserEndpoint {
+    /// Its DevTools address: `ws://host:port/devtools/browser/…`,
+    /// `http://host:port` (resolved through `/json/version`), or a pool's
+    /// WebSocket URL.
+    pub url: String,
+    /// The most runs it takes at once (at least 1).
+    pub max_sessions: usize,
+}
+
+impl BrowserEndpoint {
+    /// An endpoint taking `max_sessions` runs at once.
+    ///
+    /// # Errors
+    /// A message naming what to fix: a URL that is not `ws(s)://` or
+    /// `http(s)://`, or no session at all.
+    pub fn new(url: impl Into<String>, max_sessions: usize) -> Result<Self, String> {
+        let url = url.into().trim().to_owned();
+        let scheme_ok = ["ws://", "wss://", "http://", "https://"]
+            .iter()
+            .any(|s| url.starts_with(s) && url.len() > s.len());
+        if !scheme_ok {
+            return Err(format!(
+                "browser endpoint `{url}`: give a DevTools address, ws://host:port/devtools/browser/… or http://host:port"
+            ));
+        }
+        if max_sessions == 0 {
+            return Err(format!(
+                "browser endpoint `{url}`: it must take at least one session"
+            ));
+        }
+        Ok(Self { url, max_sessions })
+    }
 }
 
 /// Fault injection and synchronisation points for the server's tests
@@ -139,6 +182,7 @@ impl Default for ServeOptions {
             policy: PolicyConfig::operator_default(),
             adapter: AdapterOptions::default(),
             launch: LaunchOptions::default(),
+            browser_endpoints: Vec::new(),
             shutdown_grace: Duration::from_secs(20),
             allowed_hosts: Vec::new(),
             max_body_bytes: 1024 * 1024,

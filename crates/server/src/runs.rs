@@ -30,10 +30,11 @@ use crate::options::ServeOptions;
 use crate::store::{self, RunDir, RunInfo, RunState};
 
 mod execute;
+mod pool;
 mod tasks;
 mod validate;
 
-use execute::BrowserPool;
+use pool::BrowserPool;
 use validate::{control_body, opt_string};
 
 /// The cancel reason used by a graceful shutdown (the run becomes
@@ -272,7 +273,7 @@ impl RunManager {
         let (hub, _) = broadcast::channel(4096);
         Ok(Arc::new(Self {
             slots: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
-            pool: BrowserPool::new(options.launch.clone()),
+            pool: BrowserPool::new(options.launch.clone(), options.browser_endpoints.clone()),
             options,
             runs: Mutex::new(runs),
             active: AtomicUsize::new(0),

@@ -59,3 +59,35 @@ async fn serve_answers_health_on_the_given_port() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("\"status\""), "{answer}");
 }
+
+#[tokio::test]
+async fn a_browser_endpoint_that_cannot_work_is_a_configuration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (
+            &["--browser-endpoint", "127.0.0.1:9222"][..],
+            "http://host:port",
+        ),
+        (
+            &[
+                "--browser-endpoint",
+                "http://127.0.0.1:9222",
+                "--endpoint-sessions",
+                "0",
+            ][..],
+            "at least one",
+        ),
+        (&["--endpoint-sessions", "2"][..], "--browser-endpoint"),
+    ] {
+        let out = lumen()
+            .args(["serve", "--port", "0", "--data-dir"])
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

@@ -35,47 +35,18 @@ use super::tasks::{self, Boundary};
 use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread};
 use crate::store::{self, Mode, RunState};
 
-/// Browsers kept for reuse between runs (at most one per slot). Each run
-/// drives a browser context of its own in one ([`CdpTab::open_isolated`]),
-/// disposed when the execution ends: runs share the browser process and
-/// nothing else (no cookies, storage, cache, service workers or tabs).
-#[derive(Debug)]
-pub(super) struct BrowserPool {
-    launch: lumen::browser::LaunchOptions,
-    idle: std::sync::Mutex<Vec<Arc<CdpTab>>>,
-}
+/// How many times one execution moves to a fresh remote browser after
+/// losing its own.
+const MAX_FAILOVERS: u32 = 2;
 
-impl BrowserPool {
-    pub(super) fn new(launch: lumen::browser::LaunchOptions) -> Self {
-        Self {
-            launch,
-            idle: std::sync::Mutex::new(Vec::new()),
-        }
-    }
-
-    async fn take(&self) -> lumen::Result<Arc<CdpTab>> {
-        let idle = lock(&self.idle).pop();
-        match idle {
-            Some(tab) if !tab.is_disconnected() => Ok(tab),
-            _ => Ok(Arc::new(CdpTab::launch(self.launch.clone()).await?)),
-        }
-    }
-
-    /// Returns a browser after a run; one that cannot even show a blank
-    /// page is dropped (which closes it).
-    async fn give(&self, tab: Arc<CdpTab>) {
-        if tab.goto("about:blank").await.is_ok_and(|o| o.ok) {
-            lock(&self.idle).push(tab);
-        }
-    }
-
-    pub(super) async fn close_all(&self) {
-        let tabs = std::mem::take(&mut *lock(&self.idle));
-        for tab in tabs {
-            if let Ok(tab) = Arc::try_unwrap(tab) {
-                let _ = tab.close().await;
-            }
-        }
+/// Whether a run ended because its browser was lost.
+pub(super) fn lost_browser(result: &lumen::Result<RunResult>) -> bool {
+    match result {
+        Err(e) => matches!(e, LumenError::BrowserDisconnected { .. }),
+        Ok(r) => r
+            .error
+            .as_ref()
+            .is_some_and(|e| e.code == lumen::ErrorCode::BrowserDisconnected),
     }
 }
 
@@ -239,9 +210,30 @@ impl RunManager {
                 }
                 entry.persist().await;
                 let mut writer = None;
-                let driven = AssertUnwindSafe(self.drive(&entry, &control, resume, &mut writer))
-                    .catch_unwind()
-                    .await;
+                let mut resume = resume;
+                let mut failovers = 0;
+                let driven = loop {
+                    let driven =
+                        AssertUnwindSafe(self.drive(&entry, &control, resume, &mut writer))
+                            .catch_unwind()
+                            .await;
+                    // A lost remote browser: the run goes on in a fresh
+                    // session, resumed from its last completed step.
+                    let fail_over = matches!(&driven, Ok(r) if lost_browser(r))
+                        && self.pool.is_remote()
+                        && failovers < MAX_FAILOVERS
+                        && !control.is_cancelled()
+                        && !control.is_stopped();
+                    if !fail_over {
+                        break driven;
+                    }
+                    failovers += 1;
+                    tracing::warn!(run = %entry.id, failovers, "the run's browser was lost; resuming it in another session");
+                    if let Some(w) = writer.take() {
+                        w.finish().await;
+                    }
+                    resume = true;
+                };
                 let ending = match driven {
                     Ok(result) => Ending::Ran(result),
                     Err(payload) => {
@@ -431,26 +423,29 @@ impl RunManager {
                 ));
             }
         };
-        let pooled = source.is_none();
-        let browser = tokio::select! {
+        // A browser from the pool (lent), or the run's own endpoint.
+        let (browser, lent) = tokio::select! {
             biased;
             reason = control.cancelled() => return Err(LumenError::Cancelled { reason }),
-            browser = async {
+            got = async {
                 match source {
-                    None => self.pool.take().await,
-                    Some(Ok(url)) => Ok(Arc::new(CdpTab::connect(&url, tab_options.clone()).await?)),
-                    Some(Err(bb)) => Ok(Arc::new(CdpTab::browserbase(bb).await?)),
+                    None => self.pool.take().await.map(|l| (l.browser.clone(), Some(l))),
+                    Some(Ok(url)) => Ok((Arc::new(CdpTab::connect(&url, tab_options.clone()).await?), None)),
+                    Some(Err(bb)) => Ok((Arc::new(CdpTab::browserbase(bb).await?), None)),
                 }
-            } => browser?,
+            } => got?,
         };
+        if let Some(endpoint) = lent.as_ref().and_then(|l| l.endpoint(&self.pool)) {
+            tracing::info!(run = %entry.id, endpoint, "the run drives a remote browser");
+        }
         // The run's own browser context: nothing an earlier run (perhaps
         // another client's) stored is visible to it, and nothing it stores
         // outlives it. Its tab takes the run's viewport and folders.
         let tab = match browser.open_isolated_with(tab_options).await {
             Ok(tab) => Arc::new(tab),
             Err(e) => {
-                if pooled && !browser.is_disconnected() {
-                    self.pool.give(browser).await;
+                if let Some(lent) = lent {
+                    self.pool.give(lent, browser.is_disconnected()).await;
                 }
                 return Err(e);
             }
@@ -469,14 +464,12 @@ impl RunManager {
         // service workers. (Dropped without this, after a panic, the
         // context goes with its connection: `disposeOnDetach`.)
         let _ = tab.close().await;
-        let lost = browser.is_disconnected()
-            || matches!(&result, Err(LumenError::BrowserDisconnected { .. }))
-            || matches!(&result, Ok(r) if r.error.as_ref().is_some_and(|e| e.code == lumen::ErrorCode::BrowserDisconnected));
-        if !pooled {
-            // Someone else's browser: only the connection is ours.
-            drop(browser);
-        } else if !lost {
-            self.pool.give(browser).await;
+        let lost = browser.is_disconnected() || lost_browser(&result);
+        // Someone else's browser (the run's own endpoint): only the
+        // connection is ours, and it goes with `browser`.
+        drop(browser);
+        if let Some(lent) = lent {
+            self.pool.give(lent, lost).await;
         }
         result
     }

@@ -107,6 +107,11 @@ async fn a_person_enters_the_code_through_the_live_view_and_the_run_completes() 
         bodies(&env)[0].contains("\"request_human\""),
         "the model is offered the tool"
     );
+    assert_eq!(
+        env.mock.violations(),
+        Vec::<String>::new(),
+        "a request with the tool is one the provider accepts"
+    );
 
     // The live view is for the ticket holder only.
     let anonymous = Client {

@@ -23,6 +23,7 @@ mod mcp;
 mod modes;
 mod options;
 mod policy;
+mod pool;
 mod properties;
 mod streams;
 mod tasks;

@@ -1,0 +1,309 @@
+//! Where runs get their browsers.
+//!
+//! - **Local** (the default): Chromium processes launched here and kept for
+//!   reuse between runs (at most one per slot).
+//! - **Remote endpoints** ([`BrowserEndpoint`]): running browsers reached
+//!   over CDP: a browserless or Selenium Grid pool, Chromium started with
+//!   `--remote-debugging-port`. Each takes at most its `max_sessions` runs
+//!   at once; a run goes to the least busy endpoint that is not cooling
+//!   down. An endpoint that refuses a connection (down, or a pool's 429
+//!   when it is full) or loses a run's browser cools down, longer after
+//!   each failure in a row, and the next endpoint is tried. A run that
+//!   finds none within [`TAKE_DEADLINE`] (while some are failing; waiting
+//!   for a busy one does not count) fails with the last refusal.
+//!
+//! Either way each run drives a browser context of its own
+//! ([`CdpTab::open_isolated`]), disposed when its execution ends: runs
+//! share the browser process and nothing else (no cookies, storage, cache,
+//! service workers or tabs).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lumen::browser::{CdpTab, LaunchOptions, TabOptions};
+use lumen::{BrowserTab as _, LumenError};
+
+use super::lock;
+use crate::options::BrowserEndpoint;
+
+/// How long a run keeps trying endpoints that fail before it gives up.
+pub(crate) const TAKE_DEADLINE: Duration = Duration::from_secs(60);
+/// The longest an endpoint cools down after failures in a row.
+const MAX_COOLDOWN: Duration = Duration::from_secs(30);
+/// How often a run waiting for an endpoint looks again (at most).
+const MAX_WAIT: Duration = Duration::from_secs(2);
+
+/// The browsers runs are served from.
+#[derive(Debug)]
+pub(super) struct BrowserPool {
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    Local {
+        launch: Box<LaunchOptions>,
+        idle: std::sync::Mutex<Vec<Arc<CdpTab>>>,
+    },
+    Remote {
+        endpoints: Vec<BrowserEndpoint>,
+        state: std::sync::Mutex<Vec<Health>>,
+    },
+}
+
+/// What the pool knows of one remote endpoint.
+#[derive(Debug, Clone, Default)]
+struct Health {
+    in_use: usize,
+    /// Failures in a row (a connection that works resets it).
+    failures: u32,
+    cooling_until: Option<Instant>,
+}
+
+/// A browser lent to one execution; give it back with [`BrowserPool::give`].
+#[derive(Debug)]
+pub(super) struct Lent {
+    pub(super) browser: Arc<CdpTab>,
+    /// The remote endpoint it came from (`None`: a local browser).
+    endpoint: Option<usize>,
+}
+
+impl Lent {
+    /// The endpoint's URL, for logs (`None` for a local browser).
+    pub(super) fn endpoint<'a>(&self, pool: &'a BrowserPool) -> Option<&'a str> {
+        match (&pool.source, self.endpoint) {
+            (Source::Remote { endpoints, .. }, Some(i)) => Some(endpoints[i].url.as_str()),
+            _ => None,
+        }
+    }
+}
+
+impl BrowserPool {
+    /// Local browsers launched with `launch`, or the remote `endpoints`
+    /// when there are any.
+    pub(super) fn new(launch: LaunchOptions, endpoints: Vec<BrowserEndpoint>) -> Self {
+        let source = match endpoints.is_empty() {
+            true => Source::Local {
+                launch: Box::new(launch),
+                idle: std::sync::Mutex::new(Vec::new()),
+            },
+            false => Source::Remote {
+                state: std::sync::Mutex::new(vec![Health::default(); endpoints.len()]),
+                endpoints,
+            },
+        };
+        Self { source }
+    }
+
+    /// Whether runs are served by remote endpoints (a lost browser is then
+    /// failed over to another session).
+    pub(super) fn is_remote(&self) -> bool {
+        matches!(self.source, Source::Remote { .. })
+    }
+
+    /// A browser for one execution (cancel it by dropping the future).
+    pub(super) async fn take(&self) -> lumen::Result<Lent> {
+        match &self.source {
+            Source::Local { launch, idle } => {
+                let reused = lock(idle).pop();
+                let browser = match reused {
+                    Some(tab) if !tab.is_disconnected() => tab,
+                    _ => Arc::new(CdpTab::launch((**launch).clone()).await?),
+                };
+                Ok(Lent {
+                    browser,
+                    endpoint: None,
+                })
+            }
+            Source::Remote { endpoints, state } => take_remote(endpoints, state).await,
+        }
+    }
+
+    /// Takes a browser back after an execution. A local one that cannot
+    /// even show a blank page is dropped (which closes it); a remote one's
+    /// connection is closed, and its endpoint cools down when the browser
+    /// was `lost`.
+    pub(super) async fn give(&self, lent: Lent, lost: bool) {
+        match &self.source {
+            Source::Local { idle, .. } => {
+                if !lost && lent.browser.goto("about:blank").await.is_ok_and(|o| o.ok) {
+                    lock(idle).push(lent.browser);
+                }
+            }
+            Source::Remote { endpoints, state } => {
+                let i = lent.endpoint.unwrap_or_default();
+                // Someone else's browser: only our tab and connection go.
+                if !lost {
+                    let _ = lent.browser.close().await;
+                }
+                let mut state = lock(state);
+                let h = &mut state[i];
+                h.in_use = h.in_use.saturating_sub(1);
+                if lost {
+                    cool_down(h);
+                    tracing::warn!(endpoint = %endpoints[i].url, "a run lost its remote browser; the endpoint cools down");
+                }
+            }
+        }
+    }
+
+    /// Closes the local browsers kept for reuse.
+    pub(super) async fn close_all(&self) {
+        if let Source::Local { idle, .. } = &self.source {
+            let tabs = std::mem::take(&mut *lock(idle));
+            for tab in tabs {
+                if let Ok(tab) = Arc::try_unwrap(tab) {
+                    let _ = tab.close().await;
+                }
+            }
+        }
+    }
+}
+
+/// Marks a failure: the endpoint rests for 0.5 s, doubling with each
+/// failure in a row, at most [`MAX_COOLDOWN`].
+fn cool_down(h: &mut Health) {
+    h.failures = h.failures.saturating_add(1);
+    let rest = Duration::from_millis(500)
+        .saturating_mul(1 << h.failures.min(10).saturating_sub(1))
+        .min(MAX_COOLDOWN);
+    h.cooling_until = Some(Instant::now() + rest);
+}
+
+/// What picking an endpoint found.
+enum Pick {
+    /// This one, now counted as in use.
+    Take(usize),
+    /// Every endpoint is busy, none failing: wait for a run to end.
+    Busy,
+    /// Some endpoints cool down after failures.
+    Cooling,
+}
+
+fn pick(endpoints: &[BrowserEndpoint], state: &std::sync::Mutex<Vec<Health>>) -> Pick {
+    let now = Instant::now();
+    let mut state = lock(state);
+    let free = state
+        .iter()
+        .enumerate()
+        .filter(|(i, h)| {
+            h.in_use < endpoints[*i].max_sessions && h.cooling_until.is_none_or(|t| t <= now)
+        })
+        .min_by_key(|(i, h)| (h.in_use, *i))
+        .map(|(i, _)| i);
+    match free {
+        Some(i) => {
+            state[i].in_use += 1;
+            Pick::Take(i)
+        }
+        None if state
+            .iter()
+            .any(|h| h.cooling_until.is_some_and(|t| t > now)) =>
+        {
+            Pick::Cooling
+        }
+        None => Pick::Busy,
+    }
+}
+
+async fn take_remote(
+    endpoints: &[BrowserEndpoint],
+    state: &std::sync::Mutex<Vec<Health>>,
+) -> lumen::Result<Lent> {
+    let mut failing_since: Option<Instant> = None;
+    let mut last_error: Option<String> = None;
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match pick(endpoints, state) {
+            Pick::Take(i) => {
+                let url = &endpoints[i].url;
+                match CdpTab::connect(url, TabOptions::default()).await {
+                    Ok(tab) => {
+                        let mut state = lock(state);
+                        state[i].failures = 0;
+                        state[i].cooling_until = None;
+                        return Ok(Lent {
+                            browser: Arc::new(tab),
+                            endpoint: Some(i),
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(endpoint = %url, "a browser endpoint refused a run: {e}");
+                        {
+                            let mut state = lock(state);
+                            state[i].in_use = state[i].in_use.saturating_sub(1);
+                            cool_down(&mut state[i]);
+                        }
+                        last_error = Some(format!("{url}: {e}"));
+                        failing_since.get_or_insert_with(Instant::now);
+                        // The next endpoint is tried at once.
+                        continue;
+                    }
+                }
+            }
+            // Waiting for a busy endpoint is a queue, not a failure.
+            Pick::Busy => failing_since = None,
+            Pick::Cooling => {
+                failing_since.get_or_insert_with(Instant::now);
+            }
+        }
+        if failing_since.is_some_and(|t| t.elapsed() >= TAKE_DEADLINE) {
+            return Err(LumenError::disconnected(format!(
+                "no browser endpoint took the run within {} s; the last refusal: {}",
+                TAKE_DEADLINE.as_secs(),
+                last_error
+                    .as_deref()
+                    .unwrap_or("every endpoint was cooling down")
+            )));
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(MAX_WAIT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoints(caps: &[usize]) -> Vec<BrowserEndpoint> {
+        caps.iter()
+            .enumerate()
+            .map(|(i, &max_sessions)| BrowserEndpoint {
+                url: format!("http://127.0.0.1:{}", 9000 + i),
+                max_sessions,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_go_to_the_least_busy_endpoint_and_wait_when_all_are_full() {
+        let eps = endpoints(&[2, 1]);
+        let state = std::sync::Mutex::new(vec![Health::default(); 2]);
+        let taken: Vec<usize> = (0..3)
+            .map(|_| match pick(&eps, &state) {
+                Pick::Take(i) => i,
+                _ => panic!("no endpoint"),
+            })
+            .collect();
+        assert_eq!(taken, [0, 1, 0]);
+        assert!(matches!(pick(&eps, &state), Pick::Busy));
+    }
+
+    #[test]
+    fn a_failing_endpoint_cools_down_longer_each_time() {
+        let eps = endpoints(&[1, 1]);
+        let state = std::sync::Mutex::new(vec![Health::default(); 2]);
+        cool_down(&mut lock(&state)[0]);
+        let first = lock(&state)[0].cooling_until.unwrap();
+        assert!(matches!(pick(&eps, &state), Pick::Take(1)), "the other one");
+        assert!(matches!(pick(&eps, &state), Pick::Cooling));
+        cool_down(&mut lock(&state)[0]);
+        assert!(lock(&state)[0].cooling_until.unwrap() > first);
+        let mut h = Health::default();
+        for _ in 0..40 {
+            cool_down(&mut h);
+        }
+        let rest = h.cooling_until.unwrap() - Instant::now();
+        assert!(rest <= MAX_COOLDOWN, "{rest:?}");
+    }
+}

@@ -1,0 +1,213 @@
+//! Runs served from remote browsers (`ServeOptions::browser_endpoints`):
+//! real Chromium processes started with `--remote-debugging-port`, reached
+//! over CDP like a browser pool. Runs spread over the endpoints; one that
+//! refuses (a pool's 429) is skipped; a browser killed mid-run fails over
+//! to the other endpoint and the run resumes from its last completed step.
+
+use std::time::Duration;
+
+use lumen::browser::chromium::{DetachedChromium, DetachedOptions};
+use lumen_server::{BrowserEndpoint, Server};
+use lumen_test_support::mock_provider::script::chat_turn;
+use lumen_test_support::mock_provider::{Reply, Route};
+use serde_json::{Value, json};
+
+use super::{Client, Env, assert_every_step_once};
+
+/// A Chromium started apart from the server, as a pool's browser is.
+struct Remote {
+    chromium: Option<DetachedChromium>,
+    url: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Remote {
+    async fn start() -> Remote {
+        let profile = tempfile::tempdir().unwrap();
+        let mut chromium = DetachedChromium::spawn(&DetachedOptions::new(profile.path())).unwrap();
+        let url = chromium
+            .devtools_url(Duration::from_secs(60))
+            .await
+            .unwrap();
+        Remote {
+            chromium: Some(chromium),
+            url,
+            _profile: profile,
+        }
+    }
+
+    /// `host:port` of its DevTools.
+    fn authority(&self) -> &str {
+        let rest = self.url.trim_start_matches("ws://");
+        &rest[..rest.find('/').unwrap()]
+    }
+
+    /// The URLs of its pages.
+    async fn pages(&self) -> Vec<String> {
+        let list: Value = reqwest::get(format!("http://{}/json/list", self.authority()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["type"] == "page")
+            .map(|t| t["url"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    fn kill(&mut self) {
+        if let Some(c) = self.chromium.take() {
+            c.kill(Duration::ZERO);
+        }
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn endpoint(url: &str) -> BrowserEndpoint {
+    BrowserEndpoint::new(url, 1).unwrap()
+}
+
+/// `chat_turn`'s click on the counter's `#inc`, each event 1 s apart: time
+/// for the test to kill the browser before the click arrives.
+fn slow_click() -> Reply {
+    let x = lumen::normalize(160.0, 1280);
+    let y = lumen::normalize(120.0, 720);
+    match chat_turn(&[("s", "click", json!({"x": x, "y": y}))], None, 100) {
+        Reply::Sse(events) => Reply::Slow {
+            events,
+            pause: Duration::from_secs(1),
+        },
+        other => other,
+    }
+}
+
+async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_spread_over_the_endpoints_and_a_lost_browser_fails_over() {
+    let env = Env::new().await;
+    let (mut a, mut b) = (Remote::start().await, Remote::start().await);
+    let mut options = env.options();
+    options.max_concurrent = 2;
+    options.browser_endpoints = vec![endpoint(&a.url), endpoint(&b.url)];
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+
+    // Two runs at once: one on each endpoint (each takes one session).
+    env.stall();
+    env.stall();
+    let body = json!({"instruction": "Wait", "startUrl": env.counter(), "maxSteps": 3});
+    let first = c.create(body.clone()).await;
+    let second = c.create(body).await;
+    wait_for("both runs ask the model", async || env.requests() == 2).await;
+    let on = |pages: Vec<String>| pages.iter().filter(|u| u.ends_with("counter.html")).count();
+    assert_eq!((on(a.pages().await), on(b.pages().await)), (1, 1));
+    for id in [&first, &second] {
+        c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+        c.wait_status(id, "cancelled").await;
+    }
+
+    // A run whose browser dies mid-step goes on in the other one, from its
+    // last completed step: the lost step is asked again, each step is
+    // recorded once.
+    env.click();
+    env.mock.push(Route::ChatCompletions, slow_click());
+    env.done("after the failover");
+    let id = c
+        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
+        .await;
+    wait_for("the second model call", async || env.requests() == 4).await;
+    let on_a = on(a.pages().await) == 1;
+    let (lost, other) = if on_a { (&mut a, &b) } else { (&mut b, &a) };
+    lost.kill();
+    let run = c
+        .wait(&id, "ended", |r| {
+            r["status"] != "running" && r["status"] != "queued"
+        })
+        .await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"], "after the failover");
+    assert_eq!(env.requests(), 5, "the lost step was asked again, once");
+    let events: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    assert_every_step_once(&events, 2);
+    // The run's context and our tab are closed with it: only the page the
+    // browser started with is left.
+    wait_for("the other browser back to its first page", async || {
+        other.pages().await.len() == 1
+    })
+    .await;
+    server.shutdown().await;
+}
+
+/// A pool that is full answers 429: the run goes to the next endpoint.
+#[tokio::test]
+async fn an_endpoint_that_answers_429_is_skipped() {
+    let full = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let full_url = format!("http://{}", full.local_addr().unwrap());
+    let refusals = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn({
+        let refusals = refusals.clone();
+        async move {
+            use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+            while let Ok((mut s, _)) = full.accept().await {
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf).await;
+                refusals.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = s
+                    .write_all(b"HTTP/1.1 429 Too Many Requests\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        }
+    });
+    let env = Env::new().await;
+    let b = Remote::start().await;
+    let mut options = env.options();
+    options.browser_endpoints = vec![endpoint(&full_url), endpoint(&b.url)];
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.done("served by the other");
+    let id = c
+        .create(json!({"instruction": "Finish", "startUrl": env.counter(), "maxSteps": 2}))
+        .await;
+    let run = c.wait_status(&id, "completed").await;
+    assert_eq!(run["result"], "served by the other");
+    assert!(
+        refusals.load(std::sync::atomic::Ordering::SeqCst) >= 1,
+        "the full pool was asked first"
+    );
+    server.shutdown().await;
+}
+
+#[test]
+fn endpoints_that_cannot_work_are_refused_with_the_fix() {
+    assert!(
+        BrowserEndpoint::new("127.0.0.1:9222", 1)
+            .unwrap_err()
+            .contains("http://host:port")
+    );
+    assert!(
+        BrowserEndpoint::new("http://127.0.0.1:9222", 0)
+            .unwrap_err()
+            .contains("at least one")
+    );
+    assert!(BrowserEndpoint::new(" ws://h:1/devtools/browser/x ", 2).is_ok());
+}
