@@ -89,6 +89,11 @@ async fn the_printed_live_view_lets_a_person_finish_and_the_run_goes_on() {
             .contains("all yours"),
         "the note reaches the model"
     );
+    assert!(
+        env.mock.violations().is_empty(),
+        "{:?}",
+        env.mock.violations()
+    );
 }
 
 #[tokio::test]
