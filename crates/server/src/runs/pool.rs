@@ -47,8 +47,27 @@ enum Source {
     },
     Remote {
         endpoints: Vec<BrowserEndpoint>,
-        state: std::sync::Mutex<Vec<Health>>,
+        state: Shared,
     },
+}
+
+/// The endpoints' health, shared with the sessions lent from them.
+type Shared = Arc<std::sync::Mutex<Vec<Health>>>;
+
+/// One session counted against an endpoint's cap until dropped, however
+/// the run holding it ends (given back, cancelled mid-connect, panicked).
+#[derive(Debug)]
+struct Session {
+    state: Shared,
+    endpoint: usize,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let mut state = lock(&self.state);
+        let h = &mut state[self.endpoint];
+        h.in_use = h.in_use.saturating_sub(1);
+    }
 }
 
 /// What the pool knows of one remote endpoint.
@@ -64,15 +83,15 @@ struct Health {
 #[derive(Debug)]
 pub(super) struct Lent {
     pub(super) browser: Arc<CdpTab>,
-    /// The remote endpoint it came from (`None`: a local browser).
-    endpoint: Option<usize>,
+    /// The remote endpoint's session it holds (`None`: a local browser).
+    session: Option<Session>,
 }
 
 impl Lent {
     /// The endpoint's URL, for logs (`None` for a local browser).
     pub(super) fn endpoint<'a>(&self, pool: &'a BrowserPool) -> Option<&'a str> {
-        match (&pool.source, self.endpoint) {
-            (Source::Remote { endpoints, .. }, Some(i)) => Some(endpoints[i].url.as_str()),
+        match (&pool.source, &self.session) {
+            (Source::Remote { endpoints, .. }, Some(s)) => Some(endpoints[s.endpoint].url.as_str()),
             _ => None,
         }
     }
@@ -88,7 +107,10 @@ impl BrowserPool {
                 idle: std::sync::Mutex::new(Vec::new()),
             },
             false => Source::Remote {
-                state: std::sync::Mutex::new(vec![Health::default(); endpoints.len()]),
+                state: Arc::new(std::sync::Mutex::new(vec![
+                    Health::default();
+                    endpoints.len()
+                ])),
                 endpoints,
             },
         };
@@ -112,7 +134,7 @@ impl BrowserPool {
                 };
                 Ok(Lent {
                     browser,
-                    endpoint: None,
+                    session: None,
                 })
             }
             Source::Remote { endpoints, state } => take_remote(endpoints, state).await,
@@ -131,18 +153,15 @@ impl BrowserPool {
                 }
             }
             Source::Remote { endpoints, state } => {
-                let i = lent.endpoint.unwrap_or_default();
                 // Someone else's browser: only our tab and connection go.
                 if !lost {
                     let _ = lent.browser.close().await;
                 }
-                let mut state = lock(state);
-                let h = &mut state[i];
-                h.in_use = h.in_use.saturating_sub(1);
-                if lost {
-                    cool_down(h);
-                    tracing::warn!(endpoint = %endpoints[i].url, "a run lost its remote browser; the endpoint cools down");
+                if lost && let Some(s) = &lent.session {
+                    cool_down(&mut lock(state)[s.endpoint]);
+                    tracing::warn!(endpoint = %endpoints[s.endpoint].url, "a run lost its remote browser; the endpoint cools down");
                 }
+                // Dropping the lent session frees its place.
             }
         }
     }
@@ -180,7 +199,7 @@ enum Pick {
     Cooling,
 }
 
-fn pick(endpoints: &[BrowserEndpoint], state: &std::sync::Mutex<Vec<Health>>) -> Pick {
+fn pick(endpoints: &[BrowserEndpoint], state: &Shared) -> Pick {
     let now = Instant::now();
     let mut state = lock(state);
     let free = state
@@ -206,34 +225,33 @@ fn pick(endpoints: &[BrowserEndpoint], state: &std::sync::Mutex<Vec<Health>>) ->
     }
 }
 
-async fn take_remote(
-    endpoints: &[BrowserEndpoint],
-    state: &std::sync::Mutex<Vec<Health>>,
-) -> lumen::Result<Lent> {
+async fn take_remote(endpoints: &[BrowserEndpoint], state: &Shared) -> lumen::Result<Lent> {
     let mut failing_since: Option<Instant> = None;
     let mut last_error: Option<String> = None;
     let mut wait = Duration::from_millis(100);
     loop {
         match pick(endpoints, state) {
             Pick::Take(i) => {
+                // Counted from here: a cancel during the connect frees it.
+                let session = Session {
+                    state: state.clone(),
+                    endpoint: i,
+                };
                 let url = &endpoints[i].url;
                 match CdpTab::connect(url, TabOptions::default()).await {
                     Ok(tab) => {
-                        let mut state = lock(state);
-                        state[i].failures = 0;
-                        state[i].cooling_until = None;
+                        let mut health = lock(state);
+                        health[i].failures = 0;
+                        health[i].cooling_until = None;
                         return Ok(Lent {
                             browser: Arc::new(tab),
-                            endpoint: Some(i),
+                            session: Some(session),
                         });
                     }
                     Err(e) => {
                         tracing::warn!(endpoint = %url, "a browser endpoint refused a run: {e}");
-                        {
-                            let mut state = lock(state);
-                            state[i].in_use = state[i].in_use.saturating_sub(1);
-                            cool_down(&mut state[i]);
-                        }
+                        drop(session);
+                        cool_down(&mut lock(state)[i]);
                         last_error = Some(format!("{url}: {e}"));
                         failing_since.get_or_insert_with(Instant::now);
                         // The next endpoint is tried at once.
@@ -278,7 +296,7 @@ mod tests {
     #[test]
     fn runs_go_to_the_least_busy_endpoint_and_wait_when_all_are_full() {
         let eps = endpoints(&[2, 1]);
-        let state = std::sync::Mutex::new(vec![Health::default(); 2]);
+        let state: Shared = Arc::new(std::sync::Mutex::new(vec![Health::default(); 2]));
         let taken: Vec<usize> = (0..3)
             .map(|_| match pick(&eps, &state) {
                 Pick::Take(i) => i,
@@ -290,9 +308,24 @@ mod tests {
     }
 
     #[test]
+    fn a_session_frees_its_place_however_it_ends() {
+        let eps = endpoints(&[1]);
+        let state: Shared = Arc::new(std::sync::Mutex::new(vec![Health::default(); 1]));
+        assert!(matches!(pick(&eps, &state), Pick::Take(0)));
+        let session = Session {
+            state: state.clone(),
+            endpoint: 0,
+        };
+        assert!(matches!(pick(&eps, &state), Pick::Busy));
+        // A run cancelled mid-connect drops its session unused.
+        drop(session);
+        assert!(matches!(pick(&eps, &state), Pick::Take(0)));
+    }
+
+    #[test]
     fn a_failing_endpoint_cools_down_longer_each_time() {
         let eps = endpoints(&[1, 1]);
-        let state = std::sync::Mutex::new(vec![Health::default(); 2]);
+        let state: Shared = Arc::new(std::sync::Mutex::new(vec![Health::default(); 2]));
         cool_down(&mut lock(&state)[0]);
         let first = lock(&state)[0].cooling_until.unwrap();
         assert!(matches!(pick(&eps, &state), Pick::Take(1)), "the other one");
