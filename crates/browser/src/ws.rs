@@ -95,6 +95,11 @@ impl Wire {
         let id = self.next_id;
         if crate::wirelog::on() {
             crate::wirelog::command(Some(id), method, &params);
+            // Commands never answered (timed out) would pile up: keep a
+            // bounded number.
+            if self.logged.len() >= 1024 {
+                self.logged.clear();
+            }
             self.logged.insert(id, method.to_owned());
         }
         let text = json!({ "id": id, "method": method, "params": params }).to_string();

@@ -53,6 +53,7 @@ async fn handoff_desk(
             };
             let _ = std::io::stderr().write_all(line.as_bytes());
             control.handoff_closed(pending.id).await;
+            server.forget(pending.id);
         }
     }))
 }

@@ -510,9 +510,10 @@ impl PerceptionLoop {
             Ok(None) if run.budget_stop.is_some() => {
                 (RunStatus::BudgetExceeded, run.budget_stop.take(), None)
             }
+            // Kept in the state: a sub-task's timeout ends its parent too.
             Ok(None) if run.handoffs.timed_out.is_some() => (
                 RunStatus::HandoffTimeout,
-                run.handoffs.timed_out.take(),
+                run.handoffs.timed_out.clone(),
                 None,
             ),
             Ok(None) => (RunStatus::MaxSteps, None, None),
@@ -676,7 +677,10 @@ impl PerceptionLoop {
         // A policy trigger hands over before the screenshot, so the step
         // sees the page as the person left it.
         self.step_triggers(step, &url, run).await?;
-        if run.handoffs.timed_out.is_some() {
+        if run.handoffs.timed_out.is_some()
+            || self.control.is_stopped()
+            || self.control.is_cancelled()
+        {
             return Ok(None);
         }
 
@@ -1353,7 +1357,9 @@ impl PerceptionLoop {
             ..self.clone()
         };
         let mut child_run = RunState::new(&child.config);
+        child_run.handoffs = std::mem::take(&mut run.handoffs);
         let result = Box::pin(child.run(instruction, &mut child_run)).await;
+        run.handoffs.absorb(std::mem::take(&mut child_run.handoffs));
         run.delegated_steps = run.delegated_steps.saturating_add(result.steps);
         run.delegated_usage += result.usage;
         if let Some(e) = result

@@ -31,6 +31,16 @@ pub(super) struct Handoffs {
     pub(super) timed_out: Option<String>,
 }
 
+/// How the wait for a person ended.
+enum Wait {
+    Done(Option<String>),
+    Stopped,
+    TimedOut,
+}
+
+/// How often a hand-over's wait checks that the browser is still there.
+const BROWSER_CHECK: Duration = Duration::from_secs(5);
+
 /// How a hand-over ended.
 enum Handover {
     /// The person pressed done, with an optional note.
@@ -48,6 +58,23 @@ const PAYMENT_PROBE: &str = r#"(() => {
   return [...document.querySelectorAll(sel)]
     .some(e => e.type !== 'hidden' && e.getClientRects().length > 0);
 })()"#;
+
+impl Handoffs {
+    /// Takes in a sub-task's hand-overs: it is part of this run (a person
+    /// helped it; a timeout there ends this run too).
+    pub(super) fn absorb(&mut self, child: Handoffs) {
+        self.any |= child.any;
+        self.after_rejections |= child.after_rejections;
+        for url in child.urls {
+            if !self.urls.contains(&url) {
+                self.urls.push(url);
+            }
+        }
+        if self.timed_out.is_none() {
+            self.timed_out = child.timed_out;
+        }
+    }
+}
 
 impl PerceptionLoop {
     fn handoff_policy(&self) -> Option<&HandoffPolicy> {
@@ -175,6 +202,17 @@ impl PerceptionLoop {
         ))
     }
 
+    /// Resolves when the browser is lost (checked every few seconds): a
+    /// hand-over does not hold a dead browser for its whole timeout.
+    async fn browser_lost(&self) -> LumenError {
+        loop {
+            tokio::time::sleep(BROWSER_CHECK).await;
+            if let Err(e @ LumenError::BrowserDisconnected { .. }) = self.tab.url().await {
+                return e;
+            }
+        }
+    }
+
     /// Opens a hand-over and waits for the person, bounded by the policy's
     /// timeout. A cancel ends the run; a stop or the timeout leaves it
     /// unanswered (a timeout also ends the run, see [`Handoffs::timed_out`]).
@@ -187,7 +225,7 @@ impl PerceptionLoop {
     ) -> Result<Handover> {
         let timeout_secs = self.handoff_policy().map_or(600, |p| p.timeout_secs);
         let reason = self.pipeline.secrets().redact(reason).into_owned();
-        let (id, answer) = self
+        let (id, mut answer) = self
             .control
             .open_handoff(reason.clone(), trigger, self.tab.clone());
         run.handoffs.any = true;
@@ -207,18 +245,32 @@ impl PerceptionLoop {
             "waiting for a person to take over"
         );
         let started = Instant::now();
-        let answer = tokio::select! {
+        let waited = tokio::select! {
             biased;
             why = self.control.cancelled() => {
                 self.control.close_handoff(id);
                 return Err(LumenError::Cancelled { reason: why });
             }
-            () = self.control.halted() => None,
-            a = tokio::time::timeout(Duration::from_secs(timeout_secs), answer) => Some(a),
+            e = self.browser_lost() => {
+                self.control.close_handoff(id);
+                return Err(e);
+            }
+            () = self.control.halted() => Wait::Stopped,
+            a = tokio::time::timeout(Duration::from_secs(timeout_secs), &mut answer) => match a {
+                Ok(Ok(note)) => Wait::Done(note),
+                _ => Wait::TimedOut,
+            },
         };
         self.control.close_handoff(id);
-        match answer {
-            Some(Ok(Ok(note))) => {
+        // A "done" that raced the deadline or the stop still counts: it
+        // either landed before the close (and is in the channel) or was
+        // told that nothing waits any more.
+        let waited = match (waited, answer.try_recv()) {
+            (Wait::Done(note), _) | (_, Ok(note)) => Wait::Done(note),
+            (other, _) => other,
+        };
+        match waited {
+            Wait::Done(note) => {
                 let note = note
                     .map(|n| self.pipeline.secrets().redact(n.trim()).into_owned())
                     .filter(|n| !n.is_empty());
@@ -231,10 +283,10 @@ impl PerceptionLoop {
                     .await;
                 Ok(Handover::Done(note))
             }
-            None => Ok(Handover::Unanswered(
+            Wait::Stopped => Ok(Handover::Unanswered(
                 "the hand-over was withdrawn: the run is stopping".into(),
             )),
-            Some(_) => {
+            Wait::TimedOut => {
                 let why = format!("nobody took over within {timeout_secs} s (asked: {reason})");
                 run.handoffs.timed_out = Some(why.clone());
                 Ok(Handover::Unanswered(why))
@@ -256,19 +308,26 @@ fn done_text(reason: &str, note: Option<&str>) -> String {
 }
 
 /// Whether an action may submit a form: a click, or Enter.
-fn submits(action: &Action) -> bool {
+pub(super) fn submits(action: &Action) -> bool {
+    let enter = |k: &str| {
+        k.split('+').any(|k| {
+            matches!(
+                k.trim().to_ascii_lowercase().as_str(),
+                "enter" | "return" | "kp_enter"
+            )
+        })
+    };
     match action {
         Action::Click { .. }
         | Action::DoubleClick { .. }
+        | Action::TripleClick { .. }
         | Action::ClickRef { .. }
-        | Action::MouseUp { .. } => true,
-        Action::KeyPress { keys } => keys.iter().any(|k| {
-            matches!(
-                k.to_ascii_lowercase().as_str(),
-                "enter" | "return" | "kp_enter"
-            )
-        }),
-        Action::Type { text } => text.ends_with('\n'),
+        | Action::MouseUp { .. }
+        // A script can submit the form itself.
+        | Action::JavascriptExec { .. } => true,
+        Action::KeyPress { keys } | Action::HoldKey { keys, .. } => keys.iter().any(|k| enter(k)),
+        Action::KeyDown { key } => enter(key),
+        Action::Type { text } => text.ends_with(['\n', '\r']),
         _ => false,
     }
 }

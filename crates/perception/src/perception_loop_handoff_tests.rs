@@ -140,6 +140,9 @@ async fn repeated_rejections_hand_over_once_before_the_next_step() {
         l,
         HandoffPolicy {
             after_rejections: 1,
+            // A failed assertion in the helper leaves the run to time out
+            // soon, not in ten minutes.
+            timeout_secs: 20,
             ..HandoffPolicy::default()
         },
     )
@@ -167,4 +170,75 @@ async fn repeated_rejections_hand_over_once_before_the_next_step() {
         !seen[2].2.contains("fixed the form"),
         "the notice is shown once"
     );
+}
+
+#[tokio::test]
+async fn a_sub_tasks_timeout_ends_the_whole_run() {
+    let (_, adapter, l) = setup(
+        vec![
+            vec![Action::Delegate {
+                instruction: "sign in".into(),
+                max_steps: Some(3),
+            }],
+            vec![ask("a code")],
+            vec![done("never asked")],
+        ],
+        6,
+    );
+    let l = with_handoff(
+        l,
+        HandoffPolicy {
+            timeout_secs: 1,
+            ..HandoffPolicy::default()
+        },
+    );
+    let (r, _) = run(&l, "x").await;
+    assert_eq!(r.status, RunStatus::HandoffTimeout, "{r:?}");
+    assert_eq!(
+        adapter.seen.lock().unwrap().len(),
+        2,
+        "no model call after it"
+    );
+}
+
+#[test]
+fn every_way_to_submit_a_form_counts_for_the_payment_trigger() {
+    use super::super::handoff::submits;
+    let key = |k: &str| Action::KeyPress {
+        keys: vec![k.into()],
+    };
+    for a in [
+        click(1, 1),
+        Action::TripleClick {
+            x: 1,
+            y: 1,
+            modifiers: Modifiers::NONE,
+        },
+        key("Return"),
+        key("ctrl+Enter"),
+        Action::KeyDown {
+            key: "Enter".into(),
+        },
+        Action::HoldKey {
+            keys: vec!["KP_Enter".into()],
+            duration_ms: 10,
+        },
+        Action::Type {
+            text: "4242\r".into(),
+        },
+        Action::JavascriptExec {
+            text: "document.forms[0].submit()".into(),
+        },
+    ] {
+        assert!(submits(&a), "{a:?}");
+    }
+    for a in [
+        key("Tab"),
+        Action::Type {
+            text: "4242".into(),
+        },
+        Action::Wait { ms: 1 },
+    ] {
+        assert!(!submits(&a), "{a:?}");
+    }
 }

@@ -223,7 +223,7 @@ async fn live_ticket(
     };
     let ticket = s
         .tickets
-        .mint(&id, pending.id)
+        .mint(&id, pending.id, Some(live::TICKET_TTL))
         .map_err(|e| ApiError::internal(format!("no ticket could be made: {e}")))?;
     Ok(Json(json!({
         "handoff": pending.id,
@@ -253,12 +253,9 @@ async fn live_socket(
     Query(q): Query<live::TicketQuery>,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
-    let handoff = s
-        .tickets
-        .redeem(&id, q.secret())
-        .ok_or_else(ApiError::bad_ticket)?;
+    let view = s.tickets.open_view(&id, q.secret())?;
     let control = s.runs.entry(&id)?.control();
-    Ok(live::upgrade(ws, control, handoff))
+    Ok(live::upgrade(ws, control, view))
 }
 
 /// The person is done (without the live view's button): the run goes on,

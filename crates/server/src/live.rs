@@ -1,11 +1,13 @@
 //! The live view of a hand-over: a person watches the tab the agent drives
 //! and acts in it, then presses done.
 //!
-//! - **Tickets.** A live view is opened with a one-time ticket: 128 random
-//!   bits, bound to one run's hand-over, valid for [`TICKET_TTL`] and used
-//!   up by the WebSocket that redeems it. The server mints one for an
-//!   authenticated `POST /v1/runs/{id}/live`; `lumen run --handoff` mints
-//!   one per hand-over and prints its URL.
+//! - **Tickets.** A live view is opened with a ticket: 128 random bits,
+//!   bound to one hand-over of one run, compared in constant time. The
+//!   server mints one for each authenticated `POST /v1/runs/{id}/live`,
+//!   valid [`TICKET_TTL`]; `lumen run --handoff` mints one per hand-over,
+//!   valid while it waits, and prints its URL. One view of a hand-over is
+//!   open at a time (a second socket is refused); a reload opens it again
+//!   once the first has closed.
 //! - **The page** ([`PAGE`], embedded in the binary): a canvas showing the
 //!   frames, the pointer, wheel, keys and pasted text sent back, a note and
 //!   a "done" button. It holds no data; it is served only for a live
@@ -39,8 +41,11 @@ use serde_json::{Value, json};
 use crate::error::ApiError;
 use crate::front_door::{FrontDoor, constant_time_eq};
 
-/// How long a ticket stays valid before it is redeemed.
+/// How long a ticket the API hands out stays valid (`lumen run
+/// --handoff`'s last as long as their hand-over).
 pub(crate) const TICKET_TTL: Duration = Duration::from_secs(300);
+/// The longest note a person may leave (the same over HTTP).
+pub(crate) const MAX_NOTE_CHARS: usize = 2000;
 /// The largest message a person's client may send.
 const MAX_MESSAGE: usize = 64 * 1024;
 /// The widest frame sent (the browser scales down to it).
@@ -49,10 +54,17 @@ const FRAME_WIDTH: u32 = 1280;
 /// The live view's page: a canvas, input capture, a note and "done".
 pub(crate) const PAGE: &str = include_str!("live.html");
 
-/// One-time tickets to live views.
+/// Tickets to live views, and the views open.
 #[derive(Debug, Default)]
 pub(crate) struct Tickets {
-    open: Mutex<Vec<Ticket>>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    tickets: Vec<Ticket>,
+    /// `(run, hand-over)` of every view open now: one at a time each.
+    viewing: Vec<(String, u64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,57 +74,122 @@ struct Ticket {
     run: String,
     /// The hand-over it opens.
     handoff: u64,
-    expires: Instant,
+    /// `None`: until [`Tickets::forget`] (the hand-over ended).
+    expires: Option<Instant>,
+}
+
+/// Why a ticket opens no view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Unknown, expired, or for another run.
+    Unknown,
+    /// Another view of the same hand-over is open.
+    Busy,
+}
+
+impl From<Refused> for ApiError {
+    fn from(r: Refused) -> Self {
+        match r {
+            Refused::Unknown => ApiError::bad_ticket(),
+            Refused::Busy => ApiError::invalid_state(
+                "another live view of this hand-over is open: close it first (one person at a time)",
+            ),
+        }
+    }
+}
+
+/// An open view: its place is given back when dropped.
+#[derive(Debug)]
+pub(crate) struct View {
+    tickets: Arc<Tickets>,
+    key: (String, u64),
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        self.tickets.lock().viewing.retain(|k| *k != self.key);
+    }
 }
 
 impl Tickets {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Ticket>> {
-        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new ticket to hand-over `handoff` of run `run`.
+    /// A new ticket to hand-over `handoff` of run `run`, valid for `ttl`
+    /// (`None`: until [`forget`](Self::forget)).
     ///
     /// # Errors
     /// When the system has no randomness to give.
-    pub(crate) fn mint(&self, run: &str, handoff: u64) -> std::io::Result<String> {
+    pub(crate) fn mint(
+        &self,
+        run: &str,
+        handoff: u64,
+        ttl: Option<Duration>,
+    ) -> std::io::Result<String> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
         let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let mut open = self.lock();
+        let mut inner = self.lock();
         let now = Instant::now();
-        open.retain(|t| t.expires > now);
-        open.push(Ticket {
+        inner.tickets.retain(|t| t.expires.is_none_or(|e| e > now));
+        inner.tickets.push(Ticket {
             secret: secret.clone(),
             run: run.to_owned(),
             handoff,
-            expires: now + TICKET_TTL,
+            expires: ttl.map(|t| now + t),
         });
         Ok(secret)
     }
 
-    fn find(open: &[Ticket], run: &str, secret: &str) -> Option<usize> {
+    /// Drops the tickets of hand-over `handoff` of run `run` (it ended).
+    pub(crate) fn forget(&self, run: &str, handoff: u64) {
+        self.lock()
+            .tickets
+            .retain(|t| !(t.run == run && t.handoff == handoff));
+    }
+
+    fn find(tickets: &[Ticket], run: &str, secret: &str) -> Option<usize> {
         let now = Instant::now();
         // Every ticket is compared, each in constant time.
         let mut found = None;
-        for (i, t) in open.iter().enumerate() {
+        for (i, t) in tickets.iter().enumerate() {
             let same = constant_time_eq(t.secret.as_bytes(), secret.as_bytes());
-            if same && t.run == run && t.expires > now {
+            if same && t.run == run && t.expires.is_none_or(|e| e > now) {
                 found = Some(i);
             }
         }
         found
     }
 
-    /// The hand-over a live ticket opens, without using it up.
+    /// The hand-over a live ticket opens, without opening it.
     pub(crate) fn peek(&self, run: &str, secret: &str) -> Option<u64> {
-        let open = self.lock();
-        Self::find(&open, run, secret).map(|i| open[i].handoff)
+        let inner = self.lock();
+        Self::find(&inner.tickets, run, secret).map(|i| inner.tickets[i].handoff)
     }
 
-    /// The hand-over a live ticket opens, using it up.
-    pub(crate) fn redeem(&self, run: &str, secret: &str) -> Option<u64> {
-        let mut open = self.lock();
-        Self::find(&open, run, secret).map(|i| open.swap_remove(i).handoff)
+    /// Opens the view a ticket names, one at a time per hand-over (a
+    /// reload or a dropped connection opens it again once the first view
+    /// has closed).
+    pub(crate) fn open_view(
+        self: &Arc<Self>,
+        run: &str,
+        secret: &str,
+    ) -> Result<(u64, View), Refused> {
+        let mut inner = self.lock();
+        let i = Self::find(&inner.tickets, run, secret).ok_or(Refused::Unknown)?;
+        let key = (run.to_owned(), inner.tickets[i].handoff);
+        if inner.viewing.contains(&key) {
+            return Err(Refused::Busy);
+        }
+        inner.viewing.push(key.clone());
+        Ok((
+            key.1,
+            View {
+                tickets: self.clone(),
+                key,
+            },
+        ))
     }
 }
 
@@ -152,11 +229,19 @@ pub(crate) fn page_response() -> Response {
     r
 }
 
-/// Upgrades to the live view's socket of hand-over `handoff`.
-pub(crate) fn upgrade(ws: WebSocketUpgrade, control: RunControl, handoff: u64) -> Response {
+/// Upgrades to the live view's socket of hand-over `handoff`; `view`
+/// holds its place until the socket closes.
+pub(crate) fn upgrade(
+    ws: WebSocketUpgrade,
+    control: RunControl,
+    (handoff, view): (u64, View),
+) -> Response {
     ws.max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
-        .on_upgrade(move |socket| session(socket, control, handoff))
+        .on_upgrade(move |socket| async move {
+            session(socket, control, handoff).await;
+            drop(view);
+        })
 }
 
 /// What the person's client sends besides input.
@@ -203,13 +288,23 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
     let closed = control.handoff_closed(handoff);
     tokio::pin!(closed);
     loop {
+        // The hand-over's end first: no input may land once the agent
+        // drives again.
         tokio::select! {
+            biased;
             () = &mut closed => {
                 let _ = sink.send(text(&json!({"type": "closed"}))).await;
                 break;
             }
             frame = frames.next() => {
-                let Some(frame) = frame else { continue };
+                let Some(frame) = frame else {
+                    // The page or the browser went away; a stream that
+                    // ended is never polled again.
+                    let e = json!({"type": "error", "message": "the screencast ended"});
+                    let _ = sink.send(text(&e)).await;
+                    frames = Box::pin(futures::stream::pending());
+                    continue;
+                };
                 let data = base64::engine::general_purpose::STANDARD.encode(&frame.jpeg);
                 let msg = json!({
                     "type": "frame",
@@ -226,6 +321,11 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
                 let Message::Text(body) = msg else { continue };
                 let value: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
                 if let Ok(Finish::Done { note }) = serde_json::from_value::<Finish>(value.clone()) {
+                    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
+                        let e = json!({"type": "error", "message": format!("the note is longer than {MAX_NOTE_CHARS} characters")});
+                        let _ = sink.send(text(&e)).await;
+                        continue;
+                    }
                     let finished = control.finish_handoff(Some(handoff), note);
                     let reply = match finished {
                         true => json!({"type": "finished"}),
@@ -235,6 +335,10 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
                     break;
                 }
                 let answer = match serde_json::from_value::<LiveInput>(value) {
+                    Ok(_) if control.handoff().is_none_or(|h| h.id != handoff) => {
+                        let _ = sink.send(text(&json!({"type": "closed"}))).await;
+                        break;
+                    }
                     Ok(input) => match pending.tab.live_input(&input).await {
                         Ok(true) => None,
                         Ok(false) => Some("this browser cannot take input".to_owned()),
@@ -315,13 +419,20 @@ impl LiveServer {
         self.addr
     }
 
-    /// A one-time URL to the live view of hand-over `handoff`.
+    /// A URL with a fresh ticket to the live view of hand-over `handoff`,
+    /// valid until [`forget`](Self::forget) (one view open at a time; a
+    /// reload opens it again).
     ///
     /// # Errors
     /// When the system has no randomness for the ticket.
     pub fn url(&self, handoff: u64) -> std::io::Result<String> {
-        let ticket = self.tickets.mint(STANDALONE_RUN, handoff)?;
+        let ticket = self.tickets.mint(STANDALONE_RUN, handoff, None)?;
         Ok(format!("http://{}/live?ticket={ticket}", self.addr))
+    }
+
+    /// Ends the tickets of hand-over `handoff` (it is over).
+    pub fn forget(&self, handoff: u64) {
+        self.tickets.forget(STANDALONE_RUN, handoff);
     }
 }
 
@@ -355,11 +466,8 @@ async fn standalone_socket(
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     check_door(&s.door, &headers)?;
-    let handoff = s
-        .tickets
-        .redeem(STANDALONE_RUN, q.secret())
-        .ok_or_else(ApiError::bad_ticket)?;
-    Ok(upgrade(ws, s.control, handoff))
+    let view = s.tickets.open_view(STANDALONE_RUN, q.secret())?;
+    Ok(upgrade(ws, s.control, view))
 }
 
 #[cfg(test)]
@@ -367,17 +475,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_ticket_opens_one_run_once() {
-        let t = Tickets::default();
-        let secret = t.mint("r1", 3).unwrap();
+    fn a_ticket_opens_one_view_of_its_run_at_a_time() {
+        let t = Arc::new(Tickets::default());
+        let secret = t.mint("r1", 3, Some(TICKET_TTL)).unwrap();
         assert_eq!(secret.len(), 32);
         assert_eq!(t.peek("r2", &secret), None, "another run's ticket");
         assert_eq!(t.peek("r1", "0000"), None);
         assert_eq!(t.peek("r1", ""), None);
         assert_eq!(t.peek("r1", &secret), Some(3));
-        assert_eq!(t.redeem("r1", &secret), Some(3));
-        assert_eq!(t.redeem("r1", &secret), None, "used up");
-        let other = t.mint("r1", 4).unwrap();
-        assert_ne!(other, secret);
+        let (handoff, view) = t.open_view("r1", &secret).unwrap();
+        assert_eq!(handoff, 3);
+        let second = t.mint("r1", 3, Some(TICKET_TTL)).unwrap();
+        assert_ne!(second, secret);
+        assert_eq!(t.open_view("r1", &second).err(), Some(Refused::Busy));
+        drop(view);
+        assert!(
+            t.open_view("r1", &secret).is_ok(),
+            "a reload opens it again"
+        );
+        t.forget("r1", 3);
+        assert_eq!(t.open_view("r1", &second).err(), Some(Refused::Unknown));
+        let expired = t.mint("r1", 4, Some(Duration::ZERO)).unwrap();
+        assert_eq!(t.peek("r1", &expired), None);
     }
 }

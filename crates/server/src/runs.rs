@@ -129,9 +129,8 @@ impl RunEntry {
         let mut info = lock(&self.info).clone();
         info.redact(&self.redactor());
         let control = self.control();
-        if matches!(info.status, RunState::Queued | RunState::Running) && control.is_paused() {
-            info.status = RunState::Paused;
-        }
+        // Waiting for a person shows first: a pause takes effect only
+        // after the hand-over.
         if info.status == RunState::Running
             && let Some(h) = control.handoff()
         {
@@ -141,6 +140,9 @@ impl RunEntry {
                 reason: h.reason,
                 trigger: h.trigger,
             });
+        } else if matches!(info.status, RunState::Queued | RunState::Running) && control.is_paused()
+        {
+            info.status = RunState::Paused;
         }
         info
     }
@@ -678,10 +680,16 @@ impl RunManager {
         let entry = self.entry(id)?;
         let obj = control_body(body, &["note", "handoff"])?;
         let note = opt_string(&obj, "note")?;
-        if note.as_ref().is_some_and(|n| n.chars().count() > 2000) {
+        if note
+            .as_ref()
+            .is_some_and(|n| n.chars().count() > crate::live::MAX_NOTE_CHARS)
+        {
             return Err(ApiError::invalid_field(
                 "note",
-                "`note` must be at most 2000 characters",
+                format!(
+                    "`note` must be at most {} characters",
+                    crate::live::MAX_NOTE_CHARS
+                ),
             ));
         }
         let handoff = match obj.get("handoff") {

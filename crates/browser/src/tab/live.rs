@@ -42,6 +42,12 @@ impl CdpTab {
             json!({"format": "jpeg", "quality": QUALITY, "maxWidth": side, "maxHeight": side}),
         )
         .await?;
+        // A new view starts with nothing held, and only the newest
+        // screencast may stop the page's screencast when it ends.
+        let live = self.shared.live.clone();
+        live.buttons.store(0, Ordering::Relaxed);
+        live.modifiers.store(0, Ordering::Relaxed);
+        let generation = live.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let (tx, rx) = tokio::sync::mpsc::channel::<LiveFrame>(1);
         let page = ctx.page.clone();
         let interval = Duration::from_millis(1000 / MAX_FPS);
@@ -59,12 +65,12 @@ impl CdpTab {
                     .decode(frame.data.as_ref() as &str)
                     .unwrap_or_default();
                 let meta = &frame.metadata;
-                let live = LiveFrame {
+                let shown = LiveFrame {
                     jpeg,
                     css_width: meta.device_width.round().max(0.0) as u32,
                     css_height: meta.device_height.round().max(0.0) as u32,
                 };
-                if !live.jpeg.is_empty() && tx.send(live).await.is_err() {
+                if !shown.jpeg.is_empty() && tx.send(shown).await.is_err() {
                     break;
                 }
                 // The browser sends the next frame only after this ack:
@@ -82,7 +88,9 @@ impl CdpTab {
                     break;
                 }
             }
-            let _ = conn.page_raw(&page, "Page.stopScreencast", json!({})).await;
+            if live.generation.load(Ordering::SeqCst) == generation {
+                let _ = conn.page_raw(&page, "Page.stopScreencast", json!({})).await;
+            }
         });
         let frames = futures::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|frame| (frame, rx))
@@ -144,9 +152,11 @@ impl CdpTab {
     }
 }
 
-/// What a person holds down in a live view: mouse buttons and modifiers.
+/// What a person in a live view holds down (mouse buttons and
+/// modifiers), and which screencast is the newest.
 #[derive(Debug, Default)]
 pub(super) struct LiveState {
     buttons: std::sync::atomic::AtomicI64,
     modifiers: std::sync::atomic::AtomicI64,
+    generation: std::sync::atomic::AtomicU64,
 }

@@ -110,7 +110,7 @@ struct Shared {
     /// The request filter, once installed.
     request_guard: std::sync::OnceLock<Arc<guard::RequestGuard>>,
     /// What a person in a live view holds down.
-    live: live::LiveState,
+    live: Arc<live::LiveState>,
 }
 
 impl Drop for Shared {

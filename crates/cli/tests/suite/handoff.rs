@@ -58,6 +58,12 @@ async fn the_printed_live_view_lets_a_person_finish_and_the_run_goes_on() {
     };
     assert_eq!(hello["type"], "handoff", "{hello}");
     assert_eq!(hello["reason"], "Enter the one-time code");
+    // One person at a time: a second view is refused while this one is open.
+    assert!(
+        tokio_tungstenite::connect_async(socket.as_str())
+            .await
+            .is_err()
+    );
     ws.send(Message::Text(
         json!({"type": "done", "note": "all yours"})
             .to_string()
@@ -65,12 +71,6 @@ async fn the_printed_live_view_lets_a_person_finish_and_the_run_goes_on() {
     ))
     .await
     .unwrap();
-    // A used ticket opens nothing.
-    assert!(
-        tokio_tungstenite::connect_async(socket.as_str())
-            .await
-            .is_err()
-    );
     let out = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
         .await
         .unwrap()

@@ -167,10 +167,15 @@ async fn a_person_enters_the_code_through_the_live_view_and_the_run_completes() 
         .unwrap();
     assert_eq!(&jpeg[..2], &[0xFF, 0xD8], "a JPEG");
     assert_eq!(frame["width"], 1280, "{}", frame["width"]);
+    // One person at a time: a second view of the same hand-over is
+    // refused while this one is open, even with a fresh ticket.
+    let (_, second) = c.post(&format!("/v1/runs/{id}/live"), json!({})).await;
     assert_eq!(
-        connect(addr, socket_path, None).await.err(),
-        Some(401),
-        "the ticket is used up"
+        connect(addr, second["socket"].as_str().unwrap(), None)
+            .await
+            .err(),
+        Some(409),
+        "a second view at once"
     );
     send(
         &mut socket,
