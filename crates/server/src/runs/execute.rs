@@ -63,6 +63,10 @@ struct Writer {
     task: tokio::task::JoinHandle<()>,
     /// One past the last `seq` handed to the writer.
     next_seq: Arc<AtomicU64>,
+    /// While `Some`, the session's `error` and `done` events are held here
+    /// instead of written: an execution on a remote browser may fail over,
+    /// and then the run has not ended ([`release`](Self::release)).
+    held: Arc<std::sync::Mutex<Option<Vec<RecordedEvent>>>>,
 }
 
 impl Writer {
@@ -81,6 +85,7 @@ impl Writer {
             tx,
             task,
             next_seq: Arc::new(AtomicU64::new(offset)),
+            held: Arc::default(),
         }
     }
 
@@ -89,6 +94,7 @@ impl Writer {
         let tx = std::sync::Mutex::new(self.tx.clone());
         let next_seq = self.next_seq.clone();
         let offset = next_seq.load(Ordering::SeqCst);
+        let held = self.held.clone();
         Arc::new(move |e: &RecordedEvent| {
             if let StreamEvent::StepStarted { step, .. } = &e.event
                 && panic_at_step == Some(*step)
@@ -98,9 +104,40 @@ impl Writer {
             let mut e = e.clone();
             e.seq += offset;
             next_seq.fetch_max(e.seq + 1, Ordering::SeqCst);
+            if matches!(
+                e.event,
+                StreamEvent::Error { .. } | StreamEvent::Done { .. }
+            ) && let Some(held) = lock(&held).as_mut()
+            {
+                held.push(e);
+                return;
+            }
             entry.observe(&e.event);
             let _ = lock(&tx).send(Write::Event(Box::new(e)));
         })
+    }
+
+    /// Holds the session's `error` and `done` events back from now on.
+    fn hold_endings(&self) {
+        lock(&self.held).get_or_insert_with(Vec::new);
+    }
+
+    /// Whether endings are held (the execution drives a remote browser).
+    fn holds_endings(&self) -> bool {
+        lock(&self.held).is_some()
+    }
+
+    /// Writes the held endings (`keep`: the run ended) or drops them (it
+    /// fails over: it has not ended, and the resumed execution cuts the log
+    /// back to its last completed step anyway).
+    fn release(&self, entry: &RunEntry, keep: bool) {
+        let held = lock(&self.held).take().unwrap_or_default();
+        if keep {
+            for e in held {
+                entry.observe(&e.event);
+                let _ = self.tx.send(Write::Event(Box::new(e)));
+            }
+        }
     }
 
     /// Appends an event after the session's last one.
@@ -217,13 +254,17 @@ impl RunManager {
                         AssertUnwindSafe(self.drive(&entry, &control, resume, &mut writer))
                             .catch_unwind()
                             .await;
-                    // A lost remote browser: the run goes on in a fresh
-                    // session, resumed from its last completed step.
+                    // A lost remote browser from the pool: the run goes on
+                    // in a fresh session, resumed from its last completed
+                    // step (a run on its own endpoint has nowhere to go).
                     let fail_over = matches!(&driven, Ok(r) if lost_browser(r))
-                        && self.pool.is_remote()
+                        && writer.as_ref().is_some_and(Writer::holds_endings)
                         && failovers < MAX_FAILOVERS
                         && !control.is_cancelled()
                         && !control.is_stopped();
+                    if let Some(w) = &writer {
+                        w.release(&entry, !fail_over);
+                    }
                     if !fail_over {
                         break driven;
                     }
@@ -437,6 +478,8 @@ impl RunManager {
         };
         if let Some(endpoint) = lent.as_ref().and_then(|l| l.endpoint(&self.pool)) {
             tracing::info!(run = %entry.id, endpoint, "the run drives a remote browser");
+            // Lost, it fails over: its ending is not final until then.
+            w.hold_endings();
         }
         // The run's own browser context: nothing an earlier run (perhaps
         // another client's) stored is visible to it, and nothing it stores

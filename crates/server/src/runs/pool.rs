@@ -117,12 +117,6 @@ impl BrowserPool {
         Self { source }
     }
 
-    /// Whether runs are served by remote endpoints (a lost browser is then
-    /// failed over to another session).
-    pub(super) fn is_remote(&self) -> bool {
-        matches!(self.source, Source::Remote { .. })
-    }
-
     /// A browser for one execution (cancel it by dropping the future).
     pub(super) async fn take(&self) -> lumen::Result<Lent> {
         match &self.source {

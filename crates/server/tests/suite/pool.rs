@@ -130,6 +130,12 @@ async fn runs_spread_over_the_endpoints_and_a_lost_browser_fails_over() {
     let id = c
         .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
         .await;
+    // A client following the run live, from before the loss.
+    let follower = tokio::spawn({
+        let c = Client::new(server.local_addr());
+        let id = id.clone();
+        async move { c.sse(&id, None).await }
+    });
     wait_for("the second model call", async || env.requests() == 4).await;
     let on_a = on(a.pages().await) == 1;
     let (lost, other) = if on_a { (&mut a, &b) } else { (&mut b, &a) };
@@ -149,6 +155,21 @@ async fn runs_spread_over_the_endpoints_and_a_lost_browser_fails_over() {
         .map(|(_, _, d)| d)
         .collect();
     assert_every_step_once(&events, 2);
+    // The live follower saw the same: no `done` or `error` for the lost
+    // browser (the run had not ended), every step once.
+    let live: Vec<Value> = follower
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    let endings: Vec<&Value> = live
+        .iter()
+        .filter(|e| e["type"] == "done" || e["type"] == "error")
+        .collect();
+    assert_eq!(endings.len(), 1, "{endings:?}");
+    assert_eq!(endings[0]["status"], "success");
+    assert_every_step_once(&live, 2);
     // The run's context and our tab are closed with it: only the page the
     // browser started with is left.
     wait_for("the other browser back to its first page", async || {
