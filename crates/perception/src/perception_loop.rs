@@ -342,6 +342,21 @@ struct Done {
     terminated: Option<(TerminateStatus, String)>,
 }
 
+impl Done {
+    /// An action answered without the pipeline (not executed, or handed
+    /// to a person).
+    fn answered(call: ActionCall, execution: ActionExecution) -> Self {
+        Done {
+            record: ActionRecord {
+                call,
+                execution,
+                blocked: None,
+            },
+            terminated: None,
+        }
+    }
+}
+
 impl PerceptionLoop {
     /// A loop over `tab` with `adapter`.
     pub fn new(
@@ -1114,14 +1129,7 @@ impl PerceptionLoop {
                 true => "not executed: the task was already completed",
                 false => "not executed: nobody took over in time, so the run ends",
             });
-            done.push(Done {
-                record: ActionRecord {
-                    call,
-                    execution,
-                    blocked: None,
-                },
-                terminated: None,
-            });
+            done.push(Done::answered(call, execution));
             return Ok(());
         }
         // A payment the policy keeps for a person is handed over, not run.
@@ -1134,14 +1142,7 @@ impl PerceptionLoop {
                     execution: execution.clone(),
                 })
                 .await;
-            done.push(Done {
-                record: ActionRecord {
-                    call,
-                    execution,
-                    blocked: None,
-                },
-                terminated: None,
-            });
+            done.push(Done::answered(call, execution));
             return Ok(());
         }
         // Hooks, policy (at the URL the tab is on now), router, the
