@@ -136,6 +136,11 @@ pub(crate) struct ServeArgs {
         requires = "browser_endpoints"
     )]
     pub(crate) endpoint_sessions: usize,
+    /// Serve runs from Browserbase (a session each, BROWSERBASE_API_KEY and
+    /// BROWSERBASE_PROJECT_ID from the environment), at most N at once;
+    /// with --browser-endpoint too, runs go to the least busy.
+    #[arg(long, value_name = "N")]
+    pub(crate) browserbase_sessions: Option<usize>,
     /// The operator policy (requests can only narrow it).
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,

@@ -179,6 +179,26 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
         .map(|url| lumen_server::BrowserEndpoint::new(url, args.endpoint_sessions))
         .collect::<Result<_, _>>()
         .map_err(|e| CliError::config(format!("--browser-endpoint: {e}")))?;
+    if let Some(n) = args.browserbase_sessions {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| {
+                    CliError::config(format!(
+                        "--browserbase-sessions needs {name} in the environment; export it first"
+                    ))
+                })
+        };
+        let options = lumen::browser::BrowserbaseOptions::new(
+            var(lumen::BROWSERBASE_API_KEY_ENV)?,
+            var(lumen::BROWSERBASE_PROJECT_ID_ENV)?,
+        );
+        o.browser_endpoints.push(
+            lumen_server::BrowserEndpoint::browserbase(options, n)
+                .map_err(|e| CliError::config(format!("--browserbase-sessions: {e}")))?,
+        );
+    }
     // The operator policy starts closed; the policy options open it.
     o.policy = config::policy_from(
         &args.policy,

@@ -55,7 +55,7 @@ pub use ipc::{ipc, ipc_stdio};
 pub use mcp::{mcp, mcp_stdio};
 #[doc(hidden)]
 pub use options::TestHooks;
-pub use options::{BrowserEndpoint, ServeOptions, TOKEN_ENV};
+pub use options::{BrowserEndpoint, EndpointSource, ServeOptions, TOKEN_ENV};
 pub use runs::{
     CANCEL_REASONS, Live, RunEntry, RunManager, SERVER_RESTART, SERVER_SHUTDOWN, USER_CANCEL,
 };

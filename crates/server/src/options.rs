@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lumen::browser::LaunchOptions;
+use lumen::browser::{BrowserbaseOptions, LaunchOptions};
 use lumen::models::AdapterOptions;
 use lumen::safety::PolicyConfig;
 
@@ -104,19 +104,30 @@ pub struct ServeOptions {
     pub test_hooks: TestHooks,
 }
 
-/// A remote browser runs can be served from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A remote source of browsers runs can be served from.
+#[derive(Debug, Clone)]
 pub struct BrowserEndpoint {
-    /// Its DevTools address: `ws://host:port/devtools/browser/…`,
-    /// `http://host:port` (resolved through `/json/version`), or a pool's
-    /// WebSocket URL.
-    pub url: String,
+    /// Where its browsers come from.
+    pub source: EndpointSource,
     /// The most runs it takes at once (at least 1).
     pub max_sessions: usize,
 }
 
+/// Where a [`BrowserEndpoint`]'s browsers come from.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum EndpointSource {
+    /// A running browser or a pool over CDP: `ws://host:port/devtools/browser/…`,
+    /// `http://host:port` (resolved through `/json/version`), or a pool's
+    /// WebSocket URL (browserless).
+    Cdp(String),
+    /// A Browserbase project: a session of its own for each run, released
+    /// when the run's execution ends.
+    Browserbase(Box<BrowserbaseOptions>),
+}
+
 impl BrowserEndpoint {
-    /// An endpoint taking `max_sessions` runs at once.
+    /// A CDP endpoint taking `max_sessions` runs at once.
     ///
     /// # Errors
     /// A message naming what to fix: a URL that is not `ws(s)://` or
@@ -131,12 +142,41 @@ impl BrowserEndpoint {
                 "browser endpoint `{url}`: give a DevTools address, ws://host:port/devtools/browser/… or http://host:port"
             ));
         }
+        Self::with(EndpointSource::Cdp(url), max_sessions)
+    }
+
+    /// A Browserbase project taking `max_sessions` runs at once (its plan's
+    /// concurrency).
+    ///
+    /// # Errors
+    /// A message naming what to fix: no key or project, or no session.
+    pub fn browserbase(options: BrowserbaseOptions, max_sessions: usize) -> Result<Self, String> {
+        if options.api_key.trim().is_empty() || options.project_id.trim().is_empty() {
+            return Err("a Browserbase endpoint needs an API key and a project id".into());
+        }
+        Self::with(EndpointSource::Browserbase(Box::new(options)), max_sessions)
+    }
+
+    fn with(source: EndpointSource, max_sessions: usize) -> Result<Self, String> {
+        let endpoint = Self {
+            source,
+            max_sessions,
+        };
         if max_sessions == 0 {
             return Err(format!(
-                "browser endpoint `{url}`: it must take at least one session"
+                "browser endpoint `{}`: it must take at least one session",
+                endpoint.name()
             ));
         }
-        Ok(Self { url, max_sessions })
+        Ok(endpoint)
+    }
+
+    /// How logs name it: its URL, or `browserbase:<project>` (never a key).
+    pub fn name(&self) -> String {
+        match &self.source {
+            EndpointSource::Cdp(url) => url.clone(),
+            EndpointSource::Browserbase(o) => format!("browserbase:{}", o.project_id),
+        }
     }
 }
 

@@ -60,6 +60,8 @@ pub use lumen_browser::chromium::locate as locate_chromium;
 pub use lumen_browser::chromium::{ChromiumNotFound, locate_headless_shell};
 /// The mock model provider; it lives in `lumen-mock` (so `lumen demo` can
 /// use it at runtime) and is re-exported here for the tests.
+mod browserbase;
+pub use browserbase::browserbase_stub;
 pub use lumen_mock::mock_provider;
 pub use lumen_mock::{
     FixtureServer, MAX_QUERY_DELAY, RequestRecord, StatusCode, element_center, fixtures_root,

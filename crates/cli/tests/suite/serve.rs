@@ -78,8 +78,11 @@ async fn a_browser_endpoint_that_cannot_work_is_a_configuration_error() {
             "at least one",
         ),
         (&["--endpoint-sessions", "2"][..], "--browser-endpoint"),
+        (&["--browserbase-sessions", "2"][..], "BROWSERBASE_API_KEY"),
     ] {
         let out = lumen()
+            .env_remove("BROWSERBASE_API_KEY")
+            .env_remove("BROWSERBASE_PROJECT_ID")
             .args(["serve", "--port", "0", "--data-dir"])
             .arg(dir.path())
             .args(args)

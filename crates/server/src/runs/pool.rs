@@ -3,8 +3,9 @@
 //! - **Local** (the default): Chromium processes launched here and kept for
 //!   reuse between runs (at most one per slot).
 //! - **Remote endpoints** ([`BrowserEndpoint`]): running browsers reached
-//!   over CDP: a browserless or Selenium Grid pool, Chromium started with
-//!   `--remote-debugging-port`. Each takes at most its `max_sessions` runs
+//!   over CDP (a browserless or Selenium Grid pool, Chromium started with
+//!   `--remote-debugging-port`), or a Browserbase project (a session per
+//!   run). Each takes at most its `max_sessions` runs
 //!   at once; a run goes to the least busy endpoint that is not cooling
 //!   down. An endpoint that refuses a connection (down, or a pool's 429
 //!   when it is full) or loses a run's browser cools down, longer after
@@ -24,7 +25,7 @@ use lumen::browser::{CdpTab, LaunchOptions, TabOptions};
 use lumen::{BrowserTab as _, LumenError};
 
 use super::lock;
-use crate::options::BrowserEndpoint;
+use crate::options::{BrowserEndpoint, EndpointSource};
 
 /// How long a run keeps trying endpoints that fail before it gives up.
 pub(crate) const TAKE_DEADLINE: Duration = Duration::from_secs(60);
@@ -88,10 +89,10 @@ pub(super) struct Lent {
 }
 
 impl Lent {
-    /// The endpoint's URL, for logs (`None` for a local browser).
-    pub(super) fn endpoint<'a>(&self, pool: &'a BrowserPool) -> Option<&'a str> {
+    /// The endpoint's name, for logs (`None` for a local browser).
+    pub(super) fn endpoint(&self, pool: &BrowserPool) -> Option<String> {
         match (&pool.source, &self.session) {
-            (Source::Remote { endpoints, .. }, Some(s)) => Some(endpoints[s.endpoint].url.as_str()),
+            (Source::Remote { endpoints, .. }, Some(s)) => Some(endpoints[s.endpoint].name()),
             _ => None,
         }
     }
@@ -153,7 +154,7 @@ impl BrowserPool {
                 }
                 if lost && let Some(s) = &lent.session {
                     cool_down(&mut lock(state)[s.endpoint]);
-                    tracing::warn!(endpoint = %endpoints[s.endpoint].url, "a run lost its remote browser; the endpoint cools down");
+                    tracing::warn!(endpoint = %endpoints[s.endpoint].name(), "a run lost its remote browser; the endpoint cools down");
                 }
                 // Dropping the lent session frees its place.
             }
@@ -231,8 +232,12 @@ async fn take_remote(endpoints: &[BrowserEndpoint], state: &Shared) -> lumen::Re
                     state: state.clone(),
                     endpoint: i,
                 };
-                let url = &endpoints[i].url;
-                match CdpTab::connect(url, TabOptions::default()).await {
+                let name = endpoints[i].name();
+                let connected = match &endpoints[i].source {
+                    EndpointSource::Cdp(url) => CdpTab::connect(url, TabOptions::default()).await,
+                    EndpointSource::Browserbase(o) => CdpTab::browserbase((**o).clone()).await,
+                };
+                match connected {
                     Ok(tab) => {
                         let mut health = lock(state);
                         health[i].failures = 0;
@@ -243,10 +248,10 @@ async fn take_remote(endpoints: &[BrowserEndpoint], state: &Shared) -> lumen::Re
                         });
                     }
                     Err(e) => {
-                        tracing::warn!(endpoint = %url, "a browser endpoint refused a run: {e}");
+                        tracing::warn!(endpoint = %name, "a browser endpoint refused a run: {e}");
                         drop(session);
                         cool_down(&mut lock(state)[i]);
-                        last_error = Some(format!("{url}: {e}"));
+                        last_error = Some(format!("{name}: {e}"));
                         failing_since.get_or_insert_with(Instant::now);
                         // The next endpoint is tried at once.
                         continue;
@@ -280,9 +285,9 @@ mod tests {
     fn endpoints(caps: &[usize]) -> Vec<BrowserEndpoint> {
         caps.iter()
             .enumerate()
-            .map(|(i, &max_sessions)| BrowserEndpoint {
-                url: format!("http://127.0.0.1:{}", 9000 + i),
-                max_sessions,
+            .map(|(i, &max_sessions)| {
+                BrowserEndpoint::new(format!("http://127.0.0.1:{}", 9000 + i), max_sessions)
+                    .unwrap()
             })
             .collect()
     }

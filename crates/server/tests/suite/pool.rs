@@ -232,3 +232,40 @@ fn endpoints_that_cannot_work_are_refused_with_the_fix() {
     );
     assert!(BrowserEndpoint::new(" ws://h:1/devtools/browser/x ", 2).is_ok());
 }
+
+/// A Browserbase project as the pool (the API stood in for on 127.0.0.1,
+/// its sessions a real Chromium): each run creates a session and releases
+/// it when its execution ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browserbase_pool_creates_and_releases_a_session_per_run() {
+    let env = Env::new().await;
+    let remote = Remote::start().await;
+    let (api, mut requests) = lumen_test_support::browserbase_stub(remote.url.clone())
+        .await
+        .unwrap();
+    let mut bb = lumen::browser::BrowserbaseOptions::new("bb_live_test", "proj_test");
+    bb.api_base = api;
+    let mut options = env.options();
+    options.browser_endpoints = vec![BrowserEndpoint::browserbase(bb, 2).unwrap()];
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.done("in browserbase");
+    let id = c
+        .create(json!({"instruction": "Finish", "startUrl": env.counter(), "maxSteps": 2}))
+        .await;
+    let run = c.wait_status(&id, "completed").await;
+    assert_eq!(run["result"], "in browserbase");
+    let create = requests.recv().await.unwrap();
+    assert!(create.starts_with("POST /v1/sessions HTTP/1.1"), "{create}");
+    let release = tokio::time::timeout(Duration::from_secs(30), requests.recv())
+        .await
+        .expect("the session was never released")
+        .unwrap();
+    assert!(release.contains("REQUEST_RELEASE"), "{release}");
+    server.shutdown().await;
+    assert!(
+        BrowserEndpoint::browserbase(lumen::browser::BrowserbaseOptions::new("", "p"), 1)
+            .unwrap_err()
+            .contains("API key")
+    );
+}
