@@ -59,6 +59,19 @@ pub(crate) struct NativeAgent {
 }
 
 impl NativeAgent {
+    /// The agent's slot, locked (a poisoned lock is an internal error).
+    fn slot(&self, py: Python<'_>) -> PyResult<std::sync::MutexGuard<'_, Slot>> {
+        self.slot.lock().map_err(|_| {
+            errors::raise(
+                py,
+                errors::INTERNAL_ERROR,
+                "agent state poisoned",
+                false,
+                None,
+            )
+        })
+    }
+
     /// Takes the agent out of its slot for a run.
     fn take(&self, py: Python<'_>) -> PyResult<lumen::Agent> {
         if let Some(why) = self.control.cancel_reason() {
@@ -70,15 +83,7 @@ impl NativeAgent {
                 None,
             ));
         }
-        let mut slot = self.slot.lock().map_err(|_| {
-            errors::raise(
-                py,
-                errors::INTERNAL_ERROR,
-                "agent state poisoned",
-                false,
-                None,
-            )
-        })?;
+        let mut slot = self.slot(py)?;
         match std::mem::replace(&mut *slot, Slot::Busy) {
             Slot::Idle(agent) => Ok(*agent),
             Slot::Busy => Err(errors::raise(
@@ -263,15 +268,7 @@ impl NativeAgent {
     /// Closes the browser; the agent cannot run again.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let agent = {
-            let mut slot = self.slot.lock().map_err(|_| {
-                errors::raise(
-                    py,
-                    errors::INTERNAL_ERROR,
-                    "agent state poisoned",
-                    false,
-                    None,
-                )
-            })?;
+            let mut slot = self.slot(py)?;
             match std::mem::replace(&mut *slot, Slot::Gone("this agent is closed")) {
                 Slot::Idle(agent) => *agent,
                 Slot::Busy => {

@@ -148,18 +148,9 @@ fn json_key(python: &str) -> String {
     out
 }
 
-/// `maxSteps` → `max_steps`.
+/// `maxSteps` → `max_steps` (the engine's own conversion).
 fn python_name(json: &str) -> String {
-    let mut out = String::with_capacity(json.len() + 4);
-    for c in json.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    lumen::snake_case(json)
 }
 
 /// `text` with every option's JSON name in backquotes replaced by its
