@@ -220,11 +220,14 @@ impl CdpTab {
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            if let Some(session) = &self.shared.remote
-                && let Err(e) = remote::release_browserbase_session(session).await
-            {
-                tracing::warn!("releasing the Browserbase session failed: {e}");
-            }
+        }
+        // Released through the API whether or not the connection still
+        // lives: a session whose browser was lost would otherwise run on
+        // (and be billed) until Browserbase times it out.
+        if let Some(session) = &self.shared.remote
+            && let Err(e) = remote::release_browserbase_session(session).await
+        {
+            tracing::warn!("releasing the Browserbase session failed: {e}");
         }
         conn.mark_dead("the tab was closed");
         Ok(())

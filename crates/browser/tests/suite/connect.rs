@@ -307,3 +307,35 @@ async fn a_page_cannot_open_the_devtools_websocket() {
     assert_eq!(answer, serde_json::json!("refused"), "{ws}");
     e.close().await;
 }
+
+/// A session whose browser was lost is still released through the API
+/// (else it runs on, billed, until Browserbase times it out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browserbase_session_whose_browser_died_is_still_released() {
+    let owner = CdpTab::launch(launch_options(TabOptions::default()))
+        .await
+        .unwrap();
+    let (api, mut requests) =
+        lumen_test_support::browserbase_stub(owner.websocket_url().to_owned())
+            .await
+            .unwrap();
+    let mut options = BrowserbaseOptions::new("bb_live_test", "proj_test");
+    options.api_base = api;
+    let tab = CdpTab::browserbase(options).await.unwrap();
+    let create = requests.recv().await.unwrap();
+    assert!(create.starts_with("POST /v1/sessions "), "{create}");
+    owner.close().await.unwrap();
+    for _ in 0..200 {
+        if tab.is_disconnected() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(tab.is_disconnected(), "the loss was never noticed");
+    tab.close().await.unwrap();
+    let release = tokio::time::timeout(Duration::from_secs(10), requests.recv())
+        .await
+        .expect("the session was never released")
+        .unwrap();
+    assert!(release.contains("REQUEST_RELEASE"), "{release}");
+}

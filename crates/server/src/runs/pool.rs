@@ -148,10 +148,9 @@ impl BrowserPool {
                 }
             }
             Source::Remote { endpoints, state } => {
-                // Someone else's browser: only our tab and connection go.
-                if !lost {
-                    let _ = lent.browser.close().await;
-                }
+                // Someone else's browser: only our tab and connection go (a
+                // Browserbase session is released, even when lost).
+                let _ = lent.browser.close().await;
                 if lost && let Some(s) = &lent.session {
                     cool_down(&mut lock(state)[s.endpoint]);
                     tracing::warn!(endpoint = %endpoints[s.endpoint].name(), "a run lost its remote browser; the endpoint cools down");
