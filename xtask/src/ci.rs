@@ -5,21 +5,27 @@
 //!    lumen-browser's locator, through `lumen-eval chromium` (so this step
 //!    also builds lumen-eval, which the eval step needs anyway), and
 //!    install it with apt-get when running as root;
-//! 2. fmt: `cargo fmt --all -- --check`;
-//! 3. clippy: `cargo clippy --workspace --all-targets -- -D warnings`;
-//! 4. tidy: the checks of `cargo xtask tidy`, in-process;
+//! 2. postgres: find PostgreSQL's server binaries (`initdb`, `postgres`;
+//!    the run store's tests start a throwaway server with them), and
+//!    install them with `apt-get install -y postgresql` when running as
+//!    root ([`postgres`]); no server is started here;
+//! 3. fmt: `cargo fmt --all -- --check`;
+//! 4. clippy: `cargo clippy --workspace --all-targets -- -D warnings`;
+//! 5. tidy: the checks of `cargo xtask tidy`, in-process;
 //!    sdk: `cargo xtask sdk-schemas --check`, the mock provider's request
 //!    schemas against the pinned SDKs (installed with pip when missing);
-//! 5. eval: `cargo xtask eval --offline --quick`, the whole engine on the
+//! 6. eval: `cargo xtask eval --offline --quick`, the whole engine on the
 //!    replica sites and MiniWoB++ for all four adapters (scripted models);
 //!    sdk and eval run in the lumen-eval binary (see `forward`);
-//! 6. tests: `cargo nextest run` when nextest is installed, else `cargo test`;
-//! 7. doctests: `cargo test --doc`, which nextest does not run;
-//! 8. python: the `lumen` wheel built with maturin and its pytest suite,
+//! 7. tests: `cargo nextest run` when nextest is installed, else `cargo test`;
+//! 8. doctests: `cargo test --doc`, which nextest does not run;
+//! 9. python: the `lumen` wheel built with maturin and its pytest suite,
 //!    real offline runs in Chromium through Python ([`python`]).
 //!
 //! Tests run with `INSTA_UPDATE=no`, so a changed snapshot fails instead of
-//! being written, and with `LUMEN_CHROME` set to the Chromium found in step 1.
+//! being written, with `LUMEN_CHROME` set to the Chromium found in step 1
+//! and `LUMEN_POSTGRES_BIN` to the folder of PostgreSQL's binaries found in
+//! step 2.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -30,12 +36,14 @@ use anyhow::{Context as _, bail};
 
 use crate::{forward, tidy, util};
 
+mod postgres;
 mod python;
 
 /// Options of `cargo xtask ci`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Options {
-    /// Never install Chromium; stop with the install command instead.
+    /// Never install Chromium or PostgreSQL; stop with the install command
+    /// instead.
     #[arg(long)]
     skip_install: bool,
 }
@@ -75,6 +83,7 @@ fn run_steps(
     timings: &mut Vec<(&'static str, Duration)>,
 ) -> anyhow::Result<()> {
     let chromium = step(timings, "chromium", || ensure_chromium(options))?;
+    let postgres_bin = step(timings, "postgres", || postgres::ensure(options))?;
     step(timings, "fmt", || {
         util::run(
             util::cargo()
@@ -113,7 +122,8 @@ fn run_steps(
     for cmd in [&mut tests, &mut doctests] {
         cmd.current_dir(root)
             .env("INSTA_UPDATE", "no")
-            .env("LUMEN_CHROME", &chromium);
+            .env("LUMEN_CHROME", &chromium)
+            .env(postgres::BIN_ENV, &postgres_bin);
     }
     step(timings, "tests", || util::run(&mut tests))?;
     step(timings, "doctests", || util::run(&mut doctests))?;

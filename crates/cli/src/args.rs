@@ -82,6 +82,27 @@ pub(crate) struct ServeArgs {
     /// Runs executing at once (one browser each).
     #[arg(long, default_value_t = 2)]
     pub(crate) max_concurrent: usize,
+    /// Keep runs in PostgreSQL (`postgres://user:password@host/db`) instead
+    /// of SQLite in the data directory: every `lumen serve` given the same
+    /// database shares one run queue (docs/deployment.md). Prefer the
+    /// environment variable: a flag is visible in `ps`.
+    #[arg(
+        long,
+        env = "LUMEN_DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub(crate) database_url: Option<String>,
+    /// This server's name in the shared queue (default: host name and pid).
+    #[arg(long, value_name = "NAME", requires = "database_url")]
+    pub(crate) worker_id: Option<String>,
+    /// With --database-url: runs executing at once across all workers.
+    #[arg(long, value_name = "N", requires = "database_url")]
+    pub(crate) global_max_concurrent: Option<usize>,
+    /// With --database-url: a worker silent this long loses its runs to
+    /// another, which resumes them from their last completed step.
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub(crate) lease_secs: u64,
     /// The most follow-on tasks one run takes (`POST /v1/runs/{id}/tasks`,
     /// IPC `add_task`); more are refused with 409 `task_limit`.
     #[arg(long, default_value_t = 32, value_name = "N")]

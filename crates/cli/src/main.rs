@@ -163,6 +163,22 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.allowed_hosts = args.allow_hosts.clone();
     o.max_concurrent = args.max_concurrent.max(1);
     o.max_tasks_per_run = args.max_tasks_per_run;
+    if let Some(url) = args
+        .database_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(CliError::config(
+                "--database-url: give a PostgreSQL URL (postgres://user:password@host/db); \
+                 without one, runs are kept in SQLite in the data directory",
+            ));
+        }
+        o.database_url = Some(url.to_string());
+    }
+    o.worker_id = args.worker_id.clone();
+    o.global_max_concurrent = args.global_max_concurrent.map(|n| n.max(1));
+    o.lease = std::time::Duration::from_secs(args.lease_secs);
     if let Some(model) = &args.model {
         o.default_model = model.clone();
     }

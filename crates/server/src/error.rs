@@ -172,6 +172,16 @@ impl ApiError {
         )
     }
 
+    /// 503 `worker_unavailable`: the worker holding a run of a shared queue
+    /// did not answer a steering request in time.
+    pub fn worker_unavailable(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "worker_unavailable",
+            message,
+        )
+    }
+
     /// 500 `internal`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)

@@ -163,8 +163,8 @@ async fn tools() -> Json<Value> {
     Json(crate::tools::document())
 }
 
-async fn list_runs(State(s): State<AppState>) -> Json<Value> {
-    Json(json!({ "runs": s.runs.list() }))
+async fn list_runs(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(json!({ "runs": s.runs.list().await? })))
 }
 
 fn parse_json(body: &[u8]) -> Result<Value, ApiError> {
@@ -184,7 +184,7 @@ async fn create_run(State(s): State<AppState>, body: Bytes) -> Result<Response, 
 }
 
 async fn get_run(State(s): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    Ok(Json(s.runs.entry(&id)?.info()).into_response())
+    Ok(Json(s.runs.entry(&id).await?.info()).into_response())
 }
 
 async fn cancel_run(
@@ -199,7 +199,7 @@ async fn pause_run(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(Json(s.runs.pause(&id)?).into_response())
+    Ok(Json(s.runs.pause(&id).await?).into_response())
 }
 
 async fn resume_run(
@@ -214,7 +214,13 @@ async fn live_ticket(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let entry = s.runs.entry(&id)?;
+    let entry = s.runs.entry(&id).await?;
+    if s.runs.is_remote(&id) && entry.is_active() {
+        return Err(ApiError::invalid_state(format!(
+            "run {id} executes on worker {}: its live view is served there",
+            entry.info().worker.unwrap_or_default()
+        )));
+    }
     let Some(pending) = entry.control().handoff() else {
         return Err(ApiError::invalid_state(format!(
             "run {id} is not waiting for a person (status {})",
@@ -254,7 +260,7 @@ async fn live_socket(
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let view = s.tickets.open_view(&id, q.secret())?;
-    let control = s.runs.entry(&id)?.control();
+    let control = s.runs.entry(&id).await?.control();
     Ok(live::upgrade(ws, control, view))
 }
 
@@ -265,7 +271,11 @@ async fn handoff_done(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    Ok((StatusCode::ACCEPTED, Json(s.runs.handoff_done(&id, &body)?)).into_response())
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(s.runs.handoff_done(&id, &body).await?),
+    )
+        .into_response())
 }
 
 async fn add_task(
@@ -316,12 +326,13 @@ pub(crate) fn follow(
     let (tx, rx) = mpsc::channel(64);
     let mut live = runs.subscribe();
     let hooks = runs.options().test_hooks.clone();
+    let runs = runs.clone();
     tokio::spawn(async move {
-        let path = entry.dir().events();
+        let id = entry.id().to_string();
         let mut last = after;
         let next = |last: Option<u64>| last.map_or(0, |l| l + 1);
         'outer: loop {
-            if !send_log(&path, &mut last, &tx).await {
+            if !send_log(&runs, &id, &mut last, &tx).await {
                 return;
             }
             if let Some(gate) = &hooks.follow_gate {
@@ -332,14 +343,22 @@ pub(crate) fn follow(
                     permit.forget();
                 }
             }
-            if entry.is_settled() {
+            if runs.is_settled(&entry).await {
                 // Ended while the backlog was read or sent: the log is
                 // complete and the ending saved; send what is left of it.
-                let _ = send_log(&path, &mut last, &tx).await;
+                let _ = send_log(&runs, &id, &mut last, &tx).await;
                 return;
             }
+            // A run another worker executes reaches this server through
+            // relayed notifications: the store is read again every second
+            // too, so a lost notification only delays.
+            let remote = runs.is_remote(&id);
             loop {
-                match live.recv().await {
+                let received = tokio::select! {
+                    r = live.recv() => r,
+                    _ = tokio::time::sleep(Duration::from_secs(1)), if remote => continue 'outer,
+                };
+                match received {
                     Ok(Live::Event { run, event }) if *run == *entry.id() => {
                         // A live-only delta repeats the seq of the logged
                         // event before it: sent when that is the last one
@@ -362,8 +381,13 @@ pub(crate) fn follow(
                         }
                     }
                     Ok(Live::Ended { run }) if *run == *entry.id() => {
+                        if !runs.is_settled(&entry).await {
+                            // Requeued (its worker stopped): it goes on
+                            // elsewhere.
+                            continue 'outer;
+                        }
                         // Whatever is left in the log, then the end.
-                        let _ = send_log(&path, &mut last, &tx).await;
+                        let _ = send_log(&runs, &id, &mut last, &tx).await;
                         return;
                     }
                     Ok(_) => {}
@@ -376,16 +400,15 @@ pub(crate) fn follow(
     rx
 }
 
-/// Sends what the log at `path` holds after `last` (read off the async
-/// threads), advancing `last`; false when the follower is gone or the log
-/// cannot be read.
+/// Sends what run `id`'s log holds after `last`, advancing `last`; false
+/// when the follower is gone or the log cannot be read.
 async fn send_log(
-    path: &std::path::Path,
+    runs: &RunManager,
+    id: &str,
     last: &mut Option<u64>,
     tx: &mpsc::Sender<RecordedEvent>,
 ) -> bool {
-    let (path, after) = (path.to_path_buf(), *last);
-    match crate::runs::off_thread(move || store::read_events(&path, after)).await {
+    match runs.db().events(id, *last).await {
         Ok(log) => {
             for e in log.events {
                 *last = Some(e.seq);
@@ -416,7 +439,7 @@ async fn run_events(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let entry = s.runs.entry(&id)?;
+    let entry = s.runs.entry(&id).await?;
     let after =
         match headers.get("last-event-id") {
             Some(v) => Some(
@@ -451,11 +474,8 @@ async fn run_trace(
     State(s): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let entry = s.runs.entry(&id)?;
-    let path = entry.dir().events();
-    let log = crate::runs::off_thread(move || store::read_events(&path, None))
-        .await
-        .map_err(|e| ApiError::internal(format!("the event log could not be read: {e}")))?;
+    let entry = s.runs.entry(&id).await?;
+    let log = s.runs.events(&id).await?;
     Ok(Json(trace(&entry, &log)))
 }
 
@@ -520,19 +540,17 @@ async fn step_screenshot(
     State(s): State<AppState>,
     Path((id, n)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let entry = s.runs.entry(&id)?;
+    let entry = s.runs.entry(&id).await?;
     let step: u64 = n
         .parse()
         .map_err(|_| ApiError::not_found(format!("no step {n:?}")))?;
     // `n` is the run-wide step number (the trace's `step`), mapped to its
     // file through the event log.
+    let log = s.runs.events(&id).await?;
     let dir = entry.dir().clone();
-    let found = crate::runs::off_thread(move || {
-        let log = store::read_events(&dir.events(), None)?;
-        Ok(dir.screenshot(&log.events, step))
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the event log could not be read: {e}")))?;
+    let found = crate::runs::off_thread(move || Ok(dir.screenshot(&log.events, step)))
+        .await
+        .map_err(|e| ApiError::internal(format!("the screenshot could not be found: {e}")))?;
     let (path, mime) =
         found.ok_or_else(|| ApiError::not_found(format!("no screenshot for step {step}")))?;
     let bytes = tokio::fs::read(&path)
@@ -591,7 +609,7 @@ async fn websocket(runs: Arc<RunManager>, socket: WebSocket) {
                         if let Some(t) = subs.remove(&run_id) { t.abort(); }
                         json!({"type": "unsubscribed", "runId": run_id})
                     }
-                    Ok(ClientMessage::Subscribe { run_id, after }) => match runs.entry(&run_id) {
+                    Ok(ClientMessage::Subscribe { run_id, after }) => match runs.entry(&run_id).await {
                         Ok(entry) => {
                             let mut rx = follow(&runs, entry, after);
                             let tx = out_tx.clone();

@@ -36,7 +36,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ApiError;
 use crate::runs::RunManager;
-use crate::{ServeError, ServeOptions, store};
+use crate::{ServeError, ServeOptions};
 
 /// Runs the JSON-lines protocol on `input`/`output` until end of input or a
 /// `shutdown` request, then shuts down gracefully.
@@ -111,13 +111,13 @@ fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ApiError> {
     serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))
 }
 
-fn subscribe(
+async fn subscribe(
     runs: &Arc<RunManager>,
     tx: &mpsc::Sender<Value>,
     id: &str,
     after: Option<u64>,
 ) -> Result<(), ApiError> {
-    let entry = runs.entry(id)?;
+    let entry = runs.entry(id).await?;
     let mut rx = crate::http::follow(runs, entry, after);
     let tx = tx.clone();
     let id = id.to_string();
@@ -149,23 +149,26 @@ async fn handle(
                 .is_some_and(|v| v == Value::Bool(true));
             let info = runs.create(&body).await?;
             if follow {
-                subscribe(runs, tx, &info.id, None)?;
+                subscribe(runs, tx, &info.id, None).await?;
             }
             to_value(info)
         }
-        "list" => Ok(json!({"runs": runs.list()})),
-        "get" => to_value(runs.entry(&run_id(params)?)?.info()),
+        "list" => Ok(json!({"runs": runs.list().await?})),
+        "get" => to_value(runs.entry(&run_id(params)?).await?.info()),
         "cancel" => to_value(
             runs.cancel(&run_id(params)?, &body_without_id(params))
                 .await?,
         ),
-        "pause" => to_value(runs.pause(&run_id(params)?)?),
+        "pause" => to_value(runs.pause(&run_id(params)?).await?),
         "resume" => to_value(runs.resume(&run_id(params)?).await?),
         "message" => {
             runs.message(&run_id(params)?, &body_without_id(params))
                 .await
         }
-        "handoff_done" => to_value(runs.handoff_done(&run_id(params)?, &body_without_id(params))?),
+        "handoff_done" => to_value(
+            runs.handoff_done(&run_id(params)?, &body_without_id(params))
+                .await?,
+        ),
         "add_task" => {
             runs.add_task(&run_id(params)?, &body_without_id(params))
                 .await
@@ -173,15 +176,12 @@ async fn handle(
         "subscribe" => {
             let id = run_id(params)?;
             let after = params.get("after").and_then(Value::as_u64);
-            subscribe(runs, tx, &id, after)?;
+            subscribe(runs, tx, &id, after).await?;
             Ok(json!({"subscribed": id}))
         }
         "trace" => {
-            let entry = runs.entry(&run_id(params)?)?;
-            let path = entry.dir().events();
-            let log = crate::runs::off_thread(move || store::read_events(&path, None))
-                .await
-                .map_err(|e| ApiError::internal(e.to_string()))?;
+            let entry = runs.entry(&run_id(params)?).await?;
+            let log = runs.events(entry.id()).await?;
             Ok(crate::http::trace(&entry, &log))
         }
         other => Err(ApiError::invalid_field(

@@ -33,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+pub mod db;
 mod error;
 mod front_door;
 mod http;
@@ -57,7 +58,8 @@ pub use mcp::{mcp, mcp_stdio};
 pub use options::TestHooks;
 pub use options::{BrowserEndpoint, EndpointSource, ServeOptions, TOKEN_ENV};
 pub use runs::{
-    CANCEL_REASONS, Live, RunEntry, RunManager, SERVER_RESTART, SERVER_SHUTDOWN, USER_CANCEL,
+    CANCEL_REASONS, LEASE_LOST, Live, RunEntry, RunManager, SERVER_RESTART, SERVER_SHUTDOWN,
+    USER_CANCEL,
 };
 pub use store::{Mode, RunInfo, RunState};
 
@@ -93,6 +95,14 @@ pub enum ServeError {
         lock: std::path::PathBuf,
         /// The holder's pid, as it wrote it.
         pid: Option<u32>,
+    },
+    /// The run store could not be opened or migrated.
+    #[error("run store {store}: {source}")]
+    Database {
+        /// The SQLite file or the PostgreSQL URL (password hidden).
+        store: String,
+        /// The cause.
+        source: crate::db::DbError,
     },
     /// Binding or serving failed.
     #[error("server: {0}")]

@@ -161,14 +161,14 @@ impl LumenMcp {
             match live.recv().await {
                 Ok(Live::Ended { run }) if *run == *info.id => break,
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    if !self.runs.entry(&info.id).is_ok_and(|e| e.is_active()) {
+                    if !self.runs.entry(&info.id).await.is_ok_and(|e| e.is_active()) {
                         break;
                     }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
             }
         }
-        let info = match self.runs.entry(&info.id) {
+        let info = match self.runs.entry(&info.id).await {
             Ok(e) => e.info(),
             Err(e) => return failed(e.to_string()),
         };

@@ -88,7 +88,7 @@ pub(crate) fn document() -> Value {
                                 "unauthorized", "bad_ticket", "forbidden_origin", "misdirected_host",
                                 "unsupported_media_type", "body_too_large",
                                 "not_found", "invalid_state", "run_ended", "task_limit",
-                                "policy_denied", "queue_full", "internal"
+                                "policy_denied", "queue_full", "worker_unavailable", "internal"
                             ]},
                             "message": {"type": "string"},
                             "field": {"type": "string"}
@@ -285,6 +285,8 @@ fn run_schema() -> Value {
             "taskResults": task_results_schema(),
             "taskSeq": {"type": "integer", "description": "The event seq the running follow-on task starts at"},
             "handoff": handoff_schema(),
+            "worker": {"type": "string", "description": "The server executing the run (its worker id), while one does"},
+            "possiblyRepeated": {"type": "array", "items": {"type": "string"}, "description": "Actions that may have run twice: executed in a step that had not completed when its execution stopped, which the resumed run did again (actions run at least once, recorded steps exactly once)"},
             "createdAtMs": {"type": "integer"},
             "startedAtMs": {"type": "integer"},
             "endedAtMs": {"type": "integer"}
@@ -491,6 +493,8 @@ mod tests {
                 reason: "a code".into(),
                 trigger: lumen::HandoffTrigger::Model,
             }),
+            worker: Some("host-1".into()),
+            possibly_repeated: vec!["{\"type\":\"click\"}".into()],
         };
         let bare = RunInfo {
             start_url: None,
@@ -511,6 +515,8 @@ mod tests {
             task_results: Vec::new(),
             task_seq: 0,
             handoff: None,
+            worker: None,
+            possibly_repeated: Vec::new(),
             ..full.clone()
         };
         (full, bare)

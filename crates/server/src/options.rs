@@ -63,6 +63,21 @@ pub struct ServeOptions {
     pub browser_endpoints: Vec<BrowserEndpoint>,
     /// How long a graceful shutdown waits for cancelled runs to persist.
     pub shutdown_grace: Duration,
+    /// The run store: `None` (the default) keeps it in SQLite,
+    /// `<data_dir>/lumen.db`; a `postgres://` URL keeps it in PostgreSQL,
+    /// where several servers share one run queue (see `docs/deployment.md`).
+    pub database_url: Option<String>,
+    /// This server's name in the shared queue (who holds a run); by
+    /// default the host name and the process id.
+    pub worker_id: Option<String>,
+    /// With a shared queue: the most runs executing at once across every
+    /// worker (each worker also keeps to its `max_concurrent`).
+    pub global_max_concurrent: Option<usize>,
+    /// With a shared queue: how long a worker's hold on a run lasts
+    /// without being renewed (it renews every third of it). A worker gone
+    /// that long loses its runs to another, which resumes them from their
+    /// last completed step.
+    pub lease: Duration,
     /// Extra names the `Host` and `Origin` headers may give for this server
     /// (a DNS name, a reverse proxy's `name` or `name:port`); the bound
     /// address is always accepted (for loopback: `127.0.0.1`, `localhost`
@@ -224,6 +239,10 @@ impl Default for ServeOptions {
             launch: LaunchOptions::default(),
             browser_endpoints: Vec::new(),
             shutdown_grace: Duration::from_secs(20),
+            database_url: None,
+            worker_id: None,
+            global_max_concurrent: None,
+            lease: Duration::from_secs(30),
             allowed_hosts: Vec::new(),
             max_body_bytes: 1024 * 1024,
             max_connections: 256,

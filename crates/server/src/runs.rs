@@ -24,6 +24,7 @@ use tokio::sync::{Semaphore, broadcast};
 use tokio::task::JoinHandle;
 
 use crate::ServeError;
+use crate::db::{Db, Fenced};
 use crate::error::ApiError;
 use crate::lock::{DataDirLock, LOCK_FILE, LockError};
 use crate::options::ServeOptions;
@@ -31,17 +32,23 @@ use crate::store::{self, RunDir, RunInfo, RunState};
 
 mod execute;
 mod pool;
+mod shared;
+mod steer;
 mod tasks;
 mod validate;
+mod writer;
 
 use pool::BrowserPool;
-use validate::{control_body, opt_string};
+use shared::{LockHeld, default_worker_id, redact_url, restart_fixup};
 
 /// The cancel reason used by a graceful shutdown (the run becomes
 /// `interrupted` and can be resumed).
 pub const SERVER_SHUTDOWN: &str = "server_shutdown";
 /// The reason recorded for runs found unfinished when the server starts.
 pub const SERVER_RESTART: &str = "server_restart";
+/// The reason a run stops on a worker that lost its hold on it (another
+/// worker took it over).
+pub const LEASE_LOST: &str = "lease_lost";
 /// The default cancel reason.
 pub const USER_CANCEL: &str = "user_explicit_cancel";
 /// The reasons a client may give for a cancel (the server API seed's fixed
@@ -79,8 +86,11 @@ pub struct RunEntry {
     info: Mutex<RunInfo>,
     control: Mutex<RunControl>,
     task: Mutex<Option<JoinHandle<()>>>,
-    /// Held while `run.json` is written, so the last write is the latest.
-    saving: Mutex<()>,
+    /// Held while the record is written, so the last write is the latest.
+    saving: tokio::sync::Mutex<()>,
+    /// The store, and this server's name in it.
+    db: Db,
+    worker: Arc<str>,
     /// The request's secret values: in memory only, never persisted.
     secrets: Mutex<Option<lumen::SecretValues>>,
     /// Set (under the `info` lock) when the execution decided to end: no
@@ -97,7 +107,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl RunEntry {
-    fn new(dir: RunDir, info: RunInfo) -> Self {
+    fn new(dir: RunDir, info: RunInfo, db: Db, worker: Arc<str>) -> Self {
         let settled = !info.status.is_active();
         Self {
             id: info.id.clone(),
@@ -105,7 +115,9 @@ impl RunEntry {
             info: Mutex::new(info),
             control: Mutex::new(RunControl::new()),
             task: Mutex::new(None),
-            saving: Mutex::new(()),
+            saving: tokio::sync::Mutex::new(()),
+            db,
+            worker,
             secrets: Mutex::new(None),
             tasks_closed: AtomicBool::new(false),
             settled: AtomicBool::new(settled),
@@ -162,16 +174,25 @@ impl RunEntry {
         lock(&self.control).clone()
     }
 
-    /// Writes the record as it is now (blocking: call it off the async
-    /// threads). Writes are serialised and each takes the record at the
-    /// time it writes, so the last one on disk is the latest.
-    /// The record is redacted with the run's secret values first, as the
-    /// event log is.
-    fn save(&self) -> std::io::Result<()> {
-        let _saving = lock(&self.saving);
+    /// Writes the record as it is now. Writes are serialised and each
+    /// takes the record at the time it writes, so the last one stored is
+    /// the latest. The record is redacted with the run's secret values
+    /// first, as the event log is. Fenced: a run another worker took over
+    /// is not written, and its execution here is stopped.
+    async fn save(&self) -> Result<(), crate::db::DbError> {
+        let _saving = self.saving.lock().await;
         let mut snapshot = lock(&self.info).clone();
         snapshot.redact(&self.redactor());
-        store::write_json(&self.dir.info(), &snapshot)
+        if self.db.save_run(&snapshot, &self.worker).await? == Fenced::Lost {
+            self.lost();
+        }
+        Ok(())
+    }
+
+    /// Another worker took the run over: the execution here stops.
+    fn lost(&self) {
+        tracing::warn!(run = %self.id, "another worker holds the run now; stopping it here");
+        self.control().cancel(LEASE_LOST);
     }
 
     /// The run's secret values (in memory only) as a redactor; empty when
@@ -189,10 +210,9 @@ impl RunEntry {
         secrets
     }
 
-    /// [`save`](Self::save) on the blocking pool; a failure is logged.
-    async fn persist(self: &Arc<Self>) {
-        let entry = self.clone();
-        if let Err(e) = off_thread(move || entry.save()).await {
+    /// [`save`](Self::save); a failure is logged.
+    async fn persist(&self) {
+        if let Err(e) = self.save().await {
             tracing::warn!(run = %self.id, "the run record could not be saved: {e}");
         }
     }
@@ -224,6 +244,8 @@ impl RunEntry {
 #[derive(Debug)]
 pub struct RunManager {
     options: ServeOptions,
+    /// The runs this server knows in memory: every run (SQLite), or the
+    /// runs it holds (a shared queue: the others are read from the store).
     runs: Mutex<BTreeMap<String, Arc<RunEntry>>>,
     slots: Arc<Semaphore>,
     /// Executions queued or under way.
@@ -236,44 +258,111 @@ pub struct RunManager {
     counter: AtomicU64,
     /// The port the HTTP server really listens on (when `port` was 0).
     listen_port: OnceLock<u16>,
-    /// The data directory's lock, held until [`shutdown`](Self::shutdown).
+    /// The data directory's lock (SQLite), held until
+    /// [`shutdown`](Self::shutdown).
     lock: Mutex<Option<DataDirLock>>,
+    /// The run store.
+    db: Db,
+    /// This server's name in the store.
+    worker: Arc<str>,
+    /// Wakes the claim loop (a run was queued).
+    wake: tokio::sync::Notify,
+    /// The shared queue's background tasks (claims, leases, notifications).
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl RunManager {
-    /// A manager over `options.data_dir`: creates it (0700) if missing,
-    /// takes its lock (one process per data directory; see
+    /// A manager over `options.data_dir` and the run store: creates the
+    /// folder (0700) if missing and opens the store (SQLite in it, or
+    /// PostgreSQL at [`ServeOptions::database_url`]), applying migrations
+    /// and importing the runs of a file-based data directory. With SQLite,
+    /// takes the folder's lock (one process per data directory; see
     /// [`ServeError::DataDirInUse`]) and marks the runs found unfinished
-    /// there (a crash or a kill) `interrupted`. The disk work runs off the
-    /// async threads.
+    /// (a crash or a kill) `interrupted`. With PostgreSQL, joins the shared
+    /// queue: runs are claimed from it, and a run whose worker stopped
+    /// renewing its lease is taken over and resumed.
     pub async fn new(options: ServeOptions) -> Result<Arc<Self>, ServeError> {
         let data_dir = options.data_dir.clone();
-        let prepared = tokio::task::spawn_blocking(move || Self::open_data_dir(&data_dir))
+        let dir_error = |source: std::io::Error| ServeError::DataDir {
+            path: options.data_dir.clone(),
+            source,
+        };
+        let shared = options.database_url.is_some();
+        let prepared = off_thread(move || {
+            if !data_dir.exists() {
+                store::private_dir(&data_dir)?;
+            }
+            // Workers sharing a database may share the folder (a shared
+            // volume): the store, not a lock file, coordinates them.
+            let lock = match shared {
+                true => None,
+                false => Some(DataDirLock::acquire(&data_dir).map_err(|e| match e {
+                    LockError::Held { path, pid } => std::io::Error::other(LockHeld(path, pid)),
+                    LockError::Io(e) => e,
+                })?),
+            };
+            store::private_dir(&data_dir.join("runs"))?;
+            Ok(lock)
+        })
+        .await;
+        let lock = match prepared {
+            Ok(lock) => lock,
+            Err(e) => {
+                return Err(
+                    match e.get_ref().and_then(|i| i.downcast_ref::<LockHeld>()) {
+                        Some(LockHeld(path, pid)) => ServeError::DataDirInUse {
+                            path: options.data_dir.clone(),
+                            lock: path.clone(),
+                            pid: *pid,
+                        },
+                        None => dir_error(e),
+                    },
+                );
+            }
+        };
+        let db = Db::open(&options.data_dir, options.database_url.as_deref())
             .await
-            .map_err(|e| ServeError::DataDir {
-                path: options.data_dir.clone(),
-                source: std::io::Error::other(e.to_string()),
-            })?;
-        let (lock, infos) = prepared.map_err(|e| match e {
-            LockError::Held { path, pid } => ServeError::DataDirInUse {
-                path: options.data_dir.clone(),
-                lock: path,
-                pid,
-            },
-            LockError::Io(source) => ServeError::DataDir {
-                path: options.data_dir.clone(),
+            .map_err(|source| ServeError::Database {
+                store: match &options.database_url {
+                    Some(url) => redact_url(url),
+                    None => options
+                        .data_dir
+                        .join(crate::db::SQLITE_FILE)
+                        .display()
+                        .to_string(),
+                },
                 source,
-            },
-        })?;
-        let runs = infos
-            .into_iter()
-            .map(|info| {
+            })?;
+        let store_error = |e: crate::db::DbError| ServeError::Database {
+            store: "the run store".into(),
+            source: e,
+        };
+        shared::import_files(&db, &options.data_dir)
+            .await
+            .map_err(store_error)?;
+        let worker: Arc<str> = options
+            .worker_id
+            .clone()
+            .unwrap_or_else(default_worker_id)
+            .into();
+        let mut runs = BTreeMap::new();
+        if !shared {
+            for row in db.runs().await.map_err(store_error)? {
+                let mut info = row.info;
                 let dir = RunDir::new(&options.data_dir, &info.id);
-                (info.id.clone(), Arc::new(RunEntry::new(dir, info)))
-            })
-            .collect();
+                if let Err(e) = store::tighten(dir.dir()) {
+                    tracing::debug!(run = %info.id, "could not make the run folder private: {e}");
+                }
+                if restart_fixup(&mut info) || row.worker.is_some() {
+                    let resume = info.status == RunState::Interrupted;
+                    db.end_run(&info, None, resume).await.map_err(store_error)?;
+                }
+                let entry = RunEntry::new(dir, info, db.clone(), worker.clone());
+                runs.insert(entry.id.clone(), Arc::new(entry));
+            }
+        }
         let (hub, _) = broadcast::channel(4096);
-        Ok(Arc::new(Self {
+        let manager = Arc::new(Self {
             slots: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
             pool: BrowserPool::new(options.launch.clone(), options.browser_endpoints.clone()),
             options,
@@ -285,40 +374,26 @@ impl RunManager {
             accepting: AtomicBool::new(true),
             counter: AtomicU64::new(0),
             listen_port: OnceLock::new(),
-            lock: Mutex::new(Some(lock)),
-        }))
+            lock: Mutex::new(lock),
+            db,
+            worker,
+            wake: tokio::sync::Notify::new(),
+            background: Mutex::new(Vec::new()),
+        });
+        if shared {
+            manager.join_queue();
+        }
+        Ok(manager)
     }
 
-    /// The blocking part of [`new`](Self::new).
-    fn open_data_dir(data_dir: &std::path::Path) -> Result<(DataDirLock, Vec<RunInfo>), LockError> {
-        if !data_dir.exists() {
-            store::private_dir(data_dir).map_err(LockError::Io)?;
-        }
-        let lock = DataDirLock::acquire(data_dir)?;
-        store::private_dir(&data_dir.join("runs")).map_err(LockError::Io)?;
-        let mut infos = store::load_runs(data_dir);
-        for info in &mut infos {
-            let dir = RunDir::new(data_dir, &info.id);
-            if let Err(e) = store::tighten(dir.dir()) {
-                tracing::warn!(run = %info.id, "could not make the run folder private: {e}");
-            }
-            let mut changed = false;
-            if info.status.is_active() {
-                info.status = RunState::Interrupted;
-                info.cancel_reason = Some(SERVER_RESTART.into());
-                changed = true;
-            }
-            // Secret values are never written: a run that can still resume
-            // says which it will not have.
-            if !info.status.is_terminal() && info.missing_secrets != info.secret_names {
-                info.missing_secrets = info.secret_names.clone();
-                changed = true;
-            }
-            if changed {
-                store::write_json(&dir.info(), &info).map_err(LockError::Io)?;
-            }
-        }
-        Ok((lock, infos))
+    /// The run store.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// This server's name in the run store.
+    pub fn worker_id(&self) -> &str {
+        &self.worker
     }
 
     /// The data directory's lock file.
@@ -392,22 +467,83 @@ impl RunManager {
         })
     }
 
-    /// The run `id`, or 404.
-    pub fn entry(&self, id: &str) -> Result<Arc<RunEntry>, ApiError> {
+    /// The run `id`, or 404: the entry this server holds, or (a shared
+    /// queue) a view of the stored record, for reading.
+    pub async fn entry(&self, id: &str) -> Result<Arc<RunEntry>, ApiError> {
+        let missing = || ApiError::not_found(format!("no run {id:?}"));
         if !store::valid_run_id(id) {
-            return Err(ApiError::not_found(format!("no run {id:?}")));
+            return Err(missing());
         }
-        lock(&self.runs)
-            .get(id)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(format!("no run {id:?}")))
+        if let Some(e) = self.local(id) {
+            return Ok(e);
+        }
+        if !self.db.is_shared() {
+            return Err(missing());
+        }
+        let row = self
+            .db
+            .run(id)
+            .await
+            .map_err(store_failed)?
+            .ok_or_else(missing)?;
+        Ok(Arc::new(self.new_entry(row.info)))
     }
 
-    /// `GET /v1/runs`: every run, newest first.
-    pub fn list(&self) -> Vec<RunInfo> {
-        let mut runs: Vec<RunInfo> = lock(&self.runs).values().map(|e| e.info()).collect();
+    /// Every stored event of run `id`.
+    pub async fn events(&self, id: &str) -> Result<store::EventLog, ApiError> {
+        self.db.events(id, None).await.map_err(store_failed)
+    }
+
+    /// Whether run `id` executes on another server (a shared queue).
+    pub(crate) fn is_remote(&self, id: &str) -> bool {
+        self.db.is_shared() && self.local(id).is_none()
+    }
+
+    /// Whether `entry`'s run has ended and its ending is saved: as this
+    /// server holds it, else as the store says.
+    pub(crate) async fn is_settled(&self, entry: &RunEntry) -> bool {
+        if let Some(e) = self.local(entry.id()) {
+            return e.is_settled();
+        }
+        if !self.db.is_shared() {
+            return entry.is_settled();
+        }
+        match self.db.run(entry.id()).await {
+            Ok(Some(row)) => !row.info.status.is_active(),
+            Ok(None) => true,
+            Err(e) => {
+                tracing::debug!(run = %entry.id(), "the run's state could not be read: {e}");
+                false
+            }
+        }
+    }
+
+    /// The entry of run `id` this server holds in memory.
+    fn local(&self, id: &str) -> Option<Arc<RunEntry>> {
+        lock(&self.runs).get(id).cloned()
+    }
+
+    fn new_entry(&self, info: RunInfo) -> RunEntry {
+        let dir = RunDir::new(&self.options.data_dir, &info.id);
+        RunEntry::new(dir, info, self.db.clone(), self.worker.clone())
+    }
+
+    /// `GET /v1/runs`: every run, newest first (a shared queue's runs from
+    /// the store, those this server holds as it sees them).
+    pub async fn list(&self) -> Result<Vec<RunInfo>, ApiError> {
+        let mut runs: Vec<RunInfo> = if self.db.is_shared() {
+            let rows = self.db.runs().await.map_err(store_failed)?;
+            rows.into_iter()
+                .map(|r| match self.local(&r.info.id) {
+                    Some(e) => e.info(),
+                    None => r.info,
+                })
+                .collect()
+        } else {
+            lock(&self.runs).values().map(|e| e.info()).collect()
+        };
         runs.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms).then(b.id.cmp(&a.id)));
-        runs
+        Ok(runs)
     }
 
     fn new_id(&self) -> String {
@@ -419,10 +555,18 @@ impl RunManager {
     }
 
     /// Reserves a place in the queue, or refuses with 429 (or 409 while
-    /// shutting down).
-    fn reserve(&self) -> Result<(), ApiError> {
+    /// shutting down). A shared queue is full when `queue_limit` runs wait
+    /// in it for a worker.
+    async fn reserve(&self, shared_queue: bool) -> Result<(), ApiError> {
         if !self.accepting.load(Ordering::Relaxed) {
             return Err(ApiError::invalid_state("the server is shutting down"));
+        }
+        if shared_queue {
+            let queued = self.db.queued().await.map_err(store_failed)?;
+            if queued >= self.options.queue_limit.max(1) {
+                return Err(ApiError::queue_full(self.options.queue_limit));
+            }
+            return Ok(());
         }
         let capacity = self.options.max_concurrent.max(1) + self.options.queue_limit;
         self.active
@@ -433,13 +577,16 @@ impl RunManager {
             .map_err(|_| ApiError::queue_full(self.options.queue_limit))
     }
 
-    /// `POST /v1/runs`.
+    /// `POST /v1/runs`. With a shared queue, a run is queued there for any
+    /// worker, but one given secrets executes here: their values live in
+    /// this process only.
     pub async fn create(self: &Arc<Self>, body: &Value) -> Result<RunInfo, ApiError> {
         let mut new = self.validate(body).await?;
-        self.reserve()?;
-        let id = self.new_id();
         // Secret values stay in memory; the record keeps their names.
         let secrets = new.options.secrets.take();
+        let to_queue = self.db.is_shared() && secrets.is_none();
+        self.reserve(to_queue).await?;
+        let id = self.new_id();
         let secret_names = secrets
             .as_ref()
             .map(|s| s.0.keys().cloned().collect())
@@ -476,237 +623,53 @@ impl RunManager {
             task_results: Vec::new(),
             task_seq: 0,
             handoff: None,
+            worker: (!to_queue).then(|| self.worker.to_string()),
+            possibly_repeated: Vec::new(),
         };
-        let entry = Arc::new(RunEntry::new(
-            RunDir::new(&self.options.data_dir, &id),
-            info.clone(),
-        ));
+        let entry = Arc::new(self.new_entry(info.clone()));
         *lock(&entry.secrets) = secrets;
-        let saving = entry.clone();
-        if let Err(e) = off_thread(move || saving.save()).await {
-            self.active.fetch_sub(1, Ordering::SeqCst);
+        let mut stored = info.clone();
+        stored.redact(&entry.redactor());
+        let holder = (!to_queue).then_some(&*self.worker);
+        let lease = holder.map(|_| self.lease_until());
+        if let Err(e) = self.db.insert_run(&stored, holder, lease).await {
+            if !to_queue {
+                self.active.fetch_sub(1, Ordering::SeqCst);
+            }
             return Err(ApiError::internal(format!(
                 "the run could not be saved: {e}"
             )));
         }
-        lock(&self.runs).insert(id, entry.clone());
-        self.spawn(entry.clone(), false);
-        // As clients see it: redacted with the run's secret values.
-        let mut info = info;
-        info.redact(&entry.redactor());
-        Ok(info)
+        if to_queue {
+            self.db.notify(crate::db::queue::QUEUE, &id).await;
+            self.wake.notify_one();
+        } else {
+            lock(&self.runs).insert(id, entry.clone());
+            self.spawn(entry.clone(), false, None);
+        }
+        Ok(stored)
     }
 
-    fn spawn(self: &Arc<Self>, entry: Arc<RunEntry>, resume: bool) {
+    /// When a hold taken now runs out.
+    fn lease_until(&self) -> i64 {
+        let lease = i64::try_from(self.options.lease.as_millis()).unwrap_or(i64::MAX / 2);
+        crate::db::now_ms().saturating_add(lease)
+    }
+
+    fn spawn(
+        self: &Arc<Self>,
+        entry: Arc<RunEntry>,
+        resume: bool,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) {
         // Unsettled until the execution's ending is saved.
         entry.settled.store(false, Ordering::SeqCst);
         let this = self.clone();
         let task = tokio::spawn({
             let entry = entry.clone();
-            async move { this.execute(entry, resume).await }
+            async move { this.execute(entry, resume, permit).await }
         });
         *lock(&entry.task) = Some(task);
-    }
-
-    /// `POST /v1/runs/{id}/cancel` with an optional `{"reason"}` (one of
-    /// [`CANCEL_REASONS`], default `user_explicit_cancel`): cancels
-    /// a queued, running or paused run (it ends `cancelled` at its next
-    /// await point) or an interrupted one (at once). The status is checked
-    /// and changed under the run's lock, so of two racing requests one
-    /// wins; cancelling a run already being cancelled, or one that has
-    /// ended, is 409 `invalid_state`.
-    pub async fn cancel(&self, id: &str, body: &[u8]) -> Result<RunInfo, ApiError> {
-        let entry = self.entry(id)?;
-        let obj = control_body(body, &["reason"])?;
-        let reason = opt_string(&obj, "reason")?.unwrap_or_else(|| USER_CANCEL.to_string());
-        if !CANCEL_REASONS.contains(&reason.as_str()) {
-            return Err(ApiError::invalid_field(
-                "reason",
-                format!(
-                    "{reason:?} is not a cancel reason; use one of: {}",
-                    CANCEL_REASONS.join(", ")
-                ),
-            ));
-        }
-        let persist = {
-            let mut info = lock(&entry.info);
-            match info.status {
-                s if s.is_active() => {
-                    let control = entry.control();
-                    if let Some(r) = control.cancel_reason() {
-                        return Err(ApiError::invalid_state(format!(
-                            "run {id} is already being cancelled ({r})"
-                        )));
-                    }
-                    control.cancel(reason);
-                    false
-                }
-                RunState::Interrupted => {
-                    info.status = RunState::Cancelled;
-                    info.cancel_reason = Some(reason);
-                    info.ended_at_ms = Some(now_ms());
-                    let pending = std::mem::take(&mut info.pending_messages);
-                    info.undelivered_messages.extend(pending);
-                    true
-                }
-                s => {
-                    return Err(ApiError::invalid_state(format!(
-                        "run {id} has already ended ({}): there is nothing to cancel",
-                        s.as_str()
-                    )));
-                }
-            }
-        };
-        if persist {
-            entry.persist().await;
-        }
-        Ok(entry.info())
-    }
-
-    /// `POST /v1/runs/{id}/pause`: pauses a queued or running run at its
-    /// next step boundary. Already paused, being cancelled, or not active
-    /// is 409 `invalid_state` (checked and changed under the run's lock).
-    pub fn pause(&self, id: &str) -> Result<RunInfo, ApiError> {
-        let entry = self.entry(id)?;
-        {
-            let info = lock(&entry.info);
-            if !info.status.is_active() {
-                return Err(ApiError::invalid_state(format!(
-                    "run {id} is {}: only a queued or running run can be paused",
-                    info.status.as_str()
-                )));
-            }
-            let control = entry.control();
-            if let Some(r) = control.cancel_reason() {
-                return Err(ApiError::invalid_state(format!(
-                    "run {id} is being cancelled ({r})"
-                )));
-            }
-            if control.is_paused() {
-                return Err(ApiError::invalid_state(format!(
-                    "run {id} is already paused"
-                )));
-            }
-            control.pause();
-        }
-        Ok(entry.info())
-    }
-
-    /// `POST /v1/runs/{id}/resume`: continues a paused run, or restarts an
-    /// interrupted one from its last completed step. The status is checked
-    /// and changed under the run's lock: of two racing resumes of an
-    /// interrupted run exactly one starts it, the other gets 409
-    /// `invalid_state` (the run is queued or running, not paused), as does
-    /// resuming a run that is not paused or has ended.
-    pub async fn resume(self: &Arc<Self>, id: &str) -> Result<RunInfo, ApiError> {
-        let entry = self.entry(id)?;
-        let restart = {
-            let mut info = lock(&entry.info);
-            match info.status {
-                s if s.is_active() => {
-                    let control = entry.control();
-                    if !control.is_paused() {
-                        return Err(ApiError::invalid_state(format!(
-                            "run {id} is {}, not paused: there is nothing to resume",
-                            s.as_str()
-                        )));
-                    }
-                    control.resume();
-                    false
-                }
-                RunState::Interrupted => {
-                    self.reserve()?;
-                    *lock(&entry.control) = RunControl::new();
-                    entry.tasks_closed.store(false, Ordering::SeqCst);
-                    info.status = RunState::Queued;
-                    info.resumes += 1;
-                    info.cancel_reason = None;
-                    info.ended_at_ms = None;
-                    info.error = None;
-                    info.outcome = None;
-                    info.result = None;
-                    true
-                }
-                s => {
-                    return Err(ApiError::invalid_state(format!(
-                        "run {id} has ended ({}) and cannot be resumed",
-                        s.as_str()
-                    )));
-                }
-            }
-        };
-        if restart {
-            entry.persist().await;
-            self.spawn(entry.clone(), true);
-        }
-        Ok(entry.info())
-    }
-
-    /// `POST /v1/runs/{id}/message` with `{"text"}`: guidance shown at the
-    /// next step. An interrupted run keeps it for when it resumes; an ended
-    /// run answers 409 (`run_ended`) and the message is not taken.
-    pub async fn message(&self, id: &str, body: &[u8]) -> Result<Value, ApiError> {
-        let entry = self.entry(id)?;
-        let obj = control_body(body, &["text"])?;
-        let text = opt_string(&obj, "text")?.ok_or_else(|| ApiError::missing_field("text"))?;
-        if text.trim().is_empty() {
-            return Err(ApiError::invalid_field("text", "`text` must not be empty"));
-        }
-        {
-            let mut info = lock(&entry.info);
-            match info.status {
-                s if s.is_active() => {
-                    entry.control().inject_guidance(text);
-                    return Ok(json!({"id": id, "delivery": "next_step"}));
-                }
-                RunState::Interrupted => info.pending_messages.push(text),
-                s => {
-                    return Err(ApiError::run_ended(format!(
-                        "run {id} has ended ({}); the message was not delivered",
-                        s.as_str()
-                    )));
-                }
-            }
-        }
-        entry.persist().await;
-        Ok(json!({"id": id, "delivery": "on_resume"}))
-    }
-
-    /// `POST /v1/runs/{id}/handoff/done` with `{"note"?, "handoff"?}`: the
-    /// person is done with the hand-over the run waits on (only hand-over
-    /// `handoff`, when given); the run goes on with the note. 409 when
-    /// nothing waits.
-    pub fn handoff_done(&self, id: &str, body: &[u8]) -> Result<RunInfo, ApiError> {
-        let entry = self.entry(id)?;
-        let obj = control_body(body, &["note", "handoff"])?;
-        let note = opt_string(&obj, "note")?;
-        if note
-            .as_ref()
-            .is_some_and(|n| n.chars().count() > crate::live::MAX_NOTE_CHARS)
-        {
-            return Err(ApiError::invalid_field(
-                "note",
-                format!(
-                    "`note` must be at most {} characters",
-                    crate::live::MAX_NOTE_CHARS
-                ),
-            ));
-        }
-        let handoff = match obj.get("handoff") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(v.as_u64().ok_or_else(|| {
-                ApiError::invalid_field("handoff", "`handoff` must be the hand-over's number")
-            })?),
-        };
-        if !entry.control().finish_handoff(handoff, note) {
-            return Err(ApiError::invalid_state(format!(
-                "run {id} is not waiting for a person{}",
-                handoff
-                    .map(|h| format!(" in hand-over {h}"))
-                    .unwrap_or_default()
-            )));
-        }
-        Ok(entry.info())
     }
 
     /// Stops accepting runs, cancels every active one with reason
@@ -714,6 +677,9 @@ impl RunManager {
     /// persist (up to the grace period) and closes idle browsers.
     pub async fn shutdown(&self) {
         self.accepting.store(false, Ordering::SeqCst);
+        for task in lock(&self.background).drain(..) {
+            task.abort();
+        }
         let entries: Vec<Arc<RunEntry>> = lock(&self.runs).values().cloned().collect();
         let mut tasks = Vec::new();
         for e in entries {
@@ -730,6 +696,7 @@ impl RunManager {
             tracing::warn!("some runs did not stop within the shutdown grace period");
         }
         self.pool.close_all().await;
+        self.db.close().await;
         // Another process may use the data directory from now on.
         drop(lock(&self.lock).take());
     }
@@ -743,6 +710,12 @@ pub(crate) fn policy_denied(field: &str, message: impl Into<String>) -> ApiError
         message: message.into(),
         field: Some(field.to_string()),
     }
+}
+
+/// 500: the run store failed (logged; the client sees the cause).
+pub(crate) fn store_failed(e: crate::db::DbError) -> ApiError {
+    tracing::warn!("the run store failed: {e}");
+    ApiError::internal(format!("the run store failed: {e}"))
 }
 
 /// Runs blocking work (file I/O, fsync) on tokio's blocking pool, never on

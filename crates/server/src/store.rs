@@ -197,6 +197,15 @@ pub struct RunInfo {
     /// `waiting_for_human` (never stored: it lives as long as the wait).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<HandoffInfo>,
+    /// The server executing the run (its worker id), while one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// Actions that may have run twice: each was executed in a step that
+    /// had not completed when its execution stopped (a worker died, a
+    /// browser was lost), and the resumed run did that step again. Actions
+    /// are executed at least once; recorded steps exactly once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub possibly_repeated: Vec<String>,
 }
 
 /// What a run waiting for a person asks of them.
@@ -511,46 +520,28 @@ pub struct Reconciled {
     pub found: bool,
 }
 
-/// Makes the event log agree with a snapshot holding `steps` completed
-/// steps before a resumed execution appends to it: lines after the
-/// `step_completed` of the last snapshotted step (a step in flight when the
-/// run stopped, the interrupted run's end, a torn last line) are dropped,
-/// because the resumed run does that step again. Lines before it are kept
-/// byte for byte, unreadable ones included. Events before `floor` (the
-/// start of the running follow-on task, whose snapshot counts only its
-/// own steps) are always kept. Returns the `seq` the resumed execution
-/// continues from (one past the last event kept).
-pub fn reconcile_events(path: &Path, steps: u32, floor: u64) -> std::io::Result<u64> {
-    reconcile(path, steps, floor).map(|r| r.next)
-}
-
-/// [`reconcile_events`], also saying whether the snapshot's last step was
-/// found after `floor` ([`Reconciled::found`]).
-pub fn reconcile(path: &Path, steps: u32, floor: u64) -> std::io::Result<Reconciled> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    let (mut keep, mut next, mut found) = (0, floor, steps == 0);
-    for (end, event) in log_lines(&bytes) {
-        if let Some(e) = &event
-            && e.seq < floor
-        {
-            keep = end;
+/// Where a resumed execution continues a log whose snapshot holds `steps`
+/// completed steps: one past the `step_completed` of the snapshot's last
+/// step. The events from there on (a step in flight when the run stopped,
+/// the interrupted execution's end) are dropped, because the resumed run
+/// does that step again. Events before `floor` (the start of the running
+/// follow-on task, whose snapshot counts only its own steps) are always
+/// kept.
+pub fn reconcile(events: &[RecordedEvent], steps: u32, floor: u64) -> Reconciled {
+    let (mut next, mut found) = (floor, steps == 0);
+    for e in events {
+        if e.seq < floor {
+            next = next.max(e.seq + 1);
             continue;
         }
         if steps > 0
-            && let Some(e) = &event
             && matches!(e.event, StreamEvent::StepCompleted { step, .. } if step + 1 == steps)
         {
-            keep = end;
             next = e.seq + 1;
             found = true;
         }
     }
-    write_atomic(path, &bytes[..keep])?;
-    Ok(Reconciled { next, found })
+    Reconciled { next, found }
 }
 
 /// Run-wide step numbers. The loop numbers steps from 0 in every task of a
@@ -715,57 +706,55 @@ mod tests {
         }
     }
 
+    fn recorded(seq: u64, event: StreamEvent) -> RecordedEvent {
+        RecordedEvent {
+            seq,
+            timestamp_ms: 1,
+            event,
+        }
+    }
+
     #[test]
-    fn reconcile_drops_the_step_in_flight_and_a_torn_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.jsonl");
-        let lines = [
-            event(0, started(0)),
-            event(1, completed(0)),
-            event(2, started(1)),
-            event(3, completed(1)),
-            event(4, started(2)),
+    fn reconcile_drops_the_step_in_flight() {
+        let log = [
+            recorded(0, started(0)),
+            recorded(1, completed(0)),
+            recorded(2, started(1)),
+            recorded(3, completed(1)),
+            recorded(4, started(2)),
         ];
-        std::fs::write(&path, format!("{}\n{{\"seq\": 5, \"ty", lines.join("\n"))).unwrap();
-        assert_eq!(read_events(&path, Some(2)).unwrap().events.len(), 2);
         assert_eq!(
-            read_events(&path, None).unwrap().skipped,
-            1,
-            "the torn line"
+            reconcile(&log, 2, 0),
+            Reconciled {
+                next: 4,
+                found: true
+            }
         );
-        assert_eq!(reconcile_events(&path, 2, 0).unwrap(), 4);
-        let kept = read_events(&path, None).unwrap().events;
-        assert_eq!(kept.last().unwrap().event, completed(1));
-        // A log whose last step finished after the snapshot was taken keeps
-        // only what the snapshot holds.
-        assert_eq!(reconcile_events(&path, 1, 0).unwrap(), 2);
-        assert_eq!(reconcile_events(&path, 0, 0).unwrap(), 0);
+        // A log whose last step finished after the snapshot was taken
+        // keeps only what the snapshot holds.
+        assert_eq!(reconcile(&log, 1, 0).next, 2);
+        assert_eq!(reconcile(&log, 0, 0).next, 0);
     }
 
     #[test]
     fn reconcile_keeps_the_finished_tasks_before_the_floor() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("events.jsonl");
         // Task 0 took steps 0 and 1; the follow-on task (from seq 4) is on
         // its own step 0, then 1.
-        let lines = [
-            event(0, started(0)),
-            event(1, completed(0)),
-            event(2, started(1)),
-            event(3, completed(1)),
-            event(4, started(0)),
-            event(5, completed(0)),
-            event(6, started(1)),
+        let log = [
+            recorded(0, started(0)),
+            recorded(1, completed(0)),
+            recorded(2, started(1)),
+            recorded(3, completed(1)),
+            recorded(4, started(0)),
+            recorded(5, completed(0)),
+            recorded(6, started(1)),
         ];
-        std::fs::write(&path, format!("{}\n", lines.join("\n"))).unwrap();
         // The follow-on task's snapshot holds its step 0.
-        assert_eq!(reconcile_events(&path, 1, 4).unwrap(), 6);
-        assert_eq!(read_events(&path, None).unwrap().events.len(), 6);
+        assert_eq!(reconcile(&log, 1, 4).next, 6);
         // Interrupted before its first step: task 0's events stay whole.
-        assert_eq!(reconcile_events(&path, 0, 4).unwrap(), 4);
-        let kept = read_events(&path, None).unwrap().events;
-        assert_eq!(kept.len(), 4);
-        assert_eq!(kept.last().unwrap().event, completed(1));
+        assert_eq!(reconcile(&log, 0, 4).next, 4);
+        // A snapshot of the task before (its step 1 is before the floor).
+        assert!(!reconcile(&log, 2, 4).found);
     }
 
     #[test]
@@ -791,13 +780,6 @@ mod tests {
         );
         assert_eq!(log.skipped, 2);
         assert_eq!(read_events(&path, Some(1)).unwrap().events.len(), 2);
-        // Resuming after step 1 keeps everything, the corrupt lines byte
-        // for byte, and continues from the last event's seq.
-        assert_eq!(reconcile_events(&path, 2, 0).unwrap(), 6);
-        assert_eq!(std::fs::read(&path).unwrap(), bytes);
-        // Cutting back to step 0 drops what follows it only.
-        assert_eq!(reconcile_events(&path, 1, 0).unwrap(), 2);
-        assert_eq!(read_events(&path, None).unwrap().events.len(), 2);
     }
 
     #[cfg(unix)]

@@ -21,6 +21,9 @@
 //!   and [`ChromiumNotFound`] says how to install one when there is none.
 //!   They are `lumen-browser`'s locator ([`lumen_browser::chromium`]),
 //!   re-exported under the names the tests use.
+//! - [`postgres::database`] gives a test a fresh, empty PostgreSQL database
+//!   (on a throwaway cluster the process starts once, or on the server of
+//!   `LUMEN_TEST_DATABASE_URL`), and [`postgres::psql`] runs SQL on it.
 //!
 //! The library code returns errors instead of unwrapping, like every other
 //! crate in the workspace; only its tests unwrap.
@@ -62,6 +65,8 @@ pub use lumen_browser::chromium::{ChromiumNotFound, locate_headless_shell};
 /// use it at runtime) and is re-exported here for the tests.
 mod browserbase;
 pub use browserbase::browserbase_stub;
+#[cfg(unix)]
+pub mod postgres;
 pub use lumen_mock::mock_provider;
 pub use lumen_mock::{
     FixtureServer, MAX_QUERY_DELAY, RequestRecord, StatusCode, element_center, fixtures_root,

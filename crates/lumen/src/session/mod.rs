@@ -331,6 +331,26 @@ impl Session {
         self.perception = self.perception.clone().with_step_hook(hook);
     }
 
+    /// Hands the snapshot (as [`save`](Self::save) writes it: without the
+    /// semantic history, every secret value replaced by its placeholder) to
+    /// `sink` after every completed step of the following runs, on the
+    /// loop's thread, after the step's `step_completed` event was recorded:
+    /// for a store other than a file (the server's database). `sink` should
+    /// hand the value on rather than block.
+    pub fn snapshot_after_each_step(&mut self, sink: Arc<dyn Fn(serde_json::Value) + Send + Sync>) {
+        let secrets = self.secrets.clone();
+        let hook: lumen_perception::StepHook = Arc::new(move |run: &RunState| {
+            match run.history.to_serialized(run.state.get(), false).to_value() {
+                Ok(mut value) => {
+                    secrets.redact_json(&mut value);
+                    sink(value);
+                }
+                Err(e) => tracing::warn!("the session snapshot could not be taken: {e}"),
+            }
+        });
+        self.perception = self.perception.clone().with_step_hook(hook);
+    }
+
     /// Writes the snapshot atomically to `path`, with every secret value
     /// replaced by its placeholder wherever it may have surfaced (page text
     /// echoed by the model, for instance).

@@ -7,32 +7,39 @@
 //!   result naming the panic, a final `done` event is logged and sent, its
 //!   slot and counters are released, its browser is dropped (never reused in
 //!   an unknown state), and every follower gets the end.
-//! - **Disk work is off the loop.** The recorder the loop calls only
+//! - **Store work is off the loop.** The recorder the loop calls only
 //!   updates the run's progress in memory and hands the event to a writer
-//!   on tokio's blocking pool, which saves the screenshot, appends the log
-//!   line, persists the record after each step and then publishes the event
-//!   to live followers (so a published event is always already in the log).
+//!   task, which saves the screenshot (a file), stores the events in
+//!   batches, stores the session snapshot and the record after each step,
+//!   and then publishes the events to live followers (so a published event
+//!   is always already stored).
+//! - **Exactly once for steps, at least once for actions.** A step is
+//!   recorded when its snapshot is stored; a resumed execution drops the
+//!   events after the snapshot's last step and does that step again, so
+//!   an action executed in it may run twice. Such actions are listed in
+//!   the record (`possiblyRepeated`) and told to the model.
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::Ordering;
 
 use futures::FutureExt as _;
 use lumen::browser::CdpTab;
 use lumen::memory::SerializedHistory;
 use lumen::perception::control::RunControl;
-use lumen::perception::monitor::{Recorder, now_ms};
+use lumen::perception::monitor::now_ms;
 use lumen::safety::{PolicyDecision, SessionPolicy};
 use lumen::{
-    BrowserTab, ErrorInfo, LumenError, RecordedEvent, RunMode, RunResult, RunStatus, Session,
-    SessionOptions, StreamEvent,
+    BrowserTab, ErrorInfo, LumenError, RunMode, RunResult, RunStatus, Session, SessionOptions,
+    StreamEvent,
 };
-use tokio::sync::broadcast;
 
 use super::tasks::{self, Boundary};
+use super::writer::{Writer, save_snapshot};
 use super::{Live, RunEntry, RunManager, SERVER_SHUTDOWN, lock, off_thread};
+use crate::db::queue::ENDED;
+use crate::db::{Db, Fenced};
 use crate::store::{self, Mode, RunState};
 
 /// How many times one execution moves to a fresh remote browser after
@@ -47,163 +54,6 @@ pub(super) fn lost_browser(result: &lumen::Result<RunResult>) -> bool {
             .error
             .as_ref()
             .is_some_and(|e| e.code == lumen::ErrorCode::BrowserDisconnected),
-    }
-}
-
-/// What the recorder hands to the writer.
-enum Write {
-    Event(Box<RecordedEvent>),
-    /// Stop (events a stray recorder clone sends later are dropped).
-    End,
-}
-
-/// The writer of one execution (see the module docs).
-struct Writer {
-    tx: mpsc::Sender<Write>,
-    task: tokio::task::JoinHandle<()>,
-    /// One past the last `seq` handed to the writer.
-    next_seq: Arc<AtomicU64>,
-    /// While `Some`, the session's `error` and `done` events are held here
-    /// instead of written: an execution on a remote browser may fail over,
-    /// and then the run has not ended ([`release`](Self::release)).
-    held: Arc<std::sync::Mutex<Option<Vec<RecordedEvent>>>>,
-}
-
-impl Writer {
-    /// Starts the writer for `entry`'s log (already open as `log`),
-    /// numbering from `offset`.
-    fn start(
-        entry: Arc<RunEntry>,
-        log: Recorder,
-        (offset, shots): (u64, BTreeMap<u32, usize>),
-        hub: broadcast::Sender<Live>,
-    ) -> Self {
-        let (tx, rx) = mpsc::channel();
-        let task =
-            tokio::task::spawn_blocking(move || write_events(&entry, &log, shots, &rx, &hub));
-        Writer {
-            tx,
-            task,
-            next_seq: Arc::new(AtomicU64::new(offset)),
-            held: Arc::default(),
-        }
-    }
-
-    /// The recorder the session calls (on the loop's thread: no disk).
-    fn recorder(&self, entry: Arc<RunEntry>, panic_at_step: Option<u32>) -> Recorder {
-        let tx = std::sync::Mutex::new(self.tx.clone());
-        let next_seq = self.next_seq.clone();
-        let offset = next_seq.load(Ordering::SeqCst);
-        let held = self.held.clone();
-        Arc::new(move |e: &RecordedEvent| {
-            if let StreamEvent::StepStarted { step, .. } = &e.event
-                && panic_at_step == Some(*step)
-            {
-                injected_panic(*step);
-            }
-            let mut e = e.clone();
-            e.seq += offset;
-            next_seq.fetch_max(e.seq + 1, Ordering::SeqCst);
-            if matches!(
-                e.event,
-                StreamEvent::Error { .. } | StreamEvent::Done { .. }
-            ) && let Some(held) = lock(&held).as_mut()
-            {
-                held.push(e);
-                return;
-            }
-            entry.observe(&e.event);
-            let _ = lock(&tx).send(Write::Event(Box::new(e)));
-        })
-    }
-
-    /// Holds the session's `error` and `done` events back from now on.
-    fn hold_endings(&self) {
-        lock(&self.held).get_or_insert_with(Vec::new);
-    }
-
-    /// Whether endings are held (the execution drives a remote browser).
-    fn holds_endings(&self) -> bool {
-        lock(&self.held).is_some()
-    }
-
-    /// Writes the held endings (`keep`: the run ended) or drops them (it
-    /// fails over: it has not ended, and the resumed execution cuts the log
-    /// back to its last completed step anyway).
-    fn release(&self, entry: &RunEntry, keep: bool) {
-        let held = lock(&self.held).take().unwrap_or_default();
-        if keep {
-            for e in held {
-                entry.observe(&e.event);
-                let _ = self.tx.send(Write::Event(Box::new(e)));
-            }
-        }
-    }
-
-    /// Appends an event after the session's last one.
-    fn append(&self, event: StreamEvent) {
-        let e = RecordedEvent {
-            seq: self.next_seq.fetch_add(1, Ordering::SeqCst),
-            timestamp_ms: now_ms(),
-            event,
-        };
-        let _ = self.tx.send(Write::Event(Box::new(e)));
-    }
-
-    /// Waits until everything handed over is on disk and published.
-    async fn finish(self) {
-        let _ = self.tx.send(Write::End);
-        if let Err(e) = self.task.await {
-            tracing::warn!("the event writer failed: {e}");
-        }
-    }
-}
-
-/// The test hook of [`crate::TestHooks::panic_at_step`].
-#[allow(clippy::panic, reason = "fault injection for the server's tests")]
-fn injected_panic(step: u32) -> ! {
-    panic!("injected panic at step {step} (ServeOptions::test_hooks)")
-}
-
-/// The writer's loop, on the blocking pool. Screenshots are saved under
-/// lumen-trace's names ([`lumen_trace::screenshot_name`]: the loop's step,
-/// then the how-manyth screenshot of that step in the whole log), counting
-/// on from `shots`, the screenshots the log already holds: a follow-on task
-/// (whose steps start at 0 again), resumed or not, never replaces an
-/// earlier task's files, and `report.html` finds each one.
-fn write_events(
-    entry: &RunEntry,
-    log: &Recorder,
-    mut shots: BTreeMap<u32, usize>,
-    rx: &mpsc::Receiver<Write>,
-    hub: &broadcast::Sender<Live>,
-) {
-    let run: Arc<str> = entry.id.as_str().into();
-    while let Ok(Write::Event(mut e)) = rx.recv() {
-        if let StreamEvent::Screenshot { step, screenshot } = &mut e.event {
-            let nth = shots.entry(*step).or_insert(0);
-            let name =
-                lumen_trace::screenshot_name(*step, *nth, screenshot.image.format.extension());
-            // Counted even when the write fails, as `render` counts events.
-            *nth += 1;
-            if let Err(err) =
-                store::write_atomic(&entry.dir.dir().join(name), &screenshot.image.data)
-            {
-                tracing::warn!(run = %run, "a screenshot could not be saved: {err}");
-            }
-            screenshot.image.data = Arc::from(Vec::new());
-        }
-        // The log skips live-only deltas itself; they are only published.
-        log(&e);
-        if matches!(e.event, StreamEvent::StepCompleted { .. })
-            && let Err(err) = entry.save()
-        {
-            tracing::warn!(run = %run, "the run record could not be saved: {err}");
-        }
-        let _ = hub.send(Live::Event {
-            run: run.clone(),
-            event: Arc::new(*e),
-        });
     }
 }
 
@@ -229,12 +79,20 @@ enum Ending {
 }
 
 impl RunManager {
-    pub(super) async fn execute(self: Arc<Self>, entry: Arc<RunEntry>, resume: bool) {
+    pub(super) async fn execute(
+        self: Arc<Self>,
+        entry: Arc<RunEntry>,
+        resume: bool,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) {
         let control = entry.control();
-        let permit = tokio::select! {
-            biased;
-            _ = control.cancelled() => None,
-            p = self.slots.clone().acquire_owned() => p.ok(),
+        let permit = match permit {
+            Some(p) => Some(p),
+            None => tokio::select! {
+                biased;
+                _ = control.cancelled() => None,
+                p = self.slots.clone().acquire_owned() => p.ok(),
+            },
         };
         let ending = match permit {
             None => Ending::NotStarted,
@@ -315,32 +173,70 @@ impl RunManager {
         {
             permit.forget();
         }
-        let dir = entry.dir.clone();
-        let saving = entry.clone();
-        let saved = off_thread(move || {
-            saving.save()?;
-            if let Some(result) = result {
-                // Redacted with the run's secret values, as the record is.
-                let result = saving
-                    .redactor()
-                    .redacted_json(&result)
-                    .map_err(std::io::Error::other)?;
-                store::write_json(&dir.result(), &result)?;
-            }
-            store::tighten(dir.dir())
-        })
-        .await;
-        if let Err(e) = saved {
+        if let Err(e) = self.save_ending(&entry, result).await {
             tracing::warn!(run = %entry.id, "the run's ending could not be saved: {e}");
         }
         self.active.fetch_sub(1, Ordering::SeqCst);
         entry.settled.store(true, Ordering::SeqCst);
+        if self.db.is_shared() {
+            // Held no more: read from the store from now on.
+            lock(&self.runs).remove(&entry.id);
+        }
+        self.db.notify(ENDED, &entry.id).await;
         let _ = self.hub.send(Live::Ended {
             run: entry.id.as_str().into(),
         });
-        if entry.info().status.is_terminal() {
+        let terminal = lock(&entry.info).status.is_terminal();
+        if terminal {
             write_report(&entry).await;
         }
+    }
+
+    /// Stores how an execution ended: the result (once the run ended for
+    /// good), then the record, letting go of the run. On a shared queue, a
+    /// run interrupted by this server's shutdown goes back to the queue,
+    /// for another worker to resume.
+    async fn save_ending(
+        &self,
+        entry: &RunEntry,
+        result: Option<RunResult>,
+    ) -> Result<(), crate::db::DbError> {
+        let _saving = entry.saving.lock().await;
+        if let Some(result) = result {
+            // Redacted with the run's secret values, as the record is.
+            let result = entry
+                .redactor()
+                .redacted_json(&result)
+                .map_err(|e| crate::db::DbError::Corrupt(e.to_string()))?;
+            let text = serde_json::to_string(&result)
+                .map_err(|e| crate::db::DbError::Corrupt(e.to_string()))?;
+            self.db.save_result(&entry.id, &entry.worker, &text).await?;
+        }
+        let requeue = {
+            let mut i = lock(&entry.info);
+            i.worker = None;
+            let requeue = self.db.is_shared()
+                && i.status == RunState::Interrupted
+                && i.cancel_reason.as_deref() == Some(SERVER_SHUTDOWN);
+            if requeue {
+                i.status = RunState::Queued;
+                i.cancel_reason = None;
+            }
+            requeue
+        };
+        let mut info = lock(&entry.info).clone();
+        info.redact(&entry.redactor());
+        let resume = requeue || info.status == RunState::Interrupted;
+        if self.db.end_run(&info, Some(&entry.worker), resume).await? == Fenced::Lost {
+            tracing::warn!(run = %entry.id, "another worker holds the run: its ending here was not saved");
+        }
+        if requeue {
+            self.db.notify(crate::db::queue::QUEUE, &entry.id).await;
+        }
+        let dir = entry.dir.dir().to_path_buf();
+        off_thread(move || store::tighten(&dir))
+            .await
+            .map_err(|e| crate::db::DbError::Corrupt(e.to_string()))
     }
 
     /// Records how an execution ended in memory (the caller persists it);
@@ -429,25 +325,33 @@ impl RunManager {
         resume: bool,
         writer: &mut Option<Writer>,
     ) -> lumen::Result<RunResult> {
-        let dir = entry.dir.clone();
         let floor = lock(&entry.info).task_seq;
-        let prepared = tokio::task::spawn_blocking(move || prepare(&dir, resume, floor))
-            .await
-            .map_err(|e| LumenError::config("data dir", e.to_string()))??;
         let Prepared {
             snapshot,
             fresh_task,
             offset,
             shots,
-            log,
-        } = prepared;
+            repeated,
+        } = prepare(&self.db, entry, resume, floor).await?;
+        if !repeated.is_empty() {
+            tracing::warn!(run = %entry.id, "resuming a step whose actions may have run: {}", repeated.join("; "));
+            control.inject_guidance(format!(
+                "The run was resumed in the middle of a step: these actions of that step may \
+                 already have taken effect, so check the page before doing them again: {}",
+                repeated.join("; ")
+            ));
+            lock(&entry.info).possibly_repeated.extend(repeated);
+        }
         let pending = std::mem::take(&mut lock(&entry.info).pending_messages);
         for m in pending {
             control.inject_guidance(m);
         }
+        let dir = entry.dir.screenshots();
+        off_thread(move || store::private_dir(&dir))
+            .await
+            .map_err(|e| LumenError::config("data dir", e.to_string()))?;
         let w = writer.insert(Writer::start(
             entry.clone(),
-            log,
             (offset, shots),
             self.hub.clone(),
         ));
@@ -603,7 +507,7 @@ impl RunManager {
         };
         session.set_control(control.clone());
         session.set_planner(planner);
-        session.save_after_each_step(entry.dir.session());
+        session.snapshot_after_each_step(writer.snapshots());
         let mode = match info.mode {
             Mode::Plan => RunMode::Plan,
             Mode::Agent => RunMode::Agent,
@@ -670,17 +574,12 @@ impl RunManager {
 async fn save_boundary(entry: &Arc<RunEntry>, session: &Session) {
     entry.persist().await;
     let secrets = session.secrets().clone();
-    let snapshot = session.serialize(false);
-    let path = entry.dir.session();
-    let saved = off_thread(move || {
-        let mut value = snapshot.to_value().map_err(std::io::Error::other)?;
-        secrets.redact_json(&mut value);
-        let bytes = serde_json::to_vec(&value).map_err(std::io::Error::other)?;
-        store::write_atomic(&path, &bytes)
-    })
-    .await;
-    if let Err(e) = saved {
-        tracing::warn!(run = %entry.id, "the session snapshot could not be saved: {e}");
+    match session.serialize(false).to_value() {
+        Ok(mut value) => {
+            secrets.redact_json(&mut value);
+            save_snapshot(entry, &value).await;
+        }
+        Err(e) => tracing::warn!(run = %entry.id, "the session snapshot could not be taken: {e}"),
     }
 }
 
@@ -697,45 +596,50 @@ struct Prepared {
     /// The screenshots of each loop step already in the log (the writer
     /// counts on from them).
     shots: BTreeMap<u32, usize>,
-    /// The log's line writer.
-    log: Recorder,
+    /// The actions executed in the step the resumed run does again.
+    repeated: Vec<String>,
 }
 
-/// The blocking part of an execution's start: the snapshot of a resumed
-/// run, the log cut back to it (or emptied for a fresh run), the folders,
-/// and the log opened for appending.
-fn prepare(dir: &store::RunDir, resume: bool, floor: u64) -> lumen::Result<Prepared> {
-    let io = |e: std::io::Error| LumenError::config("data dir", e.to_string());
-    let snapshot = match resume && dir.session().is_file() {
-        true => Some(SerializedHistory::load(&dir.session())?),
-        false => None,
+/// An execution's start: the snapshot of a resumed run and the log cut back
+/// to it ([`store::reconcile`]), or the log emptied for a fresh run.
+async fn prepare(db: &Db, entry: &RunEntry, resume: bool, floor: u64) -> lumen::Result<Prepared> {
+    let io = |e: crate::db::DbError| LumenError::config("run store", e.to_string());
+    if !resume {
+        db.clear_events(&entry.id).await.map_err(io)?;
+        return Ok(Prepared {
+            snapshot: None,
+            fresh_task: false,
+            offset: 0,
+            shots: BTreeMap::new(),
+            repeated: Vec::new(),
+        });
+    }
+    let snapshot = match db.session(&entry.id).await.map_err(io)? {
+        Some(text) => Some(SerializedHistory::from_json(&text)?),
+        None => None,
     };
-    let events = dir.events();
-    let (offset, fresh_task, shots) = if resume {
-        let steps = snapshot.as_ref().map_or(0, |s| s.step_count);
-        let r = store::reconcile(&events, steps, floor).map_err(io)?;
-        let kept = store::read_events(&events, None).map_err(io)?;
-        // Only a follow-on task (its events start at `floor` > 0) has a
-        // boundary whose snapshot can be the task before's.
-        (
-            r.next,
-            floor > 0 && !r.found,
-            store::screenshot_counts(&kept.events),
-        )
-    } else {
-        store::write_atomic(&events, b"").map_err(io)?;
-        (0, false, BTreeMap::new())
-    };
-    store::private_dir(&dir.screenshots()).map_err(io)?;
-    // The run folder's log, as lumen-trace writes it (the file exists,
-    // 0600, so appending keeps its mode).
-    let log = lumen_trace::jsonl_recorder(&events, false).map_err(io)?;
+    let steps = snapshot.as_ref().map_or(0, |s| s.step_count);
+    let log = db.events(&entry.id, None).await.map_err(io)?;
+    let r = store::reconcile(&log.events, steps, floor);
+    let (kept, cut): (Vec<_>, Vec<_>) = log.events.into_iter().partition(|e| e.seq < r.next);
+    let repeated = cut
+        .iter()
+        .filter_map(|e| match &e.event {
+            StreamEvent::ActionResult { call, .. } => {
+                Some(serde_json::to_string(&call.action).unwrap_or_else(|_| call.id.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    db.cut_events(&entry.id, r.next).await.map_err(io)?;
     Ok(Prepared {
         snapshot,
-        fresh_task,
-        offset,
-        shots,
-        log,
+        // Only a follow-on task (its events start at `floor` > 0) has a
+        // boundary whose snapshot can be the task before's.
+        fresh_task: floor > 0 && !r.found,
+        offset: r.next,
+        shots: store::screenshot_counts(&kept),
+        repeated,
     })
 }
 
@@ -745,11 +649,25 @@ fn prepare(dir: &store::RunDir, resume: bool, floor: u64) -> lumen::Result<Prepa
 /// threads; a failure is logged and changes nothing about the run.
 async fn write_report(entry: &RunEntry) {
     let dir = entry.dir.dir().to_path_buf();
+    // The trace's event log, from the store.
+    let log = match entry.db.events(&entry.id, None).await {
+        Ok(log) => log,
+        Err(e) => {
+            tracing::warn!(run = %entry.id, "the run report could not be written: {e}");
+            return;
+        }
+    };
     let options = lumen_trace::RenderOptions {
         pricing: Some(lumen::models::registry::cost),
         ..lumen_trace::RenderOptions::default()
     };
     let rendered = off_thread(move || {
+        let mut lines = Vec::new();
+        for e in &log.events {
+            serde_json::to_writer(&mut lines, e).map_err(std::io::Error::other)?;
+            lines.push(b'\n');
+        }
+        store::write_atomic(&dir.join(lumen_trace::EVENTS), &lines)?;
         lumen_trace::render(&dir, &options).map_err(std::io::Error::other)?;
         store::tighten(&dir)
     })

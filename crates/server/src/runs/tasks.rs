@@ -11,6 +11,7 @@
 //! decision to end closes it under the same lock, so a task is either run
 //! or refused with 409 `run_ended`, never silently dropped.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use lumen::perception::control::RunControl;
@@ -131,7 +132,8 @@ pub(super) fn stopped_at_boundary(result: &mut RunResult) {
 }
 
 impl RunManager {
-    /// `POST /v1/runs/{id}/tasks` with `{"instruction"}`: queues a
+    /// `POST /v1/runs/{id}/tasks` with `{"instruction"}` ([`add_task`](Self::add_task)
+    /// on the server holding the run): queues a
     /// follow-on task on a queued, running, paused or interrupted run (an
     /// interrupted run runs it after resuming). Answers `{id, task,
     /// queued}`: the task's index (1 is the first follow-on) and how many
@@ -139,8 +141,12 @@ impl RunManager {
     /// ending, or is being cancelled answers 409 `run_ended`, and one that
     /// already has [`max_tasks_per_run`](crate::ServeOptions::max_tasks_per_run)
     /// tasks 409 `task_limit`; the task is not taken.
-    pub async fn add_task(&self, id: &str, body: &[u8]) -> Result<Value, ApiError> {
-        let entry = self.entry(id)?;
+    pub(super) async fn add_task_here(
+        &self,
+        entry: &Arc<RunEntry>,
+        body: &[u8],
+    ) -> Result<Value, ApiError> {
+        let id = entry.id();
         let obj = control_body(body, &["instruction"])?;
         let instruction = opt_string(&obj, "instruction")?
             .ok_or_else(|| ApiError::missing_field("instruction"))?;

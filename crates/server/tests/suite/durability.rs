@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use lumen_server::{ServeOptions, Server};
 use serde_json::{Value, json};
 
-use super::{Client, Env, assert_every_step_once};
+use super::{Client, Env, Stored, assert_every_step_once};
 
 /// A server on its own runtime in its own thread, so the test can kill it
 /// the hard way: dropping the runtime drops every task mid-flight (the
@@ -157,22 +157,14 @@ async fn a_graceful_shutdown_interrupts_and_persists_runs_for_resume() {
     .await;
     server.shutdown().await;
 
-    // On disk, before any restart: interrupted by the shutdown.
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(env.data.path().join("runs").join(&id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    // Stored, before any restart: interrupted by the shutdown.
+    let stored = Stored::open(env.data.path()).await;
+    let record = stored.record(&id).await;
     assert_eq!(record["status"], "interrupted");
     assert_eq!(record["cancelReason"], "server_shutdown");
     assert_eq!(record["stepsCompleted"], 1);
-    assert!(
-        env.data
-            .path()
-            .join("runs")
-            .join(&id)
-            .join("session.json")
-            .is_file()
-    );
+    assert!(stored.session(&id).await.is_some());
+    stored.0.close().await;
 
     let server = Server::start(env.options()).await.unwrap();
     let c = Client::new(server.local_addr());
@@ -232,17 +224,14 @@ async fn sigterm_makes_serve_interrupt_and_persist_runs() {
         .expect("serve did not stop on SIGTERM")
         .unwrap()
         .unwrap();
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(env.data.path().join("runs").join(&id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let record = Stored::open(env.data.path()).await.record(&id).await;
     assert_eq!(record["status"], "interrupted");
     assert_eq!(record["cancelReason"], "server_shutdown");
     assert_eq!(record["stepsCompleted"], 1);
 }
 
-/// A stream ends only once the run's ending is on disk: a client that reads
-/// `result.json` the moment its stream closes finds it. The ending gate
+/// A stream ends only once the run's ending is stored: a client that reads
+/// the result the moment its stream closes finds it. The ending gate
 /// holds the server between deciding how the run ended and saving it.
 #[tokio::test]
 async fn the_event_stream_ends_only_after_the_result_is_saved() {
@@ -258,8 +247,11 @@ async fn the_event_stream_ends_only_after_the_result_is_saved() {
         .await;
     // Ended in memory, not yet saved.
     c.wait_status(&id, "completed").await;
-    let result = env.data.path().join("runs").join(&id).join("result.json");
-    assert!(!result.exists(), "the gate holds the save");
+    let stored = Stored::open(env.data.path()).await;
+    assert!(
+        stored.result(&id).await.is_none(),
+        "the gate holds the save"
+    );
     let stream = tokio::spawn({
         let c = Client::new(server.local_addr());
         let id = id.clone();
@@ -274,7 +266,10 @@ async fn the_event_stream_ends_only_after_the_result_is_saved() {
     );
     gate.add_permits(1);
     let events = stream.await.unwrap();
-    assert!(result.exists(), "result.json is there when the stream ends");
+    assert!(
+        stored.result(&id).await.is_some(),
+        "the result is stored when the stream ends"
+    );
     assert_eq!(events.last().unwrap().1, "done");
     server.shutdown().await;
 }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 mod data_dir;
 mod deltas;
+mod deployment;
 mod durability;
 mod front_door;
 mod handoff;
@@ -25,6 +26,7 @@ mod options;
 mod policy;
 mod pool;
 mod properties;
+mod shared_queue;
 mod streams;
 mod tasks;
 
@@ -33,6 +35,52 @@ pub(crate) const MODEL: &str = "compatible/qwen2.5-vl";
 /// The bearer token of servers started with [`Env::options`], which
 /// [`Client::new`] sends.
 pub(crate) const TOKEN: &str = "test-token-0123456789";
+
+/// What the run store in a data directory holds (the server's SQLite
+/// file, read beside it or after it stopped).
+pub(crate) struct Stored(pub(crate) lumen_server::db::Db);
+
+impl Stored {
+    pub(crate) async fn open(data: &std::path::Path) -> Stored {
+        Stored(lumen_server::db::Db::open(data, None).await.unwrap())
+    }
+
+    /// The run record as JSON.
+    pub(crate) async fn record(&self, id: &str) -> Value {
+        let row = self.0.run(id).await.unwrap().expect("the run is stored");
+        serde_json::to_value(row.info).unwrap()
+    }
+
+    /// Replaces the run record (the server stopped).
+    pub(crate) async fn set_record(&self, record: &Value) {
+        let info: lumen_server::RunInfo = serde_json::from_value(record.clone()).unwrap();
+        self.0.end_run(&info, None, true).await.unwrap();
+    }
+
+    pub(crate) async fn session(&self, id: &str) -> Option<String> {
+        self.0.session(id).await.unwrap()
+    }
+
+    /// Replaces the session snapshot (the server stopped).
+    pub(crate) async fn set_session(&self, id: &str, text: &str) {
+        let done = self.0.save_session(id, "tests", text).await.unwrap();
+        assert_eq!(done, lumen_server::db::Fenced::Done);
+    }
+
+    pub(crate) async fn result(&self, id: &str) -> Option<String> {
+        self.0.result(id).await.unwrap()
+    }
+
+    /// The stored events, one JSON text each.
+    pub(crate) async fn events_text(&self, id: &str) -> String {
+        let log = self.0.events(id, None).await.unwrap();
+        log.events
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
 
 pub(crate) struct Env {
     pub(crate) site: FixtureServer,

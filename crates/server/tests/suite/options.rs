@@ -8,7 +8,7 @@ use std::time::Duration;
 use lumen_server::Server;
 use serde_json::{Value, json};
 
-use super::{Client, Env, McpClient};
+use super::{Client, Env, McpClient, Stored};
 
 fn bodies(env: &Env) -> Vec<String> {
     env.mock
@@ -198,8 +198,11 @@ async fn options_a_client_may_not_choose_are_refused_by_name() {
     assert_eq!(run["secretNames"], json!(["PW"]));
     assert!(!run.to_string().contains("s3cret-value"), "{run}");
     let id = run["id"].as_str().unwrap().to_owned();
-    let record =
-        std::fs::read_to_string(env.data.path().join("runs").join(&id).join("run.json")).unwrap();
+    let record = Stored::open(env.data.path())
+        .await
+        .record(&id)
+        .await
+        .to_string();
     assert!(
         record.contains("\"PW\"") && !record.contains("s3cret-value"),
         "{record}"
@@ -330,14 +333,16 @@ async fn the_run_record_and_result_are_redacted_with_the_runs_secrets() {
         .into_iter()
         .map(|(_, _, d)| d)
         .collect();
-    let dir = env.data.path().join("runs").join(&id);
-    let record = std::fs::read_to_string(dir.join("run.json")).unwrap();
-    let result = std::fs::read_to_string(dir.join("result.json")).unwrap();
+    let stored = Stored::open(env.data.path()).await;
+    let record = stored.record(&id).await.to_string();
+    let result = stored.result(&id).await.unwrap();
+    let log = stored.events_text(&id).await;
     let (_, list) = c.get("/v1/runs").await;
     let (_, trace) = c.get(&format!("/v1/runs/{id}/trace")).await;
     for (what, text) in [
-        ("run.json", record.clone()),
-        ("result.json", result),
+        ("the stored record", record.clone()),
+        ("the stored result", result),
+        ("the stored events", log),
         ("GET /v1/runs/{id}", run.to_string()),
         ("GET /v1/runs", list.to_string()),
         ("the trace", trace.to_string()),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Client, Env, McpClient};
+use super::{Client, Env, McpClient, Stored};
 use lumen::safety::PolicyConfig;
 use lumen_server::Server;
 use serde_json::{Value, json};
@@ -179,10 +179,11 @@ async fn a_resumed_run_does_not_reopen_a_url_the_policy_denies() {
 
     // The last URL seen was somewhere the policy forbids (as a blocked
     // action's `url_after` is).
-    let record = env.data.path().join("runs").join(&id).join("run.json");
-    let mut info: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let stored = Stored::open(env.data.path()).await;
+    let mut info = stored.record(&id).await;
     info["lastUrl"] = json!("http://169.254.169.254/latest/meta-data/");
-    std::fs::write(&record, info.to_string()).unwrap();
+    stored.set_record(&info).await;
+    stored.0.close().await;
 
     let server = Server::start(env.options()).await.unwrap();
     let c = Client::new(server.local_addr());
@@ -191,9 +192,7 @@ async fn a_resumed_run_does_not_reopen_a_url_the_policy_denies() {
     assert_eq!(status, 200, "{answer}");
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(run["lastUrl"], env.counter(), "{run}");
-    let events =
-        std::fs::read_to_string(env.data.path().join("runs").join(&id).join("events.jsonl"))
-            .unwrap();
+    let events = Stored::open(env.data.path()).await.events_text(&id).await;
     assert!(
         !events.contains("169.254.169.254"),
         "the denied URL was opened: {events}"

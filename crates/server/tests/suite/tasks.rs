@@ -10,7 +10,7 @@ use lumen_test_support::mock_provider::script::chat_turn;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
-use super::{Client, Env};
+use super::{Client, Env, Stored};
 
 impl Env {
     /// A `goto` to the fixture site's `page` (a navigation the next task
@@ -466,10 +466,7 @@ async fn a_cancel_at_a_task_boundary_ends_the_run_cancelled_with_the_rest_listed
     );
     assert_eq!(run["stepsCompleted"], 1);
     assert_eq!(env.requests(), 1, "the follow-on tasks never ran");
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(env.data.path().join("runs").join(&id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let record = Stored::open(env.data.path()).await.record(&id).await;
     assert_eq!(record["status"], "cancelled");
     assert_eq!(record["tasks"].as_array().unwrap().len(), 2);
     let (status, err) = c
@@ -504,10 +501,7 @@ async fn a_shutdown_at_a_task_boundary_leaves_the_run_resumable_at_the_next_task
     }
     gate.open();
     stopping.await.unwrap();
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(env.data.path().join("runs").join(&id).join("run.json")).unwrap(),
-    )
-    .unwrap();
+    let record = Stored::open(env.data.path()).await.record(&id).await;
     assert_eq!(record["status"], "interrupted", "{record}");
     assert_eq!(record["cancelReason"], "server_shutdown");
     assert_eq!(record["tasks"], json!(["Now report", "And stop"]));
@@ -554,8 +548,8 @@ async fn a_server_stopped_between_a_boundarys_record_and_snapshot_starts_the_tas
     // steps): what a server that stopped after the boundary's record and
     // before its snapshot leaves.
     gate.reached().await;
-    let dir = env.data.path().join("runs").join(&id);
-    let task0 = std::fs::read(dir.join("session.json")).unwrap();
+    let stored = Stored::open(env.data.path()).await;
+    let task0 = stored.session(&id).await.unwrap();
     gate.open();
     c.wait(&id, "task 1's first step in flight", |r| {
         r["taskIndex"] == 1 && env.requests() == 3
@@ -564,7 +558,8 @@ async fn a_server_stopped_between_a_boundarys_record_and_snapshot_starts_the_tas
     // The cancelled task 1 meets the gate too.
     gate.permits.add_permits(8);
     server.shutdown().await;
-    std::fs::write(dir.join("session.json"), &task0).unwrap();
+    stored.set_session(&id, &task0).await;
+    stored.0.close().await;
 
     env.done("two");
     let server = Server::start(env.options()).await.unwrap();

@@ -2,3 +2,5 @@
 
 mod fixture_server;
 mod http;
+#[cfg(unix)]
+mod postgres;
