@@ -464,6 +464,8 @@ impl RunManager {
             "runsQueued": active.saturating_sub(running),
             "maxConcurrent": self.options.max_concurrent.max(1),
             "queueLimit": self.options.queue_limit,
+            "store": if self.db.is_shared() { "postgres" } else { "sqlite" },
+            "worker": &*self.worker,
         })
     }
 

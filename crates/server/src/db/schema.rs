@@ -1,8 +1,8 @@
 //! The store's schema and its migrations, applied at start.
 //!
-//! Each migration has a version, a description and its SQL for each
-//! backend (the two differ only where the dialects do: an auto-numbered
-//! key). Applied versions are recorded in `lumen_schema`; a start applies
+//! Each migration has a version, a description and its SQL, shared by
+//! both backends (they differ only where the dialects do: an
+//! auto-numbered key, `{serial}`). Applied versions are recorded in `lumen_schema`; a start applies
 //! the missing ones in order, in one transaction. On PostgreSQL the
 //! transaction first takes an advisory lock, so workers starting together
 //! migrate once; on SQLite the data directory's lock already allows one
@@ -11,19 +11,30 @@
 
 use super::{Db, DbError, now_ms};
 
-/// One step of the schema.
+/// One step of the schema: SQL both backends run, with `{serial}` standing
+/// for an auto-numbered key (the one place the dialects differ here).
 struct Migration {
     version: i64,
     description: &'static str,
-    sqlite: &'static str,
-    postgres: &'static str,
+    sql: &'static str,
+}
+
+impl Migration {
+    /// The SQL for `db`'s backend.
+    fn sql_for(&self, db: &Db) -> String {
+        let serial = match db {
+            Db::Sqlite(_) => "INTEGER PRIMARY KEY AUTOINCREMENT",
+            Db::Postgres(_) => "BIGSERIAL PRIMARY KEY",
+        };
+        self.sql.replace("{serial}", serial)
+    }
 }
 
 /// The schema, oldest first. Never edit a released migration: add one.
 const MIGRATIONS: &[Migration] = &[Migration {
     version: 1,
     description: "runs, events, controls",
-    sqlite: "
+    sql: "
         CREATE TABLE runs (
             id TEXT PRIMARY KEY,
             status TEXT NOT NULL,
@@ -43,35 +54,7 @@ const MIGRATIONS: &[Migration] = &[Migration {
             PRIMARY KEY (run_id, seq)
         );
         CREATE TABLE controls (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id TEXT NOT NULL,
-            op TEXT NOT NULL,
-            body TEXT NOT NULL,
-            answer TEXT,
-            created_at_ms BIGINT NOT NULL
-        );
-    ",
-    postgres: "
-        CREATE TABLE runs (
-            id TEXT PRIMARY KEY,
-            status TEXT NOT NULL,
-            created_at_ms BIGINT NOT NULL,
-            info TEXT NOT NULL,
-            worker TEXT,
-            lease_until_ms BIGINT,
-            resume_next BIGINT NOT NULL DEFAULT 0,
-            session TEXT,
-            result TEXT
-        );
-        CREATE INDEX runs_by_status ON runs (status, created_at_ms);
-        CREATE TABLE events (
-            run_id TEXT NOT NULL,
-            seq BIGINT NOT NULL,
-            event TEXT NOT NULL,
-            PRIMARY KEY (run_id, seq)
-        );
-        CREATE TABLE controls (
-            id BIGSERIAL PRIMARY KEY,
+            id {serial},
             run_id TEXT NOT NULL,
             op TEXT NOT NULL,
             body TEXT NOT NULL,
@@ -99,7 +82,7 @@ const MIGRATION_LOCK: i64 = 0x006c_756d_656e;
 /// Applies the missing migrations; returns the versions applied.
 pub(crate) async fn migrate(db: &Db) -> Result<Vec<i64>, DbError> {
     macro_rules! run {
-        ($pool:expr, $sql:ident, $lock:expr) => {{
+        ($pool:expr, $lock:expr) => {{
             let mut tx = $pool.begin().await?;
             if let Some(lock) = $lock {
                 sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -121,7 +104,9 @@ pub(crate) async fn migrate(db: &Db) -> Result<Vec<i64>, DbError> {
             }
             let mut applied = Vec::new();
             for m in MIGRATIONS.iter().filter(|m| m.version > current) {
-                sqlx::raw_sql(m.$sql).execute(&mut *tx).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(m.sql_for(db)))
+                    .execute(&mut *tx)
+                    .await?;
                 sqlx::query(
                     "INSERT INTO lumen_schema (version, description, applied_at_ms) VALUES ($1, $2, $3)",
                 )
@@ -137,14 +122,33 @@ pub(crate) async fn migrate(db: &Db) -> Result<Vec<i64>, DbError> {
         }};
     }
     match db {
-        Db::Sqlite(p) => run!(p, sqlite, None::<i64>),
-        Db::Postgres(p) => run!(p, postgres, Some(MIGRATION_LOCK)),
+        Db::Sqlite(p) => run!(p, None::<i64>),
+        Db::Postgres(p) => run!(p, Some(MIGRATION_LOCK)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_database_from_a_newer_lumen_is_refused_and_a_current_one_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), None).await.unwrap();
+        db.close().await;
+        // Opening again applies nothing and keeps what is there.
+        let db = Db::open(dir.path(), None).await.unwrap();
+        assert!(db.is_empty().await.unwrap());
+        let Db::Sqlite(p) = &db else { unreachable!() };
+        sqlx::query("INSERT INTO lumen_schema (version, description, applied_at_ms) VALUES (999, 'future', 0)")
+            .execute(p)
+            .await
+            .unwrap();
+        db.close().await;
+        let err = Db::open(dir.path(), None).await.unwrap_err();
+        assert!(matches!(err, DbError::Newer { found: 999, .. }), "{err}");
+        assert!(err.to_string().contains("newer"), "{err}");
+    }
 
     #[test]
     fn versions_only_grow() {

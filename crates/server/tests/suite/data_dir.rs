@@ -191,3 +191,77 @@ async fn a_run_folder_is_private_and_its_log_survives_a_corrupt_line() {
     assert_eq!(trace["steps"].as_array().unwrap().len(), 3);
     server.shutdown().await;
 }
+
+/// A data directory of files (what Lumen kept before the store: `run.json`,
+/// `events.jsonl`, `session.json`, `result.json` in each run folder) is
+/// imported at the first start: the runs read the same through the API, a
+/// run that was executing when the files were written is `interrupted`,
+/// and each `run.json` is set aside, not deleted.
+#[tokio::test]
+async fn a_file_based_data_dir_is_imported_at_the_first_start() {
+    use lumen::{RecordedEvent, StreamEvent, TokenUsage};
+    let env = Env::new().await;
+    let data = env.data.path();
+    let record = |id: &str, status: &str| {
+        json!({"id": id, "status": status, "instruction": "Click", "model": super::MODEL,
+            "maxSteps": 5, "mode": "agent", "attempts": 1, "createdAtMs": 1_700_000_000_000u64,
+            "stepsCompleted": 1, "result": "done it"})
+    };
+    let events: Vec<String> = [
+        StreamEvent::StepStarted {
+            step: 0,
+            url: "about:blank".into(),
+        },
+        StreamEvent::StepCompleted {
+            step: 0,
+            usage: TokenUsage::default(),
+            duration_ms: 5,
+            model_ms: 1,
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, event)| {
+        serde_json::to_string(&RecordedEvent {
+            seq: i as u64,
+            timestamp_ms: 1,
+            event,
+        })
+        .unwrap()
+    })
+    .collect();
+    for (id, status) in [("run_old_done", "completed"), ("run_old_live", "running")] {
+        let dir = data.join("runs").join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("run.json"), record(id, status).to_string()).unwrap();
+        std::fs::write(dir.join("events.jsonl"), events.join("\n") + "\n").unwrap();
+        std::fs::write(dir.join("result.json"), r#"{"status":"success"}"#).unwrap();
+    }
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let done = c.run("run_old_done").await;
+    assert_eq!(
+        (&done["status"], &done["result"]),
+        (&json!("completed"), &json!("done it"))
+    );
+    let live = c.run("run_old_live").await;
+    assert_eq!(live["status"], "interrupted", "{live}");
+    let (status, trace) = c.get("/v1/runs/run_old_done/trace").await;
+    assert_eq!(status, 200);
+    assert_eq!(trace["steps"].as_array().unwrap().len(), 1, "{trace}");
+    let folder = data.join("runs").join("run_old_done");
+    assert!(!folder.join("run.json").exists());
+    assert!(folder.join("run.json.imported").is_file());
+    server.shutdown().await;
+    // Imported once: a second start finds the runs in the store only.
+    let server = Server::start(env.options()).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let (_, list) = c.get("/v1/runs").await;
+    assert_eq!(list["runs"].as_array().unwrap().len(), 2, "{list}");
+    let stored = Stored::open(data).await;
+    assert_eq!(
+        stored.result("run_old_done").await.as_deref(),
+        Some(r#"{"status":"success"}"#)
+    );
+    server.shutdown().await;
+}

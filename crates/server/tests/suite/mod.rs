@@ -82,6 +82,25 @@ impl Stored {
     }
 }
 
+/// The server options of the tests: the mock provider at `mock_base`, the
+/// test token, loopback allowed (the fixture site), one run at a time.
+pub(crate) fn serve_options(data: &std::path::Path, mock_base: &str) -> ServeOptions {
+    let mut o = ServeOptions::new(data);
+    o.port = 0;
+    o.default_model = MODEL.into();
+    o.token = Some(TOKEN.into());
+    // The fixture site is on loopback: the operator opts in to it.
+    o.policy.allowed_private_hosts = vec!["127.0.0.1".into()];
+    o.max_concurrent = 1;
+    o.queue_limit = 4;
+    o.adapter = AdapterOptions {
+        api_key: Some(ApiKey::new("test-key")),
+        base_url: Some(format!("{mock_base}/v1")),
+        ..AdapterOptions::default()
+    };
+    o
+}
+
 pub(crate) struct Env {
     pub(crate) site: FixtureServer,
     pub(crate) mock: MockProvider,
@@ -98,20 +117,7 @@ impl Env {
     }
 
     pub(crate) fn options(&self) -> ServeOptions {
-        let mut o = ServeOptions::new(self.data.path());
-        o.port = 0;
-        o.default_model = MODEL.into();
-        o.token = Some(TOKEN.into());
-        // The fixture site is on loopback: the operator opts in to it.
-        o.policy.allowed_private_hosts = vec!["127.0.0.1".into()];
-        o.max_concurrent = 1;
-        o.queue_limit = 4;
-        o.adapter = AdapterOptions {
-            api_key: Some(ApiKey::new("test-key")),
-            base_url: Some(format!("{}/v1", self.mock.base_url())),
-            ..AdapterOptions::default()
-        };
-        o
+        serve_options(self.data.path(), &self.mock.base_url())
     }
 
     /// A click on the counter page's `#inc` button (centre 160,120 of

@@ -7,7 +7,7 @@ use std::time::Duration;
 use lumen_server::{ServeOptions, Server};
 use serde_json::{Value, json};
 
-use super::{Client, Env, assert_every_step_once};
+use super::{Client, Env, assert_every_step_once, serve_options};
 
 async fn database() -> String {
     tokio::task::spawn_blocking(lumen_test_support::postgres::database)
@@ -126,50 +126,121 @@ async fn two_workers_share_one_queue_and_answer_for_every_run() {
     b.shutdown().await;
 }
 
-/// A worker that dies mid-run (its runtime stopped where it stood: no
-/// shutdown, no last write) loses the run when its lease runs out; the
-/// other worker resumes it from its last completed step, and every step is
-/// recorded once.
+/// The environment variable that turns [`worker_process`] into a worker:
+/// the JSON of [`WorkerConfig`].
+const WORKER_ENV: &str = "LUMEN_TEST_WORKER";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WorkerConfig {
+    data_dir: std::path::PathBuf,
+    mock: String,
+    database_url: String,
+    port: u16,
+}
+
+/// Not a test of its own: the body of a worker process that
+/// [`a_worker_killed_with_sigkill_loses_its_run_to_another`] starts (this
+/// test binary again, running only this function, with [`WORKER_ENV`]
+/// set). Run as a test, it returns at once.
 #[tokio::test]
-async fn a_dead_workers_run_is_taken_over_and_resumed() {
+async fn worker_process() {
+    let Ok(config) = std::env::var(WORKER_ENV) else {
+        return;
+    };
+    let config: WorkerConfig = serde_json::from_str(&config).unwrap();
+    let mut o = serve_options(&config.data_dir, &config.mock);
+    o.port = config.port;
+    o.database_url = Some(config.database_url);
+    o.worker_id = Some("worker-killed".into());
+    o.lease = Duration::from_secs(1);
+    let _server = Server::start(o).await.unwrap();
+    std::future::pending::<()>().await;
+}
+
+/// The direct children of process `pid` (its Chromium, each the leader of
+/// its own process group).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A worker process killed with SIGKILL mid-run (no shutdown, no last
+/// write, its connections cut by the kernel) loses the run when its lease
+/// runs out: the other worker resumes it from its last completed step, and
+/// every step is recorded once.
+#[tokio::test]
+async fn a_worker_killed_with_sigkill_loses_its_run_to_another() {
     let env = Env::new().await;
     let url = database().await;
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    let (kill_tx, kill_rx) = std::sync::mpsc::channel::<()>();
-    let options_a = worker(&env, &url, "worker-a");
-    let dying = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = rt.block_on(Server::start(options_a)).unwrap();
-        addr_tx.send(server.local_addr()).unwrap();
-        let _ = kill_rx.recv();
-        // Every task of the worker stops where it is.
-        rt.shutdown_background();
-        std::mem::forget(server);
-    });
-    let addr = tokio::task::spawn_blocking(move || addr_rx.recv().unwrap())
-        .await
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = WorkerConfig {
+        data_dir: env.data.path().to_path_buf(),
+        mock: env.mock.base_url(),
+        database_url: url.clone(),
+        port,
+    };
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "suite::shared_queue::worker_process",
+            "--nocapture",
+        ])
+        .env(WORKER_ENV, serde_json::to_string(&config).unwrap())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
         .unwrap();
-    let ca = Client::new(addr);
-    // Worker A: step 0 clicks, step 1 never gets its answer.
+    let pid = child.id().unwrap();
+    let ca = Client::new(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while ca
+        .http
+        .get(format!("{}/health", ca.base))
+        .send()
+        .await
+        .is_err()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the worker did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     env.click();
     env.stall();
     let id = ca
         .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 5}))
         .await;
-    ca.wait(&id, "step 1 in flight on worker A", |r| {
-        r["stepsCompleted"] == 1 && env.requests() == 2
-    })
-    .await;
-    kill_tx.send(()).unwrap();
-    tokio::task::spawn_blocking(move || dying.join().unwrap())
-        .await
-        .unwrap();
+    let run = ca
+        .wait(&id, "step 1 in flight on the worker", |r| {
+            r["stepsCompleted"] == 1 && env.requests() == 2
+        })
+        .await;
+    assert_eq!(run["worker"], "worker-killed");
+    let browsers = children(pid);
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    // Its Chromium, orphaned, goes too (each leads its own process group).
+    for b in browsers {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &format!("-{b}")])
+            .status();
+    }
 
-    // Worker B starts after the death and takes the run over.
     env.click();
     env.done("twice");
     let b = Server::start(worker(&env, &url, "worker-b")).await.unwrap();
@@ -179,7 +250,6 @@ async fn a_dead_workers_run_is_taken_over_and_resumed() {
     assert_eq!(run["resumes"], 1, "{run}");
     assert_eq!(run["stepsCompleted"], 3, "{run}");
     assert_eq!(env.requests(), 4);
-    let log = events(&cb, &id).await;
-    assert_every_step_once(&log, 3);
+    assert_every_step_once(&events(&cb, &id).await, 3);
     b.shutdown().await;
 }
