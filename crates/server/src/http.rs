@@ -349,10 +349,11 @@ pub(crate) fn follow(
                 let _ = send_log(&runs, &id, &mut last, &tx).await;
                 return;
             }
-            // A run another worker executes reaches this server through
-            // relayed notifications: the store is read again every second
-            // too, so a lost notification only delays.
-            let remote = runs.is_remote(&id);
+            // With a shared queue, a run another worker executes reaches
+            // this server through relayed notifications, and one executed
+            // here may move to another worker: the store is read again
+            // every second too, so a lost notification only delays.
+            let remote = runs.db().is_shared();
             loop {
                 let received = tokio::select! {
                     r = live.recv() => r,

@@ -38,8 +38,9 @@ mod tasks;
 mod validate;
 mod writer;
 
+use crate::db::redact_url;
 use pool::BrowserPool;
-use shared::{LockHeld, default_worker_id, redact_url, restart_fixup};
+use shared::{LockHeld, default_worker_id, restart_fixup};
 
 /// The cancel reason used by a graceful shutdown (the run becomes
 /// `interrupted` and can be resumed).
@@ -594,39 +595,20 @@ impl RunManager {
             .map(|s| s.0.keys().cloned().collect())
             .unwrap_or_default();
         let info = RunInfo {
-            id: id.clone(),
-            status: RunState::Queued,
-            instruction: new.instruction,
-            start_url: new.start_url,
-            model: new.model,
-            max_steps: new.max_steps,
             mode: new.mode,
             attempts: new.attempts,
             policy: new.policy,
             system_prompt: new.system_prompt,
-            created_at_ms: now_ms(),
-            started_at_ms: None,
-            ended_at_ms: None,
-            steps_completed: 0,
-            last_url: None,
-            usage: Default::default(),
-            cancel_reason: None,
-            result: None,
-            outcome: None,
-            error: None,
-            pending_messages: Vec::new(),
-            undelivered_messages: Vec::new(),
-            resumes: 0,
             options: new.options,
             secret_names,
-            missing_secrets: Vec::new(),
-            tasks: Vec::new(),
-            task_index: 0,
-            task_results: Vec::new(),
-            task_seq: 0,
-            handoff: None,
             worker: (!to_queue).then(|| self.worker.to_string()),
-            possibly_repeated: Vec::new(),
+            ..RunInfo::queued(
+                id.clone(),
+                new.instruction,
+                new.start_url,
+                new.model,
+                new.max_steps,
+            )
         };
         let entry = Arc::new(self.new_entry(info.clone()));
         *lock(&entry.secrets) = secrets;

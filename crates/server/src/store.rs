@@ -221,6 +221,53 @@ pub struct HandoffInfo {
 }
 
 impl RunInfo {
+    /// A new run, `queued`, with the defaults of everything not given:
+    /// what `POST /v1/runs` stores, and what a client that enqueues into
+    /// the database directly (the eval's `--queue`) stores.
+    pub fn queued(
+        id: String,
+        instruction: String,
+        start_url: Option<String>,
+        model: String,
+        max_steps: u32,
+    ) -> RunInfo {
+        RunInfo {
+            id,
+            status: RunState::Queued,
+            instruction,
+            start_url,
+            model,
+            max_steps,
+            mode: Mode::Agent,
+            attempts: 1,
+            policy: PolicyConfig::default(),
+            system_prompt: None,
+            created_at_ms: lumen::perception::monitor::now_ms(),
+            started_at_ms: None,
+            ended_at_ms: None,
+            steps_completed: 0,
+            last_url: None,
+            usage: TokenUsage::default(),
+            cancel_reason: None,
+            result: None,
+            outcome: None,
+            error: None,
+            pending_messages: Vec::new(),
+            undelivered_messages: Vec::new(),
+            resumes: 0,
+            options: RunOptions::default(),
+            secret_names: Vec::new(),
+            missing_secrets: Vec::new(),
+            tasks: Vec::new(),
+            task_index: 0,
+            task_results: Vec::new(),
+            task_seq: 0,
+            handoff: None,
+            worker: None,
+            possibly_repeated: Vec::new(),
+        }
+    }
+
     /// Replaces every value of `secrets` in the record's text (the
     /// instruction, system prompt, URLs, results and answers, the task
     /// list, messages, the error) with its placeholder, as the event log

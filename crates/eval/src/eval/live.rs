@@ -30,10 +30,10 @@ use super::{Options, slug};
 
 /// A task ready to run: its question already date-shifted.
 #[derive(Debug, Clone)]
-struct Work {
-    task: Task,
-    question: String,
-    references: Vec<Reference>,
+pub(super) struct Work {
+    pub(super) task: Task,
+    pub(super) question: String,
+    pub(super) references: Vec<Reference>,
 }
 
 /// The instruction for a trial: the question, plus the judge's reason for
@@ -101,7 +101,29 @@ pub(crate) async fn run(options: &Options, root: &Path, out: &Path) -> anyhow::R
             options.judge_screenshots,
         )?))
     };
+    if options.queue.is_some() {
+        let workers = (0..options.queue_workers)
+            .map(|i| queue_worker(options, i))
+            .collect();
+        return super::queue::execute(work, judge, options, out, today, workers).await;
+    }
     execute(work, judge, options, out, today).await
+}
+
+/// A `lumen serve` worker this process starts on the `--queue` database
+/// (`--queue-workers`): `--concurrency` browsers, the agent's model options.
+pub(super) fn queue_worker(options: &Options, i: usize) -> lumen_server::ServeOptions {
+    let data = std::env::temp_dir().join(format!("lumen-eval-queue-{}", std::process::id()));
+    let mut o = lumen_server::ServeOptions::new(data);
+    o.port = 0;
+    o.token = Some(format!("eval-worker-{}", std::process::id()));
+    o.database_url = options.queue.clone();
+    o.worker_id = Some(format!("eval-{}-{i}", std::process::id()));
+    o.max_concurrent = options.concurrency.max(1);
+    o.default_model = options.model.clone();
+    o.max_steps_limit = o.max_steps_limit.max(options.max_steps);
+    o.adapter = adapter_options(options);
+    o
 }
 
 /// The agent's adapter options: `--base-url`, else the environment.

@@ -25,6 +25,7 @@ mod live;
 mod miniwob;
 mod offline;
 mod oracles;
+mod queue;
 mod report;
 pub(crate) mod runner;
 
@@ -127,6 +128,18 @@ pub(crate) struct Options {
     /// Live: print the selected tasks (after date shifting) and stop.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    /// Live: enqueue the tasks into the run queue of `lumen serve` workers
+    /// in this PostgreSQL (`postgres://…`) and build the results from it
+    /// (docs/eval.md); started again, it enqueues nothing twice.
+    #[arg(long, value_name = "URL")]
+    pub(crate) queue: Option<String>,
+    /// Live, with --queue: the eval's name in the queue (its run ids).
+    #[arg(long, default_value = "eval", requires = "queue")]
+    pub(crate) queue_name: String,
+    /// Live, with --queue: workers this process starts on the queue
+    /// (0: the deployment's workers do the work).
+    #[arg(long, default_value_t = 0, requires = "queue")]
+    pub(crate) queue_workers: usize,
 }
 
 /// `--shard I/N`: 1-based shard I of N.

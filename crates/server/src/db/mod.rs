@@ -60,6 +60,18 @@ pub enum DbError {
     Corrupt(String),
 }
 
+/// A database URL without its password, for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            let user = creds.split(':').next().unwrap_or("");
+            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// Whether a fenced write took place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fenced {

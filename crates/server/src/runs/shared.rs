@@ -281,15 +281,3 @@ pub(super) fn default_worker_id() -> String {
     let salt: String = salt.iter().map(|b| format!("{b:02x}")).collect();
     format!("{host}-{}-{salt}", std::process::id())
 }
-
-/// A database URL without its password, for messages.
-pub(crate) fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_string(),
-    }
-}
