@@ -1273,15 +1273,20 @@ async fn start(session: &str, args: &BrowserArgs) -> Result<(PageLink, State), C
         args: flags,
         ..DetachedOptions::new(&profile)
     };
-    let mut browser = DetachedChromium::spawn(&options).map_err(|e| match e {
-        LumenError::Config { message, .. } => CliError::config(message),
-        other => CliError::config(other.to_string()),
-    })?;
+    let (browser, ws_url) =
+        match DetachedChromium::spawn_ready(&options, Duration::from_secs(20)).await {
+            Ok(ready) => ready,
+            Err(LumenError::Config { message, .. }) => return Err(CliError::config(message)),
+            Err(e) => {
+                if !persistent_profile {
+                    let _ = std::fs::remove_dir_all(&profile);
+                }
+                return Err(CliError::failure(format!(
+                    "Chromium started but never opened its DevTools port: {e}"
+                )));
+            }
+        };
     let started = async {
-        let ws_url = browser
-            .devtools_url(Duration::from_secs(20))
-            .await
-            .map_err(|e| format!("Chromium started but never opened its DevTools port: {e}"))?;
         // The page Chromium opens itself is the session's page.
         let deadline = Instant::now() + Duration::from_secs(20);
         let target = loop {
@@ -1299,7 +1304,7 @@ async fn start(session: &str, args: &BrowserArgs) -> Result<(PageLink, State), C
         let link = PageLink::attach(&ws_url, &target, CALL_TIMEOUT)
             .await
             .map_err(|e| e.to_string())?;
-        Ok((link, ws_url, target))
+        Ok((link, ws_url.clone(), target))
     };
     let (link, ws_url, target) = match started.await {
         Ok(parts) => parts,

@@ -165,6 +165,42 @@ impl DetachedChromium {
         }
     }
 
+    /// [`spawn`](Self::spawn), then [`devtools_url`](Self::devtools_url);
+    /// a Chromium killed by a signal while it starts (a crash, seen as
+    /// `SIGSEGV` now and then on a loaded machine) is started once more.
+    /// On an error nothing is left running.
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn) and [`devtools_url`](Self::devtools_url).
+    pub async fn spawn_ready(
+        options: &DetachedOptions,
+        timeout: Duration,
+    ) -> Result<(Self, String), LumenError> {
+        let mut retried = false;
+        loop {
+            let mut browser = Self::spawn(options)?;
+            match browser.devtools_url(timeout).await {
+                Ok(url) => return Ok((browser, url)),
+                Err(e) if !retried && browser.died_by_signal() => {
+                    tracing::warn!("Chromium crashed while starting ({e}); starting it once more");
+                    retried = true;
+                    browser.kill(Duration::ZERO);
+                }
+                Err(e) => {
+                    browser.kill(Duration::from_secs(1));
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Whether the browser has exited because of a signal.
+    fn died_by_signal(&mut self) -> bool {
+        use std::os::unix::process::ExitStatusExt as _;
+        matches!(self.child.try_wait(), Ok(Some(status)) if status.signal().is_some())
+    }
+
     /// Ends the browser's whole process group ([`end_process_group`]:
     /// `SIGTERM`, then `SIGKILL` after `grace`) and reaps it. Blocks for up
     /// to `grace`.

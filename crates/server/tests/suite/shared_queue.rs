@@ -253,3 +253,71 @@ async fn a_worker_killed_with_sigkill_loses_its_run_to_another() {
     assert_every_step_once(&events(&cb, &id).await, 3);
     b.shutdown().await;
 }
+
+/// The global limit holds across workers (one run executes at a time
+/// however many workers have free slots), a queued run waits for it, a
+/// queue holding `queue_limit` runs refuses more with 429, and cancelling
+/// the running run lets the next one start.
+#[tokio::test]
+async fn the_global_limit_and_the_queue_limit_hold_across_workers() {
+    let env = Env::new().await;
+    let url = database().await;
+    let limited = |name: &str| {
+        let mut o = worker(&env, &url, name);
+        o.global_max_concurrent = Some(1);
+        o.queue_limit = 2;
+        o
+    };
+    let a = Server::start(limited("worker-a")).await.unwrap();
+    let b = Server::start(limited("worker-b")).await.unwrap();
+    let (ca, cb) = (Client::new(a.local_addr()), Client::new(b.local_addr()));
+    env.stall();
+    env.stall();
+    let body = json!({"instruction": "Wait", "startUrl": env.counter(), "maxSteps": 3});
+    let first = ca.create(body.clone()).await;
+    let second = cb.create(body.clone()).await;
+    ca.wait(&first, "one run executing", |_| true).await;
+    let held = |r: &Value| r["status"] == "running" && r["worker"].is_string();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let (running, waiting) = loop {
+        let (r1, r2) = (ca.run(&first).await, cb.run(&second).await);
+        match (held(&r1), held(&r2)) {
+            (true, false) => break (first.clone(), second.clone()),
+            (false, true) => break (second.clone(), first.clone()),
+            (true, true) => panic!("two runs execute under a global limit of 1"),
+            (false, false) => {}
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no run started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Both workers have a free slot and poll every second: still only one.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    for c in [&ca, &cb] {
+        assert_eq!(c.run(&waiting).await["status"], "queued");
+        assert!(held(&c.run(&running).await));
+    }
+    // The queue holds `waiting`; one more fits, the next is refused.
+    let third = ca.create(body.clone()).await;
+    let (status, full) = cb.post("/v1/runs", body).await;
+    assert_eq!(
+        (status, full["error"]["code"].as_str()),
+        (429, Some("queue_full")),
+        "{full}"
+    );
+    // The running run ends: the next one in the queue starts.
+    let (status, _) = cb
+        .post(&format!("/v1/runs/{running}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 202);
+    ca.wait_status(&running, "cancelled").await;
+    cb.wait(&waiting, "the next run started", held).await;
+    for id in [&waiting, &third] {
+        let (status, answer) = ca.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+        assert_eq!(status, 202, "{answer}");
+    }
+    for id in [&waiting, &third] {
+        cb.wait_status(id, "cancelled").await;
+    }
+    a.shutdown().await;
+    b.shutdown().await;
+}
