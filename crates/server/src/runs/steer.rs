@@ -10,8 +10,13 @@
 //!   answers, and the answer comes back as if given here
 //!   ([`Db::post_control`](crate::db::Db::post_control));
 //! - a run nobody holds (waiting in the queue, interrupted, ended) is
-//!   adopted by this server to be steered: a queued one then executes
-//!   here, anything else is let go again.
+//!   held by this server only while it is steered: a waiting run's record
+//!   changes and it stays in the queue (a pause keeps it `paused` there,
+//!   unclaimed, until resumed), an interrupted run resumed goes back to
+//!   the queue, and claims (under the global limit) decide where runs
+//!   execute;
+//! - a run whose worker stopped renewing its lease is `503
+//!   worker_unavailable` until a claim has taken it over.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -207,6 +212,14 @@ impl RunManager {
                 let holder = holder.to_string();
                 return self.ask(&holder, id, op, body).await;
             }
+            if row.info.status.is_active() && row.worker.is_some() {
+                // Its worker stopped renewing: only a claim (under the
+                // global limit) takes it over, within a poll or two.
+                return Err(ApiError::worker_unavailable(format!(
+                    "the worker executing run {id} stopped; another worker resumes it \
+                     shortly: retry"
+                )));
+            }
             let lease = self.lease_until();
             let Some(claimed) = self
                 .db
@@ -217,13 +230,35 @@ impl RunManager {
                 // Taken meanwhile: ask again who holds it.
                 continue;
             };
-            let entry = self.adopted(claimed, None);
-            let answer = self.steer_here(&entry, op, body).await;
-            if !entry.is_active() {
-                lock(&self.runs).remove(id);
-                if let Err(e) = self.db.let_go(id, &self.worker).await {
-                    tracing::warn!(run = %id, "could not let go of the run: {e}");
+            // Held here only while it is steered: a waiting run stays in the
+            // queue (claimed under the global limit), an interrupted one
+            // resumed goes back to it.
+            let resume_next = claimed.resume;
+            let entry = Arc::new(self.new_entry(claimed.info));
+            lock(&self.runs).insert(id.to_string(), entry.clone());
+            let status = lock(&entry.info).status;
+            let answer = match status {
+                RunState::Queued | RunState::Paused => self.steer_waiting(&entry, op, body).await,
+                RunState::Interrupted if op == Op::Resume => self.requeue(&entry),
+                _ => self.steer_here(&entry, op, body).await,
+            };
+            lock(&self.runs).remove(id);
+            let mut info = lock(&entry.info).clone();
+            info.worker = None;
+            // Resumed from its snapshot when it next executes: requeued
+            // after a stop, or an interrupted run (resumed or not).
+            let resume_next = resume_next || status == RunState::Interrupted;
+            match self
+                .db
+                .end_run(&info, Some(&self.worker), resume_next)
+                .await
+            {
+                Ok(_) if info.status == RunState::Queued => {
+                    self.db.notify(crate::db::queue::QUEUE, id).await;
+                    self.wake.notify_one();
                 }
+                Ok(_) => {}
+                Err(e) => return Err(store_failed(e)),
             }
             return answer;
         }
@@ -232,8 +267,88 @@ impl RunManager {
         )))
     }
 
-    /// Takes a run this server claimed or adopted into memory; a queued
-    /// one starts executing here (with `permit`, a slot already taken).
+    /// Steers a run waiting in the shared queue (`queued`, or `paused`
+    /// there), which executes nowhere yet: its record is changed and it
+    /// stays in the queue.
+    async fn steer_waiting(
+        self: &Arc<Self>,
+        entry: &Arc<RunEntry>,
+        op: Op,
+        body: &[u8],
+    ) -> Result<Value, ApiError> {
+        let id = entry.id();
+        let answer = {
+            let mut info = lock(&entry.info);
+            match op {
+                Op::Cancel => {
+                    let reason = cancel_reason(body)?;
+                    info.status = RunState::Cancelled;
+                    info.cancel_reason = Some(reason);
+                    info.ended_at_ms = Some(now_ms());
+                    let pending = std::mem::take(&mut info.pending_messages);
+                    info.undelivered_messages.extend(pending);
+                    None
+                }
+                Op::Pause if info.status == RunState::Paused => {
+                    return Err(ApiError::invalid_state(format!(
+                        "run {id} is already paused"
+                    )));
+                }
+                Op::Pause => {
+                    info.status = RunState::Paused;
+                    None
+                }
+                Op::Resume if info.status == RunState::Queued => {
+                    return Err(ApiError::invalid_state(format!(
+                        "run {id} is queued, not paused: there is nothing to resume"
+                    )));
+                }
+                Op::Resume => {
+                    info.status = RunState::Queued;
+                    None
+                }
+                Op::Message => {
+                    let obj = control_body(body, &["text"])?;
+                    let text =
+                        opt_string(&obj, "text")?.ok_or_else(|| ApiError::missing_field("text"))?;
+                    if text.trim().is_empty() {
+                        return Err(ApiError::invalid_field("text", "`text` must not be empty"));
+                    }
+                    info.pending_messages.push(text);
+                    Some(json!({"id": id, "delivery": "next_step"}))
+                }
+                Op::HandoffDone => {
+                    return Err(ApiError::invalid_state(format!(
+                        "run {id} is not waiting for a person"
+                    )));
+                }
+                Op::AddTask => None,
+            }
+        };
+        match (op, answer) {
+            (Op::AddTask, _) => self.add_task_here(entry, body).await,
+            (_, Some(answer)) => Ok(answer),
+            (_, None) => info_value(entry.info()),
+        }
+    }
+
+    /// `resume` of an interrupted run on a shared queue: back to the queue,
+    /// for any worker to resume from its last completed step.
+    fn requeue(&self, entry: &Arc<RunEntry>) -> Result<Value, ApiError> {
+        {
+            let mut info = lock(&entry.info);
+            info.status = RunState::Queued;
+            info.cancel_reason = None;
+            info.ended_at_ms = None;
+            info.error = None;
+            info.outcome = None;
+            info.result = None;
+        }
+        info_value(entry.info())
+    }
+
+    /// Takes a run this server claimed into memory; an active one starts
+    /// executing here (with `permit`, a slot already taken).
     pub(super) fn adopted(
         self: &Arc<Self>,
         claimed: Claimed,
@@ -348,17 +463,7 @@ impl RunManager {
     /// ended, is 409 `invalid_state`.
     async fn cancel_here(&self, entry: &Arc<RunEntry>, body: &[u8]) -> Result<RunInfo, ApiError> {
         let id = entry.id();
-        let obj = control_body(body, &["reason"])?;
-        let reason = opt_string(&obj, "reason")?.unwrap_or_else(|| USER_CANCEL.to_string());
-        if !CANCEL_REASONS.contains(&reason.as_str()) {
-            return Err(ApiError::invalid_field(
-                "reason",
-                format!(
-                    "{reason:?} is not a cancel reason; use one of: {}",
-                    CANCEL_REASONS.join(", ")
-                ),
-            ));
-        }
+        let reason = cancel_reason(body)?;
         let persist = {
             let mut info = lock(&entry.info);
             match info.status {
@@ -548,6 +653,23 @@ impl RunManager {
         }
         Ok(entry.info())
     }
+}
+
+/// The reason of a cancel body (`{"reason"?}`: one of [`CANCEL_REASONS`],
+/// default `user_explicit_cancel`).
+fn cancel_reason(body: &[u8]) -> Result<String, ApiError> {
+    let obj = control_body(body, &["reason"])?;
+    let reason = opt_string(&obj, "reason")?.unwrap_or_else(|| USER_CANCEL.to_string());
+    if !CANCEL_REASONS.contains(&reason.as_str()) {
+        return Err(ApiError::invalid_field(
+            "reason",
+            format!(
+                "{reason:?} is not a cancel reason; use one of: {}",
+                CANCEL_REASONS.join(", ")
+            ),
+        ));
+    }
+    Ok(reason)
 }
 
 #[cfg(test)]

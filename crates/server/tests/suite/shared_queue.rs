@@ -296,6 +296,29 @@ async fn the_global_limit_and_the_queue_limit_hold_across_workers() {
         assert_eq!(c.run(&waiting).await["status"], "queued");
         assert!(held(&c.run(&running).await));
     }
+    // Steering the waiting run keeps it in the queue: a pause holds it
+    // there, a resume and a message leave it waiting for the limit.
+    for (op, body, status) in [
+        ("pause", json!({}), "paused"),
+        ("resume", json!({}), "queued"),
+    ] {
+        let (code, answer) = cb.post(&format!("/v1/runs/{waiting}/{op}"), body).await;
+        assert_eq!(
+            (code, answer["status"].as_str()),
+            (200, Some(status)),
+            "{answer}"
+        );
+    }
+    let (code, answer) = ca
+        .post(
+            &format!("/v1/runs/{waiting}/message"),
+            json!({"text": "hi"}),
+        )
+        .await;
+    assert_eq!(code, 202, "{answer}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(ca.run(&waiting).await["status"], "queued");
+    assert!(held(&cb.run(&running).await));
     // The queue holds `waiting`; one more fits, the next is refused.
     let third = ca.create(body.clone()).await;
     let (status, full) = cb.post("/v1/runs", body).await;
