@@ -483,13 +483,17 @@ impl RunManager {
         if !self.db.is_shared() {
             return Err(missing());
         }
-        let row = self
-            .db
+        let row = self.stored(id).await?;
+        Ok(Arc::new(self.new_entry(row.info)))
+    }
+
+    /// The stored record of run `id` and who holds it, or 404.
+    pub(crate) async fn stored(&self, id: &str) -> Result<crate::db::RunRow, ApiError> {
+        self.db
             .run(id)
             .await
             .map_err(store_failed)?
-            .ok_or_else(missing)?;
-        Ok(Arc::new(self.new_entry(row.info)))
+            .ok_or_else(|| ApiError::not_found(format!("no run {id:?}")))
     }
 
     /// Every stored event of run `id`.

@@ -132,6 +132,16 @@ fn to_json<T: serde::Serialize>(what: &str, v: &T) -> Result<String, DbError> {
     serde_json::to_string(v).map_err(|e| corrupt(what, e))
 }
 
+/// The rows of `events` as stored: `(seq, JSON)`, live-only deltas left
+/// out (they are never logged).
+fn event_rows(events: &[RecordedEvent]) -> Result<Vec<(i64, String)>, DbError> {
+    events
+        .iter()
+        .filter(|e| !e.event.is_live_only())
+        .map(|e| Ok((to_i64(e.seq), to_json("event", e)?)))
+        .collect()
+}
+
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -299,11 +309,7 @@ impl Db {
         worker: &str,
         events: &[RecordedEvent],
     ) -> Result<Fenced, DbError> {
-        let rows = events
-            .iter()
-            .filter(|e| !e.event.is_live_only())
-            .map(|e| Ok((to_i64(e.seq), to_json("event", e)?)))
-            .collect::<Result<Vec<_>, DbError>>()?;
+        let rows = event_rows(events)?;
         if rows.is_empty() {
             return Ok(Fenced::Done);
         }
@@ -445,10 +451,7 @@ impl Db {
         result: Option<&str>,
     ) -> Result<(), DbError> {
         let text = to_json("run record", info)?;
-        let events = events
-            .iter()
-            .map(|e| Ok((to_i64(e.seq), to_json("event", e)?)))
-            .collect::<Result<Vec<_>, DbError>>()?;
+        let events = event_rows(events)?;
         let resume = i64::from(info.status == RunState::Interrupted);
         on_pool!(self, p => {
             let mut tx = p.begin().await?;

@@ -202,12 +202,7 @@ impl RunManager {
             if let Some(entry) = self.local(id) {
                 return self.steer_here(&entry, op, body).await;
             }
-            let row = self
-                .db
-                .run(id)
-                .await
-                .map_err(store_failed)?
-                .ok_or_else(missing)?;
+            let row = self.stored(id).await?;
             if let Some(holder) = row.holder().filter(|h| *h != &*self.worker) {
                 let holder = holder.to_string();
                 return self.ask(&holder, id, op, body).await;
