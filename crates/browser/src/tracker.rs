@@ -123,7 +123,10 @@ pub(crate) enum Ev {
 pub(crate) struct LogState {
     next_seq: u64,
     events: VecDeque<(u64, Ev)>,
-    inflight: HashMap<String, Instant>,
+    /// Requests in flight: when each started, and whether its answer can
+    /// set off more work ([`starts_work`]).
+    inflight: HashMap<String, (Instant, bool)>,
+    /// The last start or end of a request that can set off more work.
     last_network: Instant,
     /// A main-frame navigation started and has neither committed nor stopped.
     pub(crate) nav_pending: bool,
@@ -139,11 +142,16 @@ impl LogState {
     pub(crate) fn busy_requests(&self, now: Instant) -> usize {
         self.inflight
             .values()
-            .filter(|t| now.duration_since(**t) < STALE_REQUEST)
+            .filter(|(t, _)| now.duration_since(*t) < STALE_REQUEST)
             .count()
     }
 
-    /// How long the network has been quiet (zero while busy).
+    /// How long the network has been quiet (zero while busy): since the last
+    /// start or end of a request whose answer a script may act on. A
+    /// document, stylesheet, image or font that finished loading sets off
+    /// nothing by itself, so it keeps the network busy only while it loads:
+    /// settling after a navigation does not wait out the quiet window
+    /// behind the page's own resources.
     pub(crate) fn quiet_for(&self, now: Instant) -> Duration {
         if self.busy_requests(now) > 0 {
             Duration::ZERO
@@ -345,9 +353,13 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
                 && e.frame_id.as_ref().is_some_and(|f| f.inner() != main_frame);
             if !long_lived && !child_document {
                 let id = e.request_id.inner().clone();
+                let starts_work = starts_work(e.r#type.as_ref());
                 log.update(|s| {
-                    s.inflight.insert(id, Instant::now());
-                    s.last_network = Instant::now();
+                    let now = Instant::now();
+                    s.inflight.insert(id, (now, starts_work));
+                    if starts_work {
+                        s.last_network = now;
+                    }
                 });
             }
         }
@@ -541,11 +553,37 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
     }
 }
 
-/// A request ended: it no longer keeps the network busy.
+/// Whether the answer to a request of this type can set off more work:
+/// scripts act on fetches and XHRs, a loaded script runs, and a type we do
+/// not know is taken to. Documents, stylesheets, images, media, fonts and
+/// the like are rendered, not acted on.
+fn starts_work(kind: Option<&ResourceType>) -> bool {
+    !matches!(
+        kind,
+        Some(
+            ResourceType::Document
+                | ResourceType::Stylesheet
+                | ResourceType::Image
+                | ResourceType::Media
+                | ResourceType::Font
+                | ResourceType::TextTrack
+                | ResourceType::Manifest
+                | ResourceType::Ping
+                | ResourceType::CspViolationReport
+                | ResourceType::Prefetch
+        )
+    )
+}
+
+/// A request ended: it no longer keeps the network busy, and the quiet
+/// window restarts when a script may act on its answer. (A request of a
+/// document that was replaced is no longer tracked: its end restarts
+/// nothing.)
 fn network_done(log: &EventLog, id: String) {
     log.update(|s| {
-        s.inflight.remove(&id);
-        s.last_network = Instant::now();
+        if let Some((_, true)) = s.inflight.remove(&id) {
+            s.last_network = Instant::now();
+        }
     });
 }
 

@@ -118,6 +118,23 @@ async fn settle_waits_for_slow_content_and_returns_at_once_when_settled() {
     e.close().await;
 }
 
+/// The page's own resources hold the network busy only while they load,
+/// but the answer to a fetch restarts the quiet window: the script reading
+/// it may start the next request, and settling waits for that one too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settle_waits_for_a_fetch_started_by_the_answer_to_another() {
+    let e = env().await;
+    for _ in 0..3 {
+        e.open("chain.html").await;
+        assert_eq!(e.lumen("done").await, true);
+        assert_eq!(
+            e.lumen("events").await,
+            serde_json::json!(["first", "second"])
+        );
+    }
+    e.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settle_catches_the_late_layout_shift() {
     let e = env().await;
@@ -212,4 +229,34 @@ async fn a_slow_navigation_is_reported_as_still_loading_then_settled() {
     assert!(report.navigated && !report.timed_out, "{report:?}");
     assert_eq!(e.lumen("page").await, 2);
     e.close().await;
+}
+
+/// `url()` answers from the page's tracker, without asking the page: it
+/// must still be what `location.href` says after every kind of URL change
+/// a page makes on its own (pushState, replaceState, a fragment, a script
+/// navigation, back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tracked_url_is_the_pages_after_every_kind_of_change() {
+    let e = env().await;
+    let page1 = e.server.url("links/page1.html");
+    assert!(e.tab.goto(&page1).await.unwrap().ok);
+    let href = || async { e.tab.evaluate("location.href").await.unwrap() };
+    assert_eq!(e.tab.url().await.unwrap(), page1);
+    for change in [
+        "history.pushState({}, '', '?pushed=1')",
+        "history.replaceState({}, '', 'elsewhere.html?replaced=ä')",
+        "location.hash = 'part two'",
+        "history.back()",
+        "location.href = 'page2.html'",
+    ] {
+        e.tab.evaluate(change).await.unwrap();
+        e.tab.settle(&SettleOptions::default()).await.unwrap();
+        let page = href().await;
+        assert_eq!(
+            serde_json::Value::from(e.tab.url().await.unwrap()),
+            page,
+            "after {change}"
+        );
+    }
+    assert!(e.tab.url().await.unwrap().ends_with("/links/page2.html"));
 }
