@@ -64,9 +64,25 @@ impl CdpTab {
         crate::ax::ref_center(self.session(&ctx), &ctx.ax_refs, reference).await
     }
 
-    /// The driven page's URL, asked again of the new document when a
-    /// navigation took the old one away.
+    /// The driven page's URL.
+    ///
+    /// The page's tracker follows every commit and same-document navigation
+    /// of the main frame (and was told the URL when the page was set up), so
+    /// once it has taken in the events Chromium sent so far, its URL is the
+    /// page's, without a round trip: the loop asks at every step and before
+    /// every action. Only when the tracker knows none is the page asked, and
+    /// asked again of the new document when a navigation took the old one
+    /// away.
     pub(super) async fn current_url(&self) -> Result<String> {
+        if let Some(reason) = self.conn().dead_reason() {
+            return Err(LumenError::disconnected(reason));
+        }
+        let ctx = self.active();
+        self.flush(&ctx).await;
+        let known = ctx.log.lock().url.clone();
+        if !known.is_empty() {
+            return Ok(known);
+        }
         let v = match self.eval_active("location.href").await {
             // The document went away under a navigation: ask the new one.
             Err(LumenError::Script { .. }) => {
