@@ -671,7 +671,7 @@ pub fn shrink_image(image: &Image, scale: f64) -> Result<Image> {
         .into_rgb8();
     let width = ((decoded.width() as f64 * scale).round() as u32).max(1);
     let height = ((decoded.height() as f64 * scale).round() as u32).max(1);
-    let small = image::imageops::thumbnail(&decoded, width, height);
+    let small = reduce(&decoded, width, height);
     let mut out = Vec::new();
     let encoded = match image.format {
         lumen_core::ImageFormat::Png => small.write_with_encoder(
@@ -683,6 +683,46 @@ pub fn shrink_image(image: &Image, scale: f64) -> Result<Image> {
     };
     encoded.map_err(|e| bad(format!("cannot encode the reduced copy: {e}")))?;
     Ok(Image::new(image.format, width, height, out))
+}
+
+/// `image` shrunk to `width` × `height`: first by the largest whole factor
+/// that fits, averaging each square of pixels (the half-size copy of every
+/// step is only that, well under a millisecond for a 1280 × 720 screenshot,
+/// where `thumbnail` on the whole image took about ten), then by
+/// `thumbnail` for what is left.
+fn reduce(image: &image::RgbImage, width: u32, height: u32) -> image::RgbImage {
+    let k = (image.width() / width).min(image.height() / height);
+    if k < 2 {
+        return image::imageops::thumbnail(image, width, height);
+    }
+    let (w, h) = (image.width() / k, image.height() / k);
+    let src = image.as_raw();
+    let stride = image.width() as usize * 3;
+    let (k, area) = (k as usize, k * k);
+    let mut out = vec![0u8; w as usize * h as usize * 3];
+    let mut sums = vec![0u32; w as usize * 3];
+    for (y, row_out) in out.chunks_exact_mut(w as usize * 3).enumerate() {
+        sums.fill(0);
+        for dy in 0..k {
+            let row = &src[(y * k + dy) * stride..][..w as usize * k * 3];
+            for (x, sum) in sums.chunks_exact_mut(3).enumerate() {
+                for px in row[x * k * 3..][..k * 3].chunks_exact(3) {
+                    sum[0] += u32::from(px[0]);
+                    sum[1] += u32::from(px[1]);
+                    sum[2] += u32::from(px[2]);
+                }
+            }
+        }
+        for (o, s) in row_out.iter_mut().zip(&sums) {
+            *o = ((s + area / 2) / area) as u8;
+        }
+    }
+    let boxed = image::RgbImage::from_raw(w, h, out).unwrap_or_default();
+    if (w, h) == (width, height) {
+        boxed
+    } else {
+        image::imageops::thumbnail(&boxed, width, height)
+    }
 }
 
 /// The text a compressed screenshot stands for in a request:

@@ -792,6 +792,31 @@ fn older_screenshots_are_swapped_for_reduced_copies_but_never_the_newest() {
 }
 
 #[test]
+fn a_whole_factor_averages_each_square_of_pixels() {
+    // 4 × 2 pixels, halved: each output pixel is the mean of a 2 × 2 square.
+    let px: Vec<u8> = [
+        [0, 0, 0],
+        [2, 4, 6],
+        [100, 100, 100],
+        [200, 200, 200],
+        [4, 8, 12],
+        [6, 12, 18],
+        [100, 100, 100],
+        [201, 201, 201],
+    ]
+    .concat();
+    let img = image::RgbImage::from_raw(4, 2, px).unwrap();
+    let small = super::reduce(&img, 2, 1);
+    assert_eq!(small.as_raw(), &vec![3, 6, 9, 150, 150, 150]);
+    // A size the whole factor does not reach exactly is finished by
+    // resampling, and always comes out at the size asked for.
+    let odd = image::RgbImage::from_pixel(1281, 721, image::Rgb([10, 20, 30]));
+    let small = super::reduce(&odd, 641, 361);
+    assert_eq!(small.dimensions(), (641, 361));
+    assert_eq!(small.get_pixel(320, 180), &image::Rgb([10, 20, 30]));
+}
+
+#[test]
 fn shrinking_garbage_or_a_bad_scale_is_an_error_not_a_panic() {
     let garbage = Image::new(ImageFormat::Jpeg, 10, 10, vec![1, 2, 3]);
     assert!(shrink_image(&garbage, 0.5).is_err());
