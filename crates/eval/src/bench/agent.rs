@@ -509,6 +509,37 @@ fn estimate_tokens(body: &Value) -> (f64, usize, usize) {
     (tokens, pixels.len(), text.len())
 }
 
+/// With `LUMEN_BENCH_DUMP=<dir>`, writes each request body of a run to
+/// `<dir>/<config>-<n>.json` (the last run of each configuration wins),
+/// images replaced by `<image W×H, T tokens>`: where the tokens go.
+fn dump_requests(config: Config, bodies: &[&Value]) -> Result<()> {
+    fn strip(v: &Value) -> Value {
+        match v {
+            Value::String(s) if s.len() > 512 => match estimate_tokens(&json!([s])) {
+                // The brackets and quotes around it are one token.
+                (tokens, 1, _) => Value::String(format!("<image, {:.0} tokens>", tokens - 1.0)),
+                _ => v.clone(),
+            },
+            Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), strip(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    let Some(dir) = std::env::var_os("LUMEN_BENCH_DUMP") else {
+        return Ok(());
+    };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (i, body) in bodies.iter().enumerate() {
+        let path = dir.join(format!("{}-{i:02}.json", config.name()));
+        let text = serde_json::to_string_pretty(&strip(body))?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// How a run meets the action cache.
 #[derive(Debug, Clone, Copy)]
 enum Cache<'a> {
@@ -588,6 +619,10 @@ async fn one_run(
         model_calls: mock.requests().len(),
         ..RunStats::default()
     };
+    dump_requests(
+        config,
+        &mock.requests().iter().map(|r| &r.body).collect::<Vec<_>>(),
+    )?;
     for r in mock.requests() {
         let (tokens, images, bytes) = estimate_tokens(&r.body);
         let text = r.body.to_string();
