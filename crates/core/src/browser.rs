@@ -90,7 +90,10 @@ pub struct SettleOptions {
     /// Give up waiting after this long (the page is used as it is).
     #[serde(with = "duration_ms")]
     pub max_wait: Duration,
-    /// The network counts as quiet after this long without requests.
+    /// The network counts as quiet when no request is in flight and none
+    /// whose answer a script may act on (a fetch, an XHR, a script) started
+    /// or ended for this long. A page's documents, stylesheets, images and
+    /// fonts count only while they load.
     #[serde(with = "duration_ms")]
     pub network_quiet: Duration,
     /// Whether a navigation is expected (goto, back): wait for it to commit
