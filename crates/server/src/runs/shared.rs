@@ -75,12 +75,14 @@ impl RunManager {
             let mine: Vec<String> = lock(&self.runs).keys().cloned().collect();
             match self.db.renew(&self.worker, &mine, self.lease_until()).await {
                 Ok(held) => {
-                    let held: HashSet<String> = held.into_iter().collect();
-                    let lost: Vec<_> = lock(&self.runs)
-                        .values()
-                        .filter(|e| e.is_active() && !held.contains(e.id()))
-                        .cloned()
-                        .collect();
+                    let lost: Vec<_> = {
+                        let runs = lock(&self.runs);
+                        lost_holds(&mine, &held)
+                            .filter_map(|id| runs.get(id))
+                            .filter(|e| e.is_active())
+                            .cloned()
+                            .collect()
+                    };
                     for e in lost {
                         tracing::warn!(run = %e.id(), "the run's lease was lost; stopping it here");
                         e.control().cancel(LEASE_LOST);
@@ -280,4 +282,29 @@ pub(super) fn default_worker_id() -> String {
     let _ = getrandom::fill(&mut salt);
     let salt: String = salt.iter().map(|b| format!("{b:02x}")).collect();
     format!("{host}-{}-{salt}", std::process::id())
+}
+
+/// The runs asked to be renewed (`asked`) whose hold was not (`held`).
+/// Only those: a run claimed while the renewal was under way was not
+/// asked about, and its hold is fresh.
+fn lost_holds<'a>(asked: &'a [String], held: &[String]) -> impl Iterator<Item = &'a str> {
+    let held: HashSet<&str> = held.iter().map(String::as_str).collect();
+    asked
+        .iter()
+        .map(String::as_str)
+        .filter(move |id| !held.contains(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost_holds;
+
+    #[test]
+    fn a_run_claimed_during_a_renewal_is_not_lost() {
+        let asked = vec!["a".to_owned(), "b".to_owned()];
+        // "b" was taken over; "c" was claimed here while the renewal ran.
+        let held = vec!["a".to_owned()];
+        assert_eq!(lost_holds(&asked, &held).collect::<Vec<_>>(), vec!["b"]);
+        assert_eq!(lost_holds(&[], &held).count(), 0);
+    }
 }
