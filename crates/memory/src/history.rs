@@ -698,18 +698,19 @@ fn reduce(image: &image::RgbImage, width: u32, height: u32) -> image::RgbImage {
     let (w, h) = (image.width() / k, image.height() / k);
     let src = image.as_raw();
     let stride = image.width() as usize * 3;
-    let (k, area) = (k as usize, k * k);
+    // u64: a square of k × k pixels of 255 overflows u32 past k = 4104.
+    let (k, area) = (k as usize, u64::from(k) * u64::from(k));
     let mut out = vec![0u8; w as usize * h as usize * 3];
-    let mut sums = vec![0u32; w as usize * 3];
+    let mut sums = vec![0u64; w as usize * 3];
     for (y, row_out) in out.chunks_exact_mut(w as usize * 3).enumerate() {
         sums.fill(0);
         for dy in 0..k {
             let row = &src[(y * k + dy) * stride..][..w as usize * k * 3];
             for (x, sum) in sums.chunks_exact_mut(3).enumerate() {
                 for px in row[x * k * 3..][..k * 3].chunks_exact(3) {
-                    sum[0] += u32::from(px[0]);
-                    sum[1] += u32::from(px[1]);
-                    sum[2] += u32::from(px[2]);
+                    sum[0] += u64::from(px[0]);
+                    sum[1] += u64::from(px[1]);
+                    sum[2] += u64::from(px[2]);
                 }
             }
         }
