@@ -70,7 +70,10 @@ impl CdpTab {
     /// of the main frame (and was told the URL when the page was set up), so
     /// once it has taken in the events Chromium sent so far, its URL is the
     /// page's, without a round trip: the loop asks at every step and before
-    /// every action. Only when the tracker knows none is the page asked, and
+    /// every action. The page is asked when the tracker knows none, or while
+    /// a navigation is pending: Chromium answers a page's commands only once
+    /// that navigation commits, so the answer is where the page went (a form
+    /// a person submitted in the live view, say), as it always was. It is
     /// asked again of the new document when a navigation took the old one
     /// away.
     pub(super) async fn current_url(&self) -> Result<String> {
@@ -79,9 +82,12 @@ impl CdpTab {
         }
         let ctx = self.active();
         self.flush(&ctx).await;
-        let known = ctx.log.lock().url.clone();
-        if !known.is_empty() {
-            return Ok(known);
+        let known = {
+            let log = ctx.log.lock();
+            (!log.nav_pending && !log.url.is_empty()).then(|| log.url.clone())
+        };
+        if let Some(url) = known {
+            return Ok(url);
         }
         let v = match self.eval_active("location.href").await {
             // The document went away under a navigation: ask the new one.
