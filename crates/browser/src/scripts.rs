@@ -166,13 +166,17 @@ pub(crate) const PROBE_FN: &str = r#"((x, y) => {
   return out;
 })"#;
 
-/// Resolves at the next animation frame (or after 250 ms when frames are
-/// not being produced) saying whether the layout signature held from now to
-/// that frame, and with the pending short timers. A loaded document whose
-/// DOM has already been still for two frames answers at once: waiting one
-/// more frame could only repeat what those two showed (and the screenshot
-/// that follows waits for a fresh frame anyway).
-pub(crate) const SETTLE_PROBE: &str = r#"new Promise((resolve) => {
+/// `(defer, mark) => Promise`: resolves at the next animation frame (or
+/// after 250 ms when frames are not being produced) saying whether the
+/// layout signature held from now to that frame, and with the pending short
+/// timers. A loaded document whose DOM has already been still for two
+/// frames answers at once: waiting one more frame could only repeat what
+/// those two showed (and the screenshot that follows waits for a fresh
+/// frame anyway). With `defer`, a loaded document that changed a moment ago
+/// answers at once too, with its [`PAGE_MARK`] (`mark()`), and the frame's
+/// check is left to the screenshot that follows
+/// ([`SettleOptions::stable_at_capture`](lumen_core::SettleOptions::stable_at_capture)).
+pub(crate) const SETTLE_PROBE: &str = r#"((defer, mark) => new Promise((resolve) => {
   const A = window.__lumenAgent;
   const later = A ? A.st : setTimeout;
   const sig = () => {
@@ -181,22 +185,37 @@ pub(crate) const SETTLE_PROBE: &str = r#"new Promise((resolve) => {
   };
   const before = sig();
   let done = false;
-  const finish = () => {
+  const finish = (marked) => {
     if (done) return;
     done = true;
     const now = performance.now();
     let pending = 0, next = null;
     if (A) for (const due of A.timers.values()) { pending += 1; if (next === null || due < next) next = due; }
     resolve({ stable: sig() === before, pending, nextIn: next === null ? null : Math.max(0, next - now),
-              ready: document.readyState });
+              ready: document.readyState, mark: marked });
   };
-  if (A && document.readyState === 'complete' && performance.now() - A.lastMutation >= 34) {
-    finish();
+  const loaded = A && document.readyState === 'complete';
+  if (loaded && performance.now() - A.lastMutation >= 34) {
+    finish(null);
     return;
   }
-  requestAnimationFrame(finish);
-  later(finish, 250);
-})"#;
+  if (loaded && defer) {
+    finish(mark());
+    return;
+  }
+  requestAnimationFrame(() => finish(null));
+  later(() => finish(null), 250);
+}))"#;
+
+/// The page's state as a screenshot standing in for settling's last frame
+/// compares it before and after capturing: the document's scroll size and
+/// position, the DOM mutations and the scroll, focus and input events seen,
+/// and the ready state (`null` without the init script).
+pub(crate) const PAGE_MARK: &str = r#"(() => {
+  const A = window.__lumenAgent, d = document.documentElement;
+  return A ? [d ? d.scrollWidth : 0, d ? d.scrollHeight : 0, scrollX, scrollY, A.mutations, A.changes,
+              document.readyState].join('|') : null;
+})()"#;
 
 /// The visible form controls (inputs, selects, text areas; hidden and
 /// password fields left out) in document order, at most 30, as

@@ -99,6 +99,15 @@ pub struct SettleOptions {
     /// Whether a navigation is expected (goto, back): wait for it to commit
     /// and load.
     pub expect_navigation: bool,
+    /// Whether the last check, that the page holds still for a frame after
+    /// a change, may be left to whatever uses the page next, when the page
+    /// changed a moment ago. The next screenshot then compares the page
+    /// before and after capturing (and settles and captures again if it
+    /// moved); the next input waits for the frame first. A tab without the
+    /// means to compare waits for the frame here. Saves a frame on every
+    /// step that changes the page; reads in between (`evaluate`) may see
+    /// the page a frame early.
+    pub stable_at_capture: bool,
 }
 
 impl Default for SettleOptions {
@@ -107,6 +116,7 @@ impl Default for SettleOptions {
             max_wait: Duration::from_secs(5),
             network_quiet: Duration::from_millis(100),
             expect_navigation: false,
+            stable_at_capture: false,
         }
     }
 }

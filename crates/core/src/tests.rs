@@ -670,10 +670,11 @@ fn options_and_misc_shapes_round_trip() {
         max_wait: Duration::from_millis(2500),
         network_quiet: Duration::from_millis(50),
         expect_navigation: true,
+        stable_at_capture: true,
     };
     assert_eq!(
         round_trip(&settle),
-        json!({"maxWait": 2500, "networkQuiet": 50, "expectNavigation": true})
+        json!({"maxWait": 2500, "networkQuiet": 50, "expectNavigation": true, "stableAtCapture": true})
     );
     round_trip(&SettleReport {
         waited_ms: 12,

@@ -53,8 +53,13 @@ pub enum SettleMode {
 }
 
 impl Default for SettleMode {
+    /// Adaptive, with the stability check left to the next screenshot
+    /// ([`SettleOptions::stable_at_capture`]): the loop captures next.
     fn default() -> Self {
-        SettleMode::Adaptive(SettleOptions::default())
+        SettleMode::Adaptive(SettleOptions {
+            stable_at_capture: true,
+            ..SettleOptions::default()
+        })
     }
 }
 

@@ -92,12 +92,17 @@ impl CdpTab {
     }
 
     /// A screenshot; when the capture fails under a navigation, settles
-    /// and captures the new document.
+    /// and captures the new document. After a settle that left its frame's
+    /// check to this capture, the page is compared before and after
+    /// capturing: unchanged, the capture shows the settled page; changed,
+    /// the page is settled in full and captured again.
     pub(super) async fn screenshot_settled(
         &self,
         options: &ScreenshotOptions,
     ) -> Result<Screenshot> {
-        match self.capture(options).await {
+        let ctx = self.active();
+        let pending = lock(&ctx.unsettled).take();
+        let shot = match self.capture(options).await {
             // A navigation that began after the last settle (a form the
             // page submits a moment after the click) detaches the page
             // from the compositor for a while: wait for the new document
@@ -105,10 +110,19 @@ impl CdpTab {
             Err(LumenError::Script { message }) => {
                 tracing::debug!("capture failed ({message}); settling and capturing again");
                 self.wait_until_settled(&self.shared.options.settle).await?;
-                self.capture(options).await
+                return self.capture(options).await;
             }
-            other => other,
+            other => other?,
+        };
+        let Some(u) = pending else {
+            return Ok(shot);
+        };
+        if self.still_as_settled(&ctx, &u).await? {
+            return Ok(shot);
         }
+        tracing::debug!("the page changed while it was captured; settling and capturing again");
+        self.settle_again(&u).await?;
+        self.capture(options).await
     }
 
     /// The layout viewport, as the page reports it.

@@ -266,6 +266,7 @@ pub(super) async fn setup_page(
         secret_fields: Mutex::new(Vec::new()),
         buffers,
         leaving,
+        unsettled: Mutex::new(None),
     });
     // Browser-side messages (a failed load, a blocked request) for the
     // console buffer; the console API and exceptions come with Runtime.

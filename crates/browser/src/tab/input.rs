@@ -216,6 +216,8 @@ impl CdpTab {
             return Ok(ActionOutcome::failed("the scroll amount is not a number"));
         }
         let ctx0 = self.active();
+        // The position to compare with is the one the page holds still at.
+        self.finish_settling(&ctx0).await?;
         let before = self.eval_in(&ctx0, SCROLL_STATE).await.unwrap_or_default();
         let mut outcome = self
             .act(Some(at), false, |ctx| async move {

@@ -75,6 +75,9 @@ pub(crate) struct PageCtx {
     /// forward, reload): while any is, a `beforeunload` dialog is accepted
     /// whatever the dialog policy says, so a page cannot trap the tab.
     pub(crate) leaving: Arc<std::sync::atomic::AtomicUsize>,
+    /// A settle that left its last frame's check to the next screenshot
+    /// or input ([`SettleOptions::stable_at_capture`]).
+    pub(crate) unsettled: Mutex<Option<settle::Unsettled>>,
 }
 
 impl Drop for PageCtx {

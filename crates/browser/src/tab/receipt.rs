@@ -127,6 +127,8 @@ impl CdpTab {
                 p.x, p.y, vp.width, vp.height
             )));
         }
+        // A change the last settle left unchecked holds still first.
+        self.finish_settling(&ctx).await?;
         let mark = self.blocked_mark();
         if !self.shared.receipts.load(Ordering::Relaxed) {
             let mut out = match f(ctx).await {

@@ -1,14 +1,17 @@
 //! Settling instead of sleeping: waits for the navigation to commit, the
 //! network to go quiet, short page timers to fire and the layout to hold
-//! still, and answers at once on a page that is already settled.
+//! still, and answers at once on a page that is already settled. With
+//! [`SettleOptions::stable_at_capture`], the last check (a frame of
+//! stillness after a recent change) is left to the next screenshot, which
+//! compares the page before and after capturing, or to the next input.
 
 use std::time::{Duration, Instant};
 
 use lumen_core::{LumenError, Result, SettleOptions, SettleReport};
 use serde::Deserialize;
 
-use super::{CdpTab, is_fatal};
-use crate::scripts::SETTLE_PROBE;
+use super::{CdpTab, PageCtx, is_fatal, lock};
+use crate::scripts::{PAGE_MARK, SETTLE_PROBE};
 use crate::tracker::Ev;
 
 /// Settling stops waiting for pending page timers after this long.
@@ -20,12 +23,28 @@ struct SettleProbe {
     pending: u32,
     #[serde(rename = "nextIn")]
     next_in: Option<f64>,
+    /// The page's [`PAGE_MARK`] when the frame's check was left for later.
+    mark: Option<String>,
+}
+
+/// A settle whose last check was left for later: the page's mark then, and
+/// the options to finish settling with.
+#[derive(Debug, Clone)]
+pub(crate) struct Unsettled {
+    mark: String,
+    options: SettleOptions,
 }
 
 impl CdpTab {
     /// Waits until the page is ready (see [`BrowserTab::settle`](lumen_core::BrowserTab::settle)).
     pub(super) async fn wait_until_settled(&self, options: &SettleOptions) -> Result<SettleReport> {
         let ctx = self.active();
+        // Settling again supersedes a check left for later.
+        lock(&ctx.unsettled).take();
+        let probe_call = format!(
+            "{SETTLE_PROBE}({}, () => {PAGE_MARK})",
+            options.stable_at_capture
+        );
         let start = Instant::now();
         let deadline = start + options.max_wait;
         let seq = ctx.log.lock().seq();
@@ -81,7 +100,7 @@ impl CdpTab {
                 ctx.log.wait_change(need.min(left)).await;
                 continue;
             }
-            let probe = tokio::time::timeout(left, self.eval_in(&ctx, SETTLE_PROBE)).await;
+            let probe = tokio::time::timeout(left, self.eval_in(&ctx, &probe_call)).await;
             let probe: SettleProbe = match probe {
                 Err(_) => break true,
                 Ok(Err(e)) if is_fatal(&e) => return Err(e),
@@ -114,6 +133,16 @@ impl CdpTab {
                 tokio::time::sleep(wait).await;
                 continue;
             }
+            if let Some(mark) = probe.mark {
+                *lock(&ctx.unsettled) = Some(Unsettled {
+                    mark,
+                    options: SettleOptions {
+                        expect_navigation: false,
+                        stable_at_capture: false,
+                        ..*options
+                    },
+                });
+            }
             break false;
         };
         Ok(SettleReport {
@@ -121,5 +150,32 @@ impl CdpTab {
             timed_out,
             navigated,
         })
+    }
+}
+
+impl CdpTab {
+    /// Finishes a settle that left its frame's check for later, before
+    /// input: the page holds still for a frame first, as it would have.
+    pub(super) async fn finish_settling(&self, ctx: &PageCtx) -> Result<()> {
+        let pending = lock(&ctx.unsettled).take();
+        if let Some(u) = pending {
+            self.wait_until_settled(&u.options).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether the page still is as the settle that left its frame's check
+    /// for later saw it. A page that cannot say counts as changed.
+    pub(super) async fn still_as_settled(&self, ctx: &PageCtx, u: &Unsettled) -> Result<bool> {
+        match self.eval_in(ctx, PAGE_MARK).await {
+            Ok(v) => Ok(v.as_str() == Some(u.mark.as_str())),
+            Err(e) if is_fatal(&e) => Err(e),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Settles with the options of a check left for later.
+    pub(super) async fn settle_again(&self, u: &Unsettled) -> Result<SettleReport> {
+        self.wait_until_settled(&u.options).await
     }
 }

@@ -1,6 +1,6 @@
 //! Navigation and settling.
 
-use lumen_core::{BrowserTab, ClickOptions, Point, SettleOptions};
+use lumen_core::{BrowserTab, ClickOptions, ImageFormat, Point, ScreenshotOptions, SettleOptions};
 
 use super::common::{env, receipt};
 
@@ -132,6 +132,52 @@ async fn settle_waits_for_a_fetch_started_by_the_answer_to_another() {
             serde_json::json!(["first", "second"])
         );
     }
+    e.close().await;
+}
+
+/// A settle that leaves its last frame's check for later
+/// (`stable_at_capture`) returns while a change is still going on. The
+/// screenshot after it sees the page move during the capture and captures
+/// again once the page holds still; an input after it waits for that first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_left_to_the_capture_still_captures_the_settled_page() {
+    let e = env().await;
+    let deferred = SettleOptions {
+        stable_at_capture: true,
+        ..SettleOptions::default()
+    };
+    let png = ScreenshotOptions {
+        format: ImageFormat::Png,
+        ..ScreenshotOptions::default()
+    };
+    let go = Point::new(80, 40);
+
+    e.open("frames-chain.html").await;
+    let out = e.tab.click(go, ClickOptions::default()).await.unwrap();
+    assert!(out.ok, "{out:?}");
+    e.tab.settle(&deferred).await.unwrap();
+    // The change runs for 30 frames: the settle did not wait for it.
+    let frame = e.lumen("frame").await.as_i64().unwrap();
+    assert!(frame < 30, "the settle waited for the whole change ({frame})");
+    let shot = e.tab.screenshot(&png).await.unwrap();
+    assert_eq!(e.lumen("done").await, true);
+    let pixels = image::load_from_memory(&shot.image.data)
+        .unwrap()
+        .to_rgba8();
+    assert_eq!(pixels.get_pixel(400, 500).0, [0, 160, 0, 255]);
+    assert_eq!(pixels.get_pixel(625, 236).0, [0x25, 0x63, 0xeb, 255], "#mover at its end");
+
+    // An input right after such a settle lands where the page came to rest.
+    e.open("frames-chain.html").await;
+    e.tab.click(go, ClickOptions::default()).await.unwrap();
+    e.tab.settle(&deferred).await.unwrap();
+    let out = e
+        .tab
+        .click(Point::new(670, 220), ClickOptions::default())
+        .await
+        .unwrap();
+    assert!(out.ok, "{out:?}");
+    assert_eq!(e.lumen("moverClicks").await, 1);
     e.close().await;
 }
 

@@ -1156,6 +1156,30 @@ fn breakdown(what: &str, runs: &[RunStats]) -> f64 {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// Each step of the trajectory (medians over runs): the adaptive run, the
+/// rerun from its script and the raw floor, so the median's neighbours
+/// can be read.
+fn per_step_table(adaptive: &[RunStats], reruns: &[RunStats], raw: &[Vec<f64>]) {
+    let at = |runs: Vec<&Vec<f64>>, i: usize| {
+        median(runs.iter().filter_map(|r| r.get(i).copied()).collect())
+    };
+    let steps = raw.iter().map(Vec::len).max().unwrap_or(0);
+    println!("  per step (ms, medians over runs): adaptive / rerun / floor");
+    let line: Vec<String> = (0..steps)
+        .map(|i| {
+            format!(
+                "{i}: {:.0}/{:.0}/{:.0}",
+                at(adaptive.iter().map(|r| &r.step_ms).collect(), i),
+                at(reruns.iter().map(|r| &r.step_ms).collect(), i),
+                at(raw.iter().collect(), i)
+            )
+        })
+        .collect();
+    for chunk in line.chunks(5) {
+        println!("    {}", chunk.join("  "));
+    }
+}
+
 fn report(
     wire: Wire,
     stats: &[(Config, Vec<RunStats>)],
@@ -1254,6 +1278,7 @@ fn report(
         "raw CDP floor, the same 20 steps replayed with bare CDP calls: median step {raw_step:.2} ms, mean {raw_mean:.2} ms"
     );
     println!("  (a bare capture + press/release alone: {floor_ms:.2} ms)");
+    per_step_table(adaptive, reruns, raw);
     println!(
         "overhead_to_floor: {overhead_to_floor:.2}x median step (target ≤ 1.15x: {}); whole trajectory {trajectory_to_floor:.2}x",
         verdict(overhead_to_floor <= 1.15)
