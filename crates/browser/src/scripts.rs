@@ -6,7 +6,8 @@
 //! - `mutations`: DOM mutation records seen (one `MutationObserver` on the
 //!   document), and `lastMutation`, when the last batch was seen
 //!   (`performance.now()`);
-//! - `changes`: scroll, focus, input and change events seen;
+//! - `changes`: scroll, focus, input and change events seen, and
+//!   `lastScroll`, when the last scroll event was;
 //! - `timers`: pending short `setTimeout`s (≤ 1.5 s, at most two levels of
 //!   chaining, so polling loops are ignored), which settling waits for;
 //! - `clickable`: elements that registered pointer or key listeners, so the
@@ -15,7 +16,7 @@
 /// Installed in every document before page scripts run.
 pub(crate) const INIT_SCRIPT: &str = r#"(() => {
   if (window.__lumenAgent) return;
-  const A = { mutations: 0, lastMutation: 0, changes: 0, timers: new Map(), depth: 0,
+  const A = { mutations: 0, lastMutation: 0, changes: 0, lastScroll: 0, timers: new Map(), depth: 0,
               clickable: new WeakSet(), st: window.setTimeout.bind(window) };
   Object.defineProperty(window, '__lumenAgent', { value: A, enumerable: false });
   try {
@@ -23,7 +24,10 @@ pub(crate) const INIT_SCRIPT: &str = r#"(() => {
       .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   } catch (e) {}
   for (const type of ['scroll', 'focusin', 'input', 'change']) {
-    addEventListener(type, () => { A.changes += 1; }, { capture: true, passive: true });
+    addEventListener(type, () => {
+      A.changes += 1;
+      if (type === 'scroll') A.lastScroll = performance.now();
+    }, { capture: true, passive: true });
   }
   const setT = window.setTimeout, clearT = window.clearTimeout;
   window.setTimeout = function (fn, delay, ...rest) {
@@ -169,10 +173,11 @@ pub(crate) const PROBE_FN: &str = r#"((x, y) => {
 /// `(defer, mark) => Promise`: resolves at the next animation frame (or
 /// after 250 ms when frames are not being produced) saying whether the
 /// layout signature held from now to that frame, and with the pending short
-/// timers. A loaded document whose DOM has already been still for two
-/// frames answers at once: waiting one more frame could only repeat what
-/// those two showed (and the screenshot that follows waits for a fresh
-/// frame anyway). With `defer`, a loaded document that changed a moment ago
+/// timers. A loaded document whose DOM and scroll positions have already
+/// been still for two frames (no mutation, no scroll event) answers at
+/// once: waiting one more frame could only repeat what those two
+/// showed (and the screenshot that follows waits for a fresh frame anyway).
+/// With `defer`, a loaded document that changed a moment ago
 /// answers at once too, with its [`PAGE_MARK`] (`mark()`), and the frame's
 /// check is left to the screenshot that follows
 /// ([`SettleOptions::stable_at_capture`](lumen_core::SettleOptions::stable_at_capture)).
@@ -181,7 +186,8 @@ pub(crate) const SETTLE_PROBE: &str = r#"((defer, mark) => new Promise((resolve)
   const later = A ? A.st : setTimeout;
   const sig = () => {
     const d = document.documentElement;
-    return [d ? d.scrollWidth : 0, d ? d.scrollHeight : 0, A ? A.mutations : 0, document.readyState].join('|');
+    return [d ? d.scrollWidth : 0, d ? d.scrollHeight : 0, scrollX, scrollY, A ? A.mutations : 0,
+            document.readyState].join('|');
   };
   const before = sig();
   let done = false;
@@ -195,7 +201,7 @@ pub(crate) const SETTLE_PROBE: &str = r#"((defer, mark) => new Promise((resolve)
               ready: document.readyState, mark: marked });
   };
   const loaded = A && document.readyState === 'complete';
-  if (loaded && performance.now() - A.lastMutation >= 34) {
+  if (loaded && performance.now() - Math.max(A.lastMutation, A.lastScroll || 0) >= 34) {
     finish(null);
     return;
   }
@@ -206,6 +212,39 @@ pub(crate) const SETTLE_PROBE: &str = r#"((defer, mark) => new Promise((resolve)
   requestAnimationFrame(() => finish(null));
   later(() => finish(null), 250);
 }))"#;
+
+/// `(x, y, dx, dy) => {state, room}`: the page's scroll state (`[scrollX,
+/// scrollY, changes]`, as the wheel's frame reads compare it) and whether a
+/// wheel at the point could scroll anything: a scroll container under it
+/// (shadow roots and ancestors included) or the page itself with room left
+/// that way. A frame under the point is taken to have room (its document
+/// may not be readable from here).
+pub(crate) const SCROLL_ROOM_FN: &str = r#"((x, y, dx, dy) => {
+  const A = window.__lumenAgent || {};
+  const state = [scrollX, scrollY, A.changes];
+  const scrolls = (v) => v === 'auto' || v === 'scroll' || v === 'overlay';
+  const fits = (pos, size, view, d) => (d > 0 && pos + view < size - 1) || (d < 0 && pos > 0);
+  let el = document.elementFromPoint(x, y);
+  while (el && el.shadowRoot) {
+    const inner = el.shadowRoot.elementFromPoint(x, y);
+    if (!inner || inner === el) break;
+    el = inner;
+  }
+  for (; el; el = el.parentElement || (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null)) {
+    if (el.tagName === 'IFRAME' || el.tagName === 'FRAME' || el.tagName === 'EMBED' || el.tagName === 'OBJECT') {
+      return { state, room: true };
+    }
+    const s = getComputedStyle(el);
+    if ((scrolls(s.overflowY) && fits(el.scrollTop, el.scrollHeight, el.clientHeight, dy)) ||
+        (scrolls(s.overflowX) && fits(el.scrollLeft, el.scrollWidth, el.clientWidth, dx))) {
+      return { state, room: true };
+    }
+  }
+  const root = document.scrollingElement || document.documentElement;
+  const room = !!root && (fits(scrollY, root.scrollHeight, innerHeight, dy) ||
+                          fits(scrollX, root.scrollWidth, innerWidth, dx));
+  return { state, room };
+})"#;
 
 /// The page's state as a screenshot standing in for settling's last frame
 /// compares it before and after capturing: the document's scroll size and

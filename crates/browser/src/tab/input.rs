@@ -11,6 +11,7 @@ use super::{CdpTab, PageCtx, lock};
 use crate::protocol::keys::{self, KeyDef};
 use crate::protocol::mouse::{self, Press};
 use crate::protocol::{Command, typing};
+use crate::scripts::SCROLL_ROOM_FN;
 
 /// Scroll positions plus the scroll-event counter, to see a wheel land.
 const SCROLL_STATE: &str = "[scrollX, scrollY, (window.__lumenAgent || {}).changes]";
@@ -218,7 +219,20 @@ impl CdpTab {
         let ctx0 = self.active();
         // The position to compare with is the one the page holds still at.
         self.finish_settling(&ctx0).await?;
-        let before = self.eval_in(&ctx0, SCROLL_STATE).await.unwrap_or_default();
+        // A wheel with nothing under it to scroll that way (and no modifier,
+        // which could turn it sideways or into a zoom) moves nothing: its
+        // frames are not waited for. The page's own wheel handlers still run, and
+        // settling sees what they change.
+        let modified = (modifiers.cdp_mask() | self.held_mask()) != 0;
+        let before = self
+            .eval_in(
+                &ctx0,
+                &format!("{SCROLL_ROOM_FN}({}, {}, {delta_x}, {delta_y})", at.x, at.y),
+            )
+            .await
+            .unwrap_or_default();
+        let room = modified || before["room"] != false;
+        let before = before["state"].clone();
         let mut outcome = self
             .act(Some(at), false, |ctx| async move {
                 let mods = modifiers.cdp_mask() | self.held_mask();
@@ -230,13 +244,14 @@ impl CdpTab {
             .await?;
         // The wheel scrolls asynchronously (smooth scrolling off in
         // headless, but the compositor still needs a frame): wait frame by
-        // frame until the position has moved and holds still. Nothing moving
+        // frame until the position has moved. Whether it then holds still
+        // (a scroll snap animating on) is settling's to see: the scroll
+        // events it set off count as a recent change. Nothing moving
         // within a few frames means nothing under the pointer can scroll
         // that way; waiting longer would only add latency.
-        if outcome.ok {
+        if outcome.ok && room {
             let deadline = Instant::now() + Duration::from_millis(400);
-            let mut last = before.clone();
-            let mut still_frames = 0;
+            let mut frames = 0;
             loop {
                 let now = self
                     .eval_in(
@@ -248,14 +263,13 @@ impl CdpTab {
                     .await
                     .unwrap_or_default();
                 let moved = now != before;
-                still_frames = if moved { 0 } else { still_frames + 1 };
-                if (moved && now == last) || still_frames >= 3 || Instant::now() >= deadline {
+                frames += 1;
+                if moved || frames >= 3 || Instant::now() >= deadline {
                     if moved && let Some(e) = outcome.effect.as_mut() {
                         e.page_changed = Some(true);
                     }
                     break;
                 }
-                last = now;
             }
         }
         Ok(outcome)

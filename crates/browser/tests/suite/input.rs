@@ -373,3 +373,51 @@ async fn a_held_key_modifies_clicks_until_it_is_released() {
     assert!(!e.tab.key_down("NoSuchKey").await.unwrap().ok);
     e.close().await;
 }
+
+/// A wheel that ends between mandatory snap points: the page then moves on
+/// by itself for several frames. Settling follows that motion to its end,
+/// both in full and when its last check is left to the screenshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settling_follows_a_scroll_snap_to_its_end() {
+    let e = env().await;
+    let png = lumen_core::ScreenshotOptions {
+        format: lumen_core::ImageFormat::Png,
+        ..lumen_core::ScreenshotOptions::default()
+    };
+    for stable_at_capture in [false, true] {
+        e.open("snap.html").await;
+        let out = e
+            .tab
+            .scroll(Point::new(640, 400), 0.0, 300.0, Modifiers::NONE)
+            .await
+            .unwrap();
+        assert!(out.ok, "{out:?}");
+        let settle = lumen_core::SettleOptions {
+            stable_at_capture,
+            ..lumen_core::SettleOptions::default()
+        };
+        e.tab.settle(&settle).await.unwrap();
+        let shot = e.tab.screenshot(&png).await.unwrap();
+        let captured = e.tab.evaluate("scrollY").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let rest = e.tab.evaluate("scrollY").await.unwrap().as_i64().unwrap();
+        assert_eq!(captured, rest, "stable_at_capture: {stable_at_capture}");
+        assert_ne!(rest, 300, "the page did not move on after the wheel");
+        // The bottom row shows the first (white) section until 1000 px,
+        // then the second (red) one.
+        let expected = if rest + 715 < 1000 {
+            [255, 255, 255, 255]
+        } else {
+            [200, 0, 0, 255]
+        };
+        let pixels = image::load_from_memory(&shot.image.data)
+            .unwrap()
+            .to_rgba8();
+        assert_eq!(
+            pixels.get_pixel(640, 715).0,
+            expected,
+            "stable_at_capture: {stable_at_capture}, at rest at {rest}"
+        );
+    }
+    e.close().await;
+}

@@ -158,14 +158,21 @@ async fn a_check_left_to_the_capture_still_captures_the_settled_page() {
     e.tab.settle(&deferred).await.unwrap();
     // The change runs for 30 frames: the settle did not wait for it.
     let frame = e.lumen("frame").await.as_i64().unwrap();
-    assert!(frame < 30, "the settle waited for the whole change ({frame})");
+    assert!(
+        frame < 30,
+        "the settle waited for the whole change ({frame})"
+    );
     let shot = e.tab.screenshot(&png).await.unwrap();
     assert_eq!(e.lumen("done").await, true);
     let pixels = image::load_from_memory(&shot.image.data)
         .unwrap()
         .to_rgba8();
     assert_eq!(pixels.get_pixel(400, 500).0, [0, 160, 0, 255]);
-    assert_eq!(pixels.get_pixel(625, 236).0, [0x25, 0x63, 0xeb, 255], "#mover at its end");
+    assert_eq!(
+        pixels.get_pixel(625, 236).0,
+        [0x25, 0x63, 0xeb, 255],
+        "#mover at its end"
+    );
 
     // An input right after such a settle lands where the page came to rest.
     e.open("frames-chain.html").await;
