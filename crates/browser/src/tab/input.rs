@@ -219,10 +219,10 @@ impl CdpTab {
         let ctx0 = self.active();
         // The position to compare with is the one the page holds still at.
         self.finish_settling(&ctx0).await?;
-        // A wheel with nothing under it to scroll that way (and no modifier,
-        // which could turn it sideways or into a zoom) moves nothing: its
-        // frames are not waited for. The page's own wheel handlers still run, and
-        // settling sees what they change.
+        // A wheel with nothing under it to scroll that way (and no
+        // modifier, which could turn it sideways or into a zoom) moves
+        // nothing: its frames are not waited for. The page's own wheel
+        // handlers still run, and settling sees what they change.
         let modified = (modifiers.cdp_mask() | self.held_mask()) != 0;
         let before = self
             .eval_in(

@@ -151,15 +151,13 @@ impl CdpTab {
             navigated,
         })
     }
-}
 
-impl CdpTab {
     /// Finishes a settle that left its frame's check for later, before
     /// input: the page holds still for a frame first, as it would have.
     pub(super) async fn finish_settling(&self, ctx: &PageCtx) -> Result<()> {
         let pending = lock(&ctx.unsettled).take();
         if let Some(u) = pending {
-            self.wait_until_settled(&u.options).await?;
+            self.settle_again(&u).await?;
         }
         Ok(())
     }
