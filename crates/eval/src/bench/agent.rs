@@ -1155,7 +1155,6 @@ fn breakdown(what: &str, runs: &[RunStats]) -> f64 {
     mean_step
 }
 
-#[allow(clippy::too_many_arguments)]
 /// Each step of the trajectory (medians over runs): the adaptive run, the
 /// rerun from its script and the raw floor, so the median's neighbours
 /// can be read.
@@ -1180,6 +1179,7 @@ fn per_step_table(adaptive: &[RunStats], reruns: &[RunStats], raw: &[Vec<f64>]) 
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn report(
     wire: Wire,
     stats: &[(Config, Vec<RunStats>)],
