@@ -6,8 +6,12 @@
 //! - `mutations`: DOM mutation records seen (one `MutationObserver` on the
 //!   document), and `lastMutation`, when the last batch was seen
 //!   (`performance.now()`);
-//! - `changes`: scroll, focus, input and change events seen, and
-//!   `lastScroll`, when the last scroll event was;
+//! - `changes`: scroll, focus, input and change events seen;
+//! - `stillFrames`: animation frames since the last DOM mutation or scroll
+//!   event, counted up to 2 (a mutation or scroll starts a short chain of
+//!   `requestAnimationFrame` callbacks that stops there), so settling can
+//!   tell a page that has been still for two frames without trusting the
+//!   clock: on a loaded machine frames come late;
 //! - `timers`: pending short `setTimeout`s (≤ 1.5 s, at most two levels of
 //!   chaining, so polling loops are ignored), which settling waits for;
 //! - `clickable`: elements that registered pointer or key listeners, so the
@@ -16,17 +20,26 @@
 /// Installed in every document before page scripts run.
 pub(crate) const INIT_SCRIPT: &str = r#"(() => {
   if (window.__lumenAgent) return;
-  const A = { mutations: 0, lastMutation: 0, changes: 0, lastScroll: 0, timers: new Map(), depth: 0,
-              clickable: new WeakSet(), st: window.setTimeout.bind(window) };
+  const A = { mutations: 0, lastMutation: 0, changes: 0, stillFrames: 2, counting: false, timers: new Map(),
+              depth: 0, clickable: new WeakSet(), st: window.setTimeout.bind(window) };
   Object.defineProperty(window, '__lumenAgent', { value: A, enumerable: false });
+  const raf = window.requestAnimationFrame.bind(window);
+  const frame = () => {
+    A.stillFrames += 1;
+    if (A.stillFrames < 2) raf(frame); else A.counting = false;
+  };
+  const moved = () => {
+    A.stillFrames = 0;
+    if (!A.counting) { A.counting = true; raf(frame); }
+  };
   try {
-    new MutationObserver((records) => { A.mutations += records.length; A.lastMutation = performance.now(); })
+    new MutationObserver((records) => { A.mutations += records.length; A.lastMutation = performance.now(); moved(); })
       .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   } catch (e) {}
   for (const type of ['scroll', 'focusin', 'input', 'change']) {
     addEventListener(type, () => {
       A.changes += 1;
-      if (type === 'scroll') A.lastScroll = performance.now();
+      if (type === 'scroll') moved();
     }, { capture: true, passive: true });
   }
   const setT = window.setTimeout, clearT = window.clearTimeout;
@@ -174,8 +187,8 @@ pub(crate) const PROBE_FN: &str = r#"((x, y) => {
 /// after 250 ms when frames are not being produced) saying whether the
 /// layout signature held from now to that frame, and with the pending short
 /// timers. A loaded document whose DOM and scroll positions have already
-/// been still for two frames (no mutation, no scroll event) answers at
-/// once: waiting one more frame could only repeat what those two
+/// been still for two frames (no mutation, no scroll event; the init
+/// script's `stillFrames`) answers at once: waiting one more frame could only repeat what those two
 /// showed (and the screenshot that follows waits for a fresh frame anyway).
 /// With `defer`, a loaded document that changed a moment ago
 /// answers at once too, with its [`PAGE_MARK`] (`mark()`), and the frame's
@@ -201,7 +214,7 @@ pub(crate) const SETTLE_PROBE: &str = r#"((defer, mark) => new Promise((resolve)
               ready: document.readyState, mark: marked });
   };
   const loaded = A && document.readyState === 'complete';
-  if (loaded && performance.now() - Math.max(A.lastMutation, A.lastScroll || 0) >= 34) {
+  if (loaded && A.stillFrames >= 2) {
     finish(null);
     return;
   }
