@@ -4,8 +4,7 @@
 //! The init script runs before any page script (`Page.addScriptToEvaluateOnNewDocument`)
 //! and keeps a hidden, non-enumerable `window.__lumenAgent` with:
 //! - `mutations`: DOM mutation records seen (one `MutationObserver` on the
-//!   document), and `lastMutation`, when the last batch was seen
-//!   (`performance.now()`);
+//!   document);
 //! - `changes`: scroll, focus, input and change events seen;
 //! - `stillFrames`: animation frames since the last DOM mutation or scroll
 //!   event, counted up to 2 (a mutation or scroll starts a short chain of
@@ -20,7 +19,7 @@
 /// Installed in every document before page scripts run.
 pub(crate) const INIT_SCRIPT: &str = r#"(() => {
   if (window.__lumenAgent) return;
-  const A = { mutations: 0, lastMutation: 0, changes: 0, stillFrames: 2, counting: false, timers: new Map(),
+  const A = { mutations: 0, changes: 0, stillFrames: 2, counting: false, timers: new Map(),
               depth: 0, clickable: new WeakSet(), st: window.setTimeout.bind(window) };
   Object.defineProperty(window, '__lumenAgent', { value: A, enumerable: false });
   const raf = window.requestAnimationFrame.bind(window);
@@ -33,7 +32,7 @@ pub(crate) const INIT_SCRIPT: &str = r#"(() => {
     if (!A.counting) { A.counting = true; raf(frame); }
   };
   try {
-    new MutationObserver((records) => { A.mutations += records.length; A.lastMutation = performance.now(); moved(); })
+    new MutationObserver((records) => { A.mutations += records.length; moved(); })
       .observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
   } catch (e) {}
   for (const type of ['scroll', 'focusin', 'input', 'change']) {
