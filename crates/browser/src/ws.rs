@@ -177,12 +177,33 @@ impl Wire {
     /// Reads one message before `deadline`; `Ok(false)` on timeout.
     pub(crate) async fn pump(&mut self, deadline: Instant, what: &str) -> Result<bool> {
         let left = deadline.saturating_duration_since(Instant::now());
-        let Some(mut msg) = (match tokio::time::timeout(left, self.read(what)).await {
+        let Some(msg) = (match tokio::time::timeout(left, self.read(what)).await {
             Err(_) => return Ok(false),
             Ok(read) => read?,
         }) else {
             return Ok(true);
         };
+        self.take(msg).await?;
+        Ok(true)
+    }
+
+    /// Handles one message that has already arrived, without waiting (no
+    /// timer either: a zero timeout would still park for the timer's
+    /// millisecond); `Ok(false)` when none has.
+    pub(crate) async fn pump_ready(&mut self, what: &str) -> Result<bool> {
+        use futures::FutureExt as _;
+        let Some(read) = self.read(what).now_or_never() else {
+            return Ok(false);
+        };
+        if let Some(msg) = read? {
+            self.take(msg).await?;
+        }
+        Ok(true)
+    }
+
+    /// Files one message read from the socket: a reply is kept for its
+    /// call, an event for waits (a dialog is answered at once).
+    async fn take(&mut self, mut msg: Value) -> Result<()> {
         if let Some(id) = msg.get("id").and_then(Value::as_u64) {
             let reply = match msg.get("error") {
                 Some(err) => Err(err["message"]
@@ -210,7 +231,7 @@ impl Wire {
             }
             self.events.push_back(msg);
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Answers a dialog that just opened, by the policy: the page is

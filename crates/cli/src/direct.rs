@@ -1,9 +1,12 @@
 //! `lumen browser …`: direct control of a background Chromium, agent-browser
-//! style. `open` starts a detached Chromium for a named session and writes
-//! its DevTools endpoint and page id to a state file; every later command
-//! reattaches with one WebSocket straight to that page
-//! ([`PageLink`](lumen::browser::PageLink): no daemon of our own, no new
-//! tab, no setup beyond the calls the command makes).
+//! style. `open` starts a detached Chromium for a named session, writes its
+//! DevTools endpoint and page id to a state file, and starts the session's
+//! keeper (`direct/keeper.rs`), which keeps one WebSocket straight to that
+//! page ([`PageLink`]: no new tab, no setup beyond the calls each command
+//! makes). A page command ([`BrowserCommand::warm`]) is sent to the keeper
+//! over its Unix socket and runs there on that link; any other command, and
+//! a page command the keeper cannot take, attaches its own link to the
+//! page.
 //!
 //! Snapshot refs (`@e3`) survive between commands: `snapshot` stores each
 //! ref's DOM backend node id and marks the document; a later command that
@@ -14,9 +17,9 @@
 //! where the element used to be.
 //!
 //! What must outlive a command's WebSocket — emulation, extra headers,
-//! offline mode, network routes, the request log — is held by the
-//! session's keeper (`direct/keeper.rs`), a small background process that
-//! only `set` and `network` start; `close` ends it with the browser.
+//! offline mode, network routes, the request log — is held by the keeper
+//! too, from the first `set` or `network` command on; `close` ends it with
+//! the browser.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -75,12 +78,17 @@ pub(crate) struct BrowserArgs {
     /// `<-loopback>` sends localhost through the proxy too).
     #[arg(long, global = true)]
     proxy_bypass: Option<String>,
+    /// The folder relative file paths are taken from: the command's
+    /// process's (`None`), or, in the keeper, that of the process it runs
+    /// the command for.
+    #[arg(skip)]
+    cwd: Option<PathBuf>,
     #[command(subcommand)]
     command: BrowserCommand,
 }
 
 /// `--dialog`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, clap::ValueEnum, Serialize, Deserialize)]
 enum DialogAnswer {
     /// Press OK (a prompt gets its default text).
     Accept,
@@ -88,8 +96,9 @@ enum DialogAnswer {
     Dismiss,
 }
 
-/// The direct commands.
-#[derive(Debug, Subcommand)]
+/// The direct commands. Serialized for the session's keeper, which runs
+/// the [warm](BrowserCommand::warm) ones on its open link to the page.
+#[derive(Debug, Subcommand, Serialize, Deserialize)]
 enum BrowserCommand {
     /// Open a URL, starting the session's browser if needed.
     Open { url: String },
@@ -137,10 +146,12 @@ enum BrowserCommand {
     Tab { index: usize },
     /// Block or mock requests by URL pattern, list the requests pages made.
     #[command(subcommand)]
+    #[serde(skip)]
     Network(network::Network),
     /// Emulate a device, viewport, user agent, position, offline mode,
     /// extra headers or colour scheme (kept until `close`).
     #[command(subcommand)]
+    #[serde(skip)]
     Set(emulate::Set),
     /// The session's keeper process (started by `set` and `network`).
     #[command(name = "keeper-internal", hide = true)]
@@ -564,6 +575,11 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         };
         state.refs = None;
         save(&session, &state)?;
+        // The keeper keeps a link to the page open for the commands that
+        // follow (direct/keeper.rs); without one they attach themselves.
+        if let Err(e) = keeper::ensure(&session, &mut state).await {
+            tracing::debug!("starting the session's keeper: {}", e.message);
+        }
         drop(guard);
         link.goto(url).await.map_err(fail)?;
         if fresh && !args.headed {
@@ -596,7 +612,33 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             _ => print(&args, json!({"title": title}), title),
         };
     }
+    if args.command.warm()
+        && let Some(outcome) = keeper::run_warm(&session, &args.command, args.dialog).await
+    {
+        return finish(&args, outcome);
+    }
     let (link, mut state) = attach(&session).await?;
+    let outcome = on_link(&args, &link, &mut state, &session).await;
+    finish(&args, outcome)
+}
+
+/// What a command on the page came to: its output (JSON and text) or its
+/// error, and the JavaScript dialogs answered meanwhile. The keeper sends
+/// it back over its socket for the command's own process to print.
+#[derive(Debug, Serialize, Deserialize)]
+struct PageOutcome {
+    answer: Result<(Value, String), CliError>,
+    dialogs: Vec<DialogInfo>,
+}
+
+/// Runs a command on `link` under `--dialog`'s policy, then puts the
+/// default policy back (the keeper's link outlives the command).
+async fn on_link(
+    args: &BrowserArgs,
+    link: &PageLink,
+    state: &mut State,
+    session: &str,
+) -> PageOutcome {
     if let Some(answer) = args.dialog {
         let action = match answer {
             DialogAnswer::Accept => DialogAction::Accept,
@@ -611,8 +653,20 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         })
         .await;
     }
-    let answer = on_page(&args, &link, &mut state, &session).await;
-    let dialogs = link.dialogs().await;
+    let answer = on_page(args, link, state, session).await;
+    if args.dialog.is_some() {
+        link.set_dialog_policy(DialogPolicy::default()).await;
+    }
+    PageOutcome {
+        answer,
+        dialogs: link.dialogs().await,
+    }
+}
+
+/// Prints a command's outcome: its output on stdout, the dialogs it met on
+/// stderr (or in its JSON).
+fn finish(args: &BrowserArgs, outcome: PageOutcome) -> Result<u8, CliError> {
+    let PageOutcome { answer, dialogs } = outcome;
     match answer {
         Ok((mut value, text)) => {
             if args.json
@@ -620,17 +674,55 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 && let Some(object) = value.as_object_mut()
             {
                 object.insert("dialogs".into(), json!(dialogs));
-                print(&args, value, text)?;
+                print(args, value, text)?;
             } else {
-                print(&args, value, text)?;
-                report_dialogs(&args, &dialogs);
+                print(args, value, text)?;
+                report_dialogs(args, &dialogs);
             }
             Ok(crate::exit::SUCCESS)
         }
         Err(e) => {
-            report_dialogs(&args, &dialogs);
+            report_dialogs(args, &dialogs);
             Err(e)
         }
+    }
+}
+
+impl BrowserCommand {
+    /// Whether the session's keeper may run this command on the link it
+    /// keeps open to the page: commands that act on or read the page, and
+    /// a plain screenshot (written relative to the caller's folder). Not
+    /// those that start or close a browser, switch tabs, change what the
+    /// keeper itself applies, or read and write other files.
+    fn warm(&self) -> bool {
+        matches!(
+            self,
+            Self::Screenshot {
+                annotate: false,
+                ..
+            } | Self::Click { .. }
+                | Self::Dblclick { .. }
+                | Self::Hover { .. }
+                | Self::Type { .. }
+                | Self::Fill { .. }
+                | Self::Press { .. }
+                | Self::Scroll { .. }
+                | Self::Snapshot { .. }
+                | Self::Check { .. }
+                | Self::Uncheck { .. }
+                | Self::Select { .. }
+                | Self::Get(_)
+                | Self::Is(_)
+                | Self::Find(_)
+                | Self::Wait { .. }
+                | Self::Console { .. }
+                | Self::Errors { .. }
+                | Self::Eval { .. }
+                | Self::Cookies { .. }
+                | Self::Back
+                | Self::Forward
+                | Self::Reload
+        )
     }
 }
 
@@ -761,7 +853,11 @@ async fn on_page(
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("screenshot.png"));
             let png = link.screenshot_png().await.map_err(fail)?;
-            std::fs::write(&path, png)
+            let file = args
+                .cwd
+                .as_ref()
+                .map_or_else(|| path.clone(), |dir| dir.join(&path));
+            std::fs::write(&file, png)
                 .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
             let shown = path.display().to_string();
             Ok((json!({"path": shown}), shown))

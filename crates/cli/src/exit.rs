@@ -40,8 +40,9 @@ pub(crate) fn for_status(status: RunStatus) -> u8 {
 }
 
 /// An error that stops the CLI: one message, naming the fix, and its exit
-/// code. Printed without a backtrace.
-#[derive(Debug)]
+/// code. Printed without a backtrace. (Serializable: the session keeper
+/// of `lumen browser` sends a command's error back to its process.)
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct CliError {
     pub(crate) code: u8,
     pub(crate) message: String,

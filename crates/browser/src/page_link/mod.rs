@@ -125,6 +125,23 @@ impl PageLink {
         std::mem::take(&mut self.wire.lock().await.dialogs)
     }
 
+    /// For a link kept open between commands (the CLI session's keeper):
+    /// reads what the page sent since the last call without waiting,
+    /// answering any dialog that opened meanwhile by the policy (it is
+    /// reported by [`dialogs`](Self::dialogs)), and forgets the events, so
+    /// the next command waits only on events of its own.
+    ///
+    /// # Errors
+    /// [`LumenError::BrowserDisconnected`] when the page closed its end
+    /// (the tab or the browser is gone): nothing was sent, so the caller
+    /// may attach again.
+    pub async fn catch_up(&self) -> Result<()> {
+        let mut wire = self.wire.lock().await;
+        while wire.pump_ready("catching up").await? {}
+        wire.events.clear();
+        Ok(())
+    }
+
     /// Sends one CDP command to the page and returns its result.
     ///
     /// # Errors

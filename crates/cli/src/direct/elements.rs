@@ -7,13 +7,14 @@
 use clap::Subcommand;
 use lumen::LumenError;
 use lumen::browser::{CheckResult, ElementQuery, ElementTarget, PageLink, SelectResult};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{State, fail, refusal, saved_ref};
 use crate::exit::CliError;
 
 /// `lumen browser get …`.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Subcommand, Serialize, Deserialize)]
 pub(super) enum Get {
     /// The element's rendered text.
     Text { target: String },
@@ -30,7 +31,7 @@ pub(super) enum Get {
 }
 
 /// `lumen browser is …`.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Subcommand, Serialize, Deserialize)]
 pub(super) enum Is {
     /// Whether the element has a box on screen and is not hidden.
     Visible { target: String },
@@ -41,7 +42,7 @@ pub(super) enum Is {
 }
 
 /// `lumen browser find …`.
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Subcommand, Serialize, Deserialize)]
 pub(super) enum Find {
     /// Elements of this ARIA role (`button`, `link`, `textbox`…).
     Role {

@@ -1,18 +1,27 @@
-//! The session's keeper: a small background process that holds what CDP
-//! keeps only for as long as a CDP session stays attached — emulation
-//! overrides, extra headers, offline mode, `Fetch` interception — and the
-//! request log.
+//! The session's keeper: a small background process that keeps a link to
+//! the driven page open for the page commands, and holds what CDP keeps
+//! only for as long as a CDP session stays attached — emulation overrides,
+//! extra headers, offline mode, `Fetch` interception — and the request log.
 //!
-//! Plain commands (`click`, `fill`) attach to the page, act and leave, and
-//! anything they set up vanishes with their WebSocket. So `set` and
+//! `open` starts it (`lumen browser keeper-internal`, hidden), detached in
+//! its own process group; `set` and `network` start it too when it is not
+//! running. A page command ([`BrowserCommand::warm`]: click, fill, get…)
+//! sends itself, parsed, over the keeper's socket ([`run_warm`]); the
+//! keeper runs it in a task of its own on the one [`PageLink`] it keeps to
+//! the session's page (attached at the first command, again when `tab`
+//! switched pages or the page went away) and sends back the output. A
+//! command that finds the link taken by another (a long `wait`) or no
+//! keeper at all runs in its own process, on a link of its own.
+//!
+//! Settings: plain commands attach to the page, act and leave, and
+//! anything they set up would vanish with their WebSocket. So `set` and
 //! `network` do not set anything up themselves: they write the settings to
 //! the session's state file (atomically) and ask the keeper to apply them,
 //! holding the session's lock (`super::lock`) from reading the state to
 //! the keeper's answer, so two commands never start two keepers or lose
 //! each other's settings; a setting the browser refuses is taken back out
-//! of the state file ([`apply`]). The keeper is `lumen browser
-//! keeper-internal` (hidden), started detached in its own process group by
-//! the first command that needs it, so click and fill never pay for it. It:
+//! of the state file ([`apply`]). From the first such command on (or from
+//! its start, when the state file has settings), the keeper:
 //!
 //! - holds one browser-level WebSocket ([`EventLink`]) and auto-attaches
 //!   (flattened) to every page, existing and new (new tabs wait for the
@@ -20,17 +29,20 @@
 //!   already routed and emulated);
 //! - applies the state file's [`Emulation`](super::emulate::Emulation) and
 //!   routes to each page, answers `Fetch.requestPaused` by the routes
-//!   (fail, fulfil, or let through), and records requests;
-//! - listens on a Unix socket in a private folder (`<session>.keeper/`,
-//!   mode 0700; the socket 0600; a peer of another uid is dropped). The
-//!   socket carries no settings, only three questions: `ping`, `reload`
-//!   (re-read the state file and apply it; answered once Chromium has
-//!   confirmed every command) and `requests`. It applies nothing but the
-//!   state file, which only the session's owner writes;
-//! - exits by itself when the browser closes its WebSocket, when the state
-//!   file no longer names its browser, and is ended by `close` (it is
-//!   checked to be this session's keeper, by command line and start time,
-//!   before it is signalled).
+//!   (fail, fulfil, or let through), and records requests.
+//!
+//! It listens on a Unix socket in a private folder (`<session>.keeper/`,
+//! mode 0700; the socket 0600; a peer of another uid is dropped). The
+//! socket carries no settings, only four questions: `ping`, `reload`
+//! (re-read the state file and apply it; answered once Chromium has
+//! confirmed every command), `requests`, and `run` (a warm command, with
+//! the caller's absolute folder for relative paths; anything else is
+//! refused). It applies nothing but the state file, which only the
+//! session's owner writes, and runs for a peer only what the peer could
+//! run itself. It exits by itself when the browser closes its WebSocket,
+//! when the state file no longer names its browser, and is ended by
+//! `close` (it is checked to be this session's keeper, by command line and
+//! start time, before it is signalled).
 
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
@@ -44,8 +56,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
+use lumen::browser::PageLink;
+
 use super::network::RouteAction;
-use super::{State, emulate};
+use super::{BrowserArgs, BrowserCommand, DialogAnswer, PageOutcome, State, emulate};
 use crate::exit::CliError;
 
 /// The hidden subcommand the keeper runs as.
@@ -60,6 +74,16 @@ const MAX_LOGGED: usize = 1000;
 const MAX_URL: usize = 1000;
 /// How long the keeper may take to start, and to answer.
 const ANSWER: Duration = Duration::from_secs(20);
+/// The longest question the keeper reads (a warm command carries the text
+/// it fills or evaluates); a longer command runs in its own process.
+const MAX_QUESTION: usize = 1 << 20;
+/// How often the keeper reads what its open page link received while no
+/// command runs (and answers dialogs that opened meanwhile).
+const CATCH_UP: Duration = Duration::from_secs(1);
+
+/// The link to the driven page that warm commands share: `None` before the
+/// first, and after the page it led to went away.
+type WarmLink = std::sync::Arc<tokio::sync::Mutex<Option<PageLink>>>;
 
 /// The keeper process, as the state file remembers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,9 +162,10 @@ pub(super) async fn ask(
         fresh = true;
     }
     match exchange(session, &question).await {
-        Ok(answer) => Ok(answer),
-        Err(_) if !fresh => {
-            // A keeper that is there but does not answer is replaced.
+        Ok(answer) if answer["stale"] != true => Ok(answer),
+        Ok(_) | Err(_) if !fresh => {
+            // A keeper that is there but does not answer, or keeps another
+            // browser than the state file names, is replaced.
             end(session, Some(state));
             start(session, state).await?;
             exchange(session, &question)
@@ -148,7 +173,81 @@ pub(super) async fn ask(
                 .map_err(|e| CliError::failure(format!("the session's keeper: {e}")))
         }
         Err(e) => Err(CliError::failure(format!("the session's keeper: {e}"))),
+        Ok(answer) => Err(CliError::failure(format!(
+            "the session's keeper: {}",
+            answer["error"]
+                .as_str()
+                .unwrap_or("it keeps another browser")
+        ))),
     }
+}
+
+/// Starts the session's keeper unless it is running. The caller holds the
+/// session's lock.
+pub(super) async fn ensure(session: &str, state: &mut State) -> Result<(), CliError> {
+    if state.keeper.is_some_and(|k| is_ours(session, k)) {
+        return Ok(());
+    }
+    start(session, state).await
+}
+
+/// Runs a warm command (see [`BrowserCommand::warm`]) in the session's
+/// keeper, on the link it keeps open to the page.
+///
+/// `None` when the command is the caller's to run: there is no keeper to
+/// ask, or the keeper passes it back (another command holds its link, or
+/// it cannot reach the page). Once the keeper has taken the command, a
+/// failure to hear back is the command's error and nothing is run again:
+/// the command may have acted.
+pub(super) async fn run_warm(
+    session: &str,
+    command: &BrowserCommand,
+    dialog: Option<DialogAnswer>,
+) -> Option<PageOutcome> {
+    let cwd = std::env::current_dir().ok()?;
+    let question =
+        json!({"op": "run", "command": command, "dialog": dialog, "cwd": cwd}).to_string();
+    if question.len() >= MAX_QUESTION {
+        return None;
+    }
+    let mut stream = UnixStream::connect(dir(session).join("sock")).await.ok()?;
+    stream
+        .write_all(format!("{question}\n").as_bytes())
+        .await
+        .ok()?;
+    let lost = |why: &str| PageOutcome {
+        answer: Err(CliError::failure(format!(
+            "the session's keeper {why}; the command may or may not have run"
+        ))),
+        dialogs: Vec::new(),
+    };
+    let mut line = String::new();
+    let mut reader = BufReader::new(stream);
+    let read = reader.read_line(&mut line);
+    match tokio::time::timeout(warm_deadline(command), read).await {
+        Err(_) => return Some(lost("did not answer in time")),
+        Ok(Err(_) | Ok(0)) => return Some(lost("ended during the command")),
+        Ok(Ok(_)) => {}
+    }
+    let answer: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    if answer["ok"] != true {
+        tracing::debug!("the keeper passed the command back: {answer}");
+        return None;
+    }
+    Some(
+        serde_json::from_value(answer["outcome"].clone())
+            .unwrap_or_else(|_| lost("answered in a form this lumen does not read")),
+    )
+}
+
+/// How long a warm command's process waits for the keeper: the longest
+/// the command itself may take, and then some.
+fn warm_deadline(command: &BrowserCommand) -> Duration {
+    let own = match command {
+        BrowserCommand::Wait { timeout, .. } => Duration::from_millis(*timeout),
+        _ => Duration::ZERO,
+    };
+    own + 4 * super::CALL_TIMEOUT
 }
 
 /// One question and its answer over the keeper's socket.
@@ -295,6 +394,12 @@ struct Keeper {
     routed: HashMap<String, &'static str>,
     /// Set when the keeper should exit.
     stop: bool,
+    /// Whether it follows the pages (auto-attach, the network log, routes
+    /// and emulation): from the first `set` or `network` command on, or
+    /// at start when the state file has settings. Until then it only
+    /// serves warm commands and watches for the browser's end.
+    active: bool,
+    warm: WarmLink,
 }
 
 /// The keeper's main: `lumen browser keeper-internal`.
@@ -310,6 +415,7 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     let link = EventLink::connect(&settings.ws_url, super::CALL_TIMEOUT)
         .await
         .map_err(super::fail)?;
+    let active = settings.emulation != emulate::Emulation::default() || !settings.routes.is_empty();
     let mut k = Keeper {
         link,
         session: session.to_owned(),
@@ -319,20 +425,12 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
         log: VecDeque::new(),
         routed: HashMap::new(),
         stop: false,
+        active: false,
+        warm: WarmLink::default(),
     };
-    let id = k
-        .link
-        .send(
-            None,
-            "Target.setAutoAttach",
-            json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}),
-        )
-        .await
-        .map_err(super::fail)?;
-    k.settle(vec![(id, "Target.setAutoAttach", None)])
-        .await
-        .map_err(CliError::failure)?;
-    k.reload().await.map_err(CliError::failure)?;
+    if active {
+        k.activate().await.map_err(CliError::failure)?;
+    }
 
     let sock = dir.join("sock");
     let _ = std::fs::remove_file(&sock);
@@ -341,8 +439,11 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| CliError::failure(format!("cannot protect {}: {e}", sock.display())))?;
     let uid = std::fs::metadata(&dir).map(|m| m.uid()).ok();
+    let mut catch_up = tokio::time::interval(CATCH_UP);
+    catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !k.stop {
         tokio::select! {
+            _ = catch_up.tick() => k.catch_up().await,
             incoming = k.link.next() => match incoming {
                 Ok(Incoming::Event { session, method, params }) => {
                     if k.on_event(session, &method, params).await.is_err() {
@@ -368,12 +469,69 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     Ok(crate::exit::SUCCESS)
 }
 
+/// Runs one warm command on the shared link `slot` (attaching it first, or
+/// again when the driven tab changed or its page went away) and returns
+/// the keeper's answer: `{"ok": true, "outcome": …}`, or `ok: false` for a
+/// command its process should run itself.
+async fn run_on_link(
+    session: &str,
+    ws_url: &str,
+    slot: &mut Option<PageLink>,
+    question: &Value,
+) -> Value {
+    let pass = |why: &str| json!({"ok": false, "error": why});
+    let command = match serde_json::from_value::<BrowserCommand>(question["command"].clone()) {
+        Ok(c) if c.warm() => c,
+        _ => return pass("not a command the keeper runs"),
+    };
+    let Ok(dialog) = serde_json::from_value::<Option<DialogAnswer>>(question["dialog"].clone())
+    else {
+        return pass("not a dialog answer");
+    };
+    let cwd = match serde_json::from_value::<PathBuf>(question["cwd"].clone()) {
+        Ok(dir) if dir.is_absolute() => dir,
+        _ => return pass("not an absolute folder"),
+    };
+    let mut state = match super::load(session) {
+        Ok(Some(s)) if s.ws_url == ws_url => s,
+        _ => return pass("the session was closed or restarted"),
+    };
+    if let Some(link) = slot.as_ref()
+        && (link.target_id() != state.target || link.catch_up().await.is_err())
+    {
+        *slot = None;
+    }
+    if slot.is_none() {
+        match PageLink::attach(ws_url, &state.target, super::CALL_TIMEOUT).await {
+            Ok(link) => *slot = Some(link),
+            // The command's own process says what is wrong.
+            Err(_) => return pass("cannot reach the page"),
+        }
+    }
+    let Some(link) = slot.as_ref() else {
+        return pass("cannot reach the page");
+    };
+    let args = BrowserArgs {
+        session: session.to_owned(),
+        json: false,
+        headed: false,
+        dialog,
+        profile: None,
+        proxy: None,
+        proxy_bypass: None,
+        cwd: Some(cwd),
+        command,
+    };
+    let outcome = super::on_link(&args, link, &mut state, session).await;
+    json!({"ok": true, "outcome": outcome})
+}
+
 impl Keeper {
     /// Answers one client: one JSON line in, one out.
     async fn client(&mut self, stream: UnixStream) {
         let (read, mut write) = stream.into_split();
         let mut line = String::new();
-        let mut reader = BufReader::new(read.take(64 * 1024));
+        let mut reader = BufReader::new(read.take(MAX_QUESTION as u64));
         let got = tokio::time::timeout(Duration::from_secs(5), reader.read_line(&mut line)).await;
         if !matches!(got, Ok(Ok(n)) if n > 0) {
             return;
@@ -381,17 +539,30 @@ impl Keeper {
         let question: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
         let answer = match question["op"].as_str() {
             Some("ping") => json!({"ok": true, "pid": std::process::id()}),
-            Some("reload") => match self.reload().await {
+            Some("run") => return self.run(question, write),
+            Some("reload") => match self.activate().await {
                 Ok(()) => json!({"ok": true, "pages": self.pages.len()}),
-                Err(why) => json!({"ok": false, "error": why}),
+                // `stale`: this keeper is on its way out.
+                Err(why) => json!({"ok": false, "error": why, "stale": self.stop}),
             },
             Some("requests") => {
-                let list: Vec<&Logged> = self.log.iter().collect();
-                let answer = json!({"ok": true, "requests": list});
-                if question["clear"] == true {
-                    self.log.clear();
+                // The log starts with the first `network` command.
+                let started = if self.active {
+                    Ok(())
+                } else {
+                    self.activate().await
+                };
+                match started {
+                    Ok(()) => {
+                        let list: Vec<&Logged> = self.log.iter().collect();
+                        let answer = json!({"ok": true, "requests": list});
+                        if question["clear"] == true {
+                            self.log.clear();
+                        }
+                        answer
+                    }
+                    Err(why) => json!({"ok": false, "error": why}),
                 }
-                answer
             }
             _ => json!({"ok": false, "error": "unknown question"}),
         };
@@ -400,6 +571,58 @@ impl Keeper {
             write.write_all(format!("{answer}\n").as_bytes()),
         )
         .await;
+    }
+
+    /// Starts following the pages (once), then applies the state file.
+    async fn activate(&mut self) -> Result<(), String> {
+        if !self.active {
+            let id = self
+                .link
+                .send(
+                    None,
+                    "Target.setAutoAttach",
+                    json!({"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true}),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            self.settle(vec![(id, "Target.setAutoAttach", None)])
+                .await?;
+            self.active = true;
+        }
+        self.reload().await
+    }
+
+    /// Takes a warm command: runs it on the shared page link in a task of
+    /// its own, so that the keeper goes on answering the browser's events
+    /// (a paused request the command's navigation waits on) meanwhile. A
+    /// command that finds the link taken is passed back to its process,
+    /// which then runs it itself, beside the other.
+    fn run(&mut self, question: Value, mut write: tokio::net::unix::OwnedWriteHalf) {
+        let Ok(mut slot) = self.warm.clone().try_lock_owned() else {
+            tokio::spawn(async move {
+                let busy = json!({"ok": false, "error": "busy with another command"});
+                let _ = write.write_all(format!("{busy}\n").as_bytes()).await;
+            });
+            return;
+        };
+        let (session, ws_url) = (self.session.clone(), self.ws_url.clone());
+        tokio::spawn(async move {
+            let answer = run_on_link(&session, &ws_url, &mut slot, &question).await;
+            drop(slot);
+            let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
+        });
+    }
+
+    /// Reads what the shared link received while no command ran (the
+    /// page's events, and dialogs to answer); forgets a link whose page
+    /// is gone.
+    async fn catch_up(&mut self) {
+        if let Ok(mut slot) = self.warm.try_lock()
+            && let Some(link) = slot.as_ref()
+            && link.catch_up().await.is_err()
+        {
+            *slot = None;
+        }
     }
 
     /// Re-reads the state file and applies it to the browser and every

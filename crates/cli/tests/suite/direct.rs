@@ -59,6 +59,30 @@ impl Session {
             .to_owned()
     }
 
+    /// The pid of the session's keeper (started by `open`), from the state
+    /// file.
+    pub(super) fn keeper_pid(&self) -> Option<u32> {
+        let saved = std::fs::read_to_string(self.state.path().join("default.json")).ok()?;
+        let v: Value = serde_json::from_str(&saved).ok()?;
+        u32::try_from(v["keeper"]["pid"].as_u64()?).ok()
+    }
+
+    /// Kills the session's keeper and waits until it is gone: later
+    /// commands attach to the page themselves.
+    pub(super) async fn kill_keeper(&self) {
+        let pid = self.keeper_pid().expect("open started a keeper");
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while super::harness::alive(pid) {
+            assert!(std::time::Instant::now() < deadline, "the keeper lives on");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     pub(super) fn profile_processes(&self) -> usize {
         let needle = self.state.path().to_string_lossy().into_owned();
         std::fs::read_dir("/proc")
@@ -442,9 +466,24 @@ async fn dialogs_are_answered_and_reported_and_a_blocked_page_is_named() {
         .await;
     assert_eq!(v, "Ada");
 
-    // A dialog the page opens between commands blocks it where no command
-    // can see it: the next command says so within seconds instead of
-    // hanging, and a reload clears it.
+    // A dialog the page opens between commands is answered by the
+    // session's keeper, which keeps a link to the page, and the next
+    // command tells of it.
+    s.eval("setTimeout(() => alert('opened between commands'), 50); 0")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let out = s.cmd(&["eval", "1 + 1"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert!(
+        stderr.contains("alert opened (\"opened between commands\") and was accepted"),
+        "{stderr}"
+    );
+
+    // Without a keeper, a dialog the page opens between commands blocks it
+    // where no command can see it: the next command says so within
+    // seconds instead of hanging, and a reload clears it.
+    s.kill_keeper().await;
     s.eval("setTimeout(() => alert('opened later'), 50); 0")
         .await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;

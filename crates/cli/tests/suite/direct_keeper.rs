@@ -1,5 +1,7 @@
 //! The `lumen browser` keeper and the session's state on real Chromium:
-//! concurrent first `set`/`network` commands start one keeper and lose
+//! `open` starts the keeper and warm commands run in it (falling back to
+//! their own link when it is busy or gone); concurrent first
+//! `set`/`network` commands start one keeper and lose
 //! none of each other's settings, a setting the browser refuses is not
 //! kept, and the request log cuts long URLs.
 
@@ -45,6 +47,9 @@ fn fetch(url: &str) -> String {
 async fn concurrent_first_commands_start_one_keeper_and_keep_every_setting() {
     let s = Session::new().await;
     s.ok(&["open", &s.site.url("form.html")]).await;
+    // `open` starts the keeper; without it, later commands start one.
+    assert_eq!(keepers(s.state.path()).len(), 1);
+    s.kill_keeper().await;
     assert!(keepers(s.state.path()).is_empty());
 
     // Three first commands at once: each needs the keeper, none finds one.
@@ -254,5 +259,141 @@ async fn the_request_log_cuts_long_urls() {
         url.starts_with(&s.site.url("data/sample.txt?q=aaa")),
         "{url}"
     );
+    s.ok(&["close"]).await;
+}
+
+/// Whether a DevTools client is attached to the session's page between
+/// commands, asked over a browser connection of the test's own.
+async fn page_attached(s: &Session) -> bool {
+    use futures::{SinkExt as _, StreamExt as _};
+    let saved = state(s);
+    let (mut ws, _) = tokio_tungstenite::connect_async(saved["ws_url"].as_str().unwrap())
+        .await
+        .unwrap();
+    ws.send(tokio_tungstenite::tungstenite::Message::text(
+        r#"{"id":1,"method":"Target.getTargets"}"#,
+    ))
+    .await
+    .unwrap();
+    while let Some(Ok(msg)) = ws.next().await {
+        let Ok(v) = serde_json::from_str::<Value>(msg.to_text().unwrap_or("")) else {
+            continue;
+        };
+        if v["id"] == 1 {
+            return v["result"]["targetInfos"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["targetId"] == saved["target"])
+                .unwrap_or_else(|| panic!("no session page in {v}"))["attached"]
+                == true;
+        }
+    }
+    panic!("the browser did not answer Target.getTargets");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_commands_run_in_the_keeper_and_a_busy_one_is_not_waited_for() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let name = s.find("textbox", "Name").await;
+    s.ok(&["fill", &name, "Ada"]).await;
+    assert_eq!(s.ok(&["get", "value", &name]).await, "Ada");
+    // The keeper `open` started holds the page's link between commands.
+    assert!(page_attached(&s).await, "no link kept to the page");
+    // A screenshot it takes lands in the caller's folder, not its own.
+    let elsewhere = s.state.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let out = super::harness::lumen(&elsewhere)
+        .env("LUMEN_STATE_DIR", s.state.path())
+        .args(["browser", "screenshot", "shot.png"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "shot.png");
+    let png = std::fs::read(elsewhere.join("shot.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    assert!(!s.state.path().join("shot.png").exists());
+
+    // A command that finds the keeper's link taken (a long wait) runs on
+    // a link of its own, beside it, instead of queueing behind it.
+    let mut wait = super::harness::lumen(s.state.path())
+        .env("LUMEN_STATE_DIR", s.state.path())
+        .args(["browser", "wait", "--text", "never on the page"])
+        .args(["--timeout", "8000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    s.ok(&["fill", &name, "Grace"]).await;
+    assert_eq!(s.ok(&["get", "value", &name]).await, "Grace");
+    assert!(
+        wait.try_wait().unwrap().is_none(),
+        "the wait ended before the commands that came after it"
+    );
+    let out = wait.wait_with_output().await.unwrap();
+    assert_eq!(code(&out), 1, "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("gave up after 8000 ms"));
+
+    // Without a keeper, commands attach themselves and leave nothing
+    // attached; the next `open` starts a keeper again.
+    s.kill_keeper().await;
+    s.ok(&["fill", &name, "Lin"]).await;
+    assert_eq!(s.ok(&["get", "value", &name]).await, "Lin");
+    assert!(!page_attached(&s).await, "a link outlived its command");
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    assert!(s.keeper_pid().is_some_and(alive), "open started no keeper");
+    s.ok(&["close"]).await;
+}
+
+/// The keeper's socket runs page commands for the session's owner, and no
+/// others: not `open`, `close` or a file command, and nothing it cannot
+/// read as a command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keeper_runs_only_page_commands() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let sock = s.state.path().join("default.keeper").join("sock");
+    let ask = |question: String| {
+        let sock = sock.clone();
+        async move {
+            let mut stream = tokio::net::UnixStream::connect(sock).await.unwrap();
+            stream
+                .write_all(format!("{question}\n").as_bytes())
+                .await
+                .unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            serde_json::from_str::<Value>(&answer).unwrap()
+        }
+    };
+    let shot = s.state.path().join("shot.png");
+    for command in [
+        serde_json::json!("Close"),
+        serde_json::json!({"Open": {"url": "http://127.0.0.1:9/"}}),
+        serde_json::json!({"Screenshot": {"path": shot, "annotate": true}}),
+        serde_json::json!({"State": {"action": "save", "file": shot}}),
+        serde_json::json!({"Click": {"target": "not a list"}}),
+        serde_json::json!("Keeper"),
+    ] {
+        let answer = ask(serde_json::json!({"op": "run", "command": command}).to_string()).await;
+        assert_eq!(answer["ok"], false, "{command}: {answer}");
+        assert_eq!(answer["error"], "not a command the keeper runs");
+    }
+    assert!(!shot.exists());
+    // A page command is run for a caller that names its folder, and
+    // answers as its own process would print.
+    let eval = serde_json::json!({"Eval": {"js": "6 * 7"}});
+    for cwd in [serde_json::json!("relative/folder"), Value::Null] {
+        let question = serde_json::json!({"op": "run", "command": eval, "cwd": cwd});
+        let answer = ask(question.to_string()).await;
+        assert_eq!(answer["error"], "not an absolute folder", "{answer}");
+    }
+    let question = serde_json::json!({"op": "run", "command": eval, "cwd": s.state.path()});
+    let answer = ask(question.to_string()).await;
+    assert_eq!(answer["outcome"]["answer"]["Ok"][0], 42, "{answer}");
+    assert_eq!(s.ok(&["url"]).await, s.site.url("form.html"));
     s.ok(&["close"]).await;
 }

@@ -11,8 +11,9 @@
 //! measured separately, a few times, also interleaved. Medians and the
 //! ratio lumen / agent-browser are printed as a Markdown table, then the
 //! memory (RSS) of what each tool keeps running between commands: its
-//! session process (agent-browser's daemon; lumen's keeper, which only
-//! `set` and `network` start) and its Chromium.
+//! session process (agent-browser's daemon; lumen's keeper, which `open`
+//! starts and which runs the warm commands on its link to the page) and
+//! its Chromium.
 //!
 //! agent-browser is found through `--agent-browser`, `$AGENT_BROWSER`, or
 //! `agent-browser` on `PATH` (its npm wrapper is swapped for the native
@@ -312,7 +313,8 @@ fn bench(options: &Options, url: &str) -> Result<()> {
     }
     let result = measure(&mut tools, options, url);
     // What each tool keeps running between commands, measured right after
-    // the warm commands; then lumen's keeper, started as `set` starts it.
+    // the warm commands; then lumen's keeper once it also follows every
+    // page for emulation and routes (from the first `set`).
     let during: Vec<(Memory, Memory)> = tools
         .iter()
         .map(|t| (t.session_memory(), t.browser_memory()))
@@ -388,7 +390,7 @@ fn bench(options: &Options, url: &str) -> Result<()> {
         column(1, &|m| m.0.shown())
     );
     println!(
-        "| lumen keeper once started (`set media light`) | {} | – |",
+        "| lumen keeper following the pages too (after `set media light`) | {} | – |",
         keeper.shown()
     );
     println!(
