@@ -192,8 +192,9 @@ pub(crate) const OWN_TOOLS: &[Offer] = &[
         action: "answerDialog",
         args: &[Arg::of("accept"), Arg::of("text")],
     },
+    // Offered only with an upload folder (`BrowserOptIns::file_upload`).
     Offer {
-        name: "choose_files",
+        name: CHOOSE_FILES,
         action: "chooseFiles",
         args: &[Arg::of("paths")],
     },
@@ -208,11 +209,39 @@ pub(crate) const OWN_TOOLS: &[Offer] = &[
 /// The own tool that hands the browser to a person.
 pub(crate) const REQUEST_HUMAN: &str = "request_human";
 
-/// The own tools to offer: all of them, `request_human` only with `human`.
-pub(crate) fn own_offers(human: bool) -> impl Iterator<Item = &'static Offer> {
-    OWN_TOOLS
-        .iter()
-        .filter(move |o| human || o.name != REQUEST_HUMAN)
+/// The own tool that sets files for the next file chooser.
+const CHOOSE_FILES: &str = "choose_files";
+
+/// Which of the own tools that only some sessions can use are offered: a
+/// tool the session cannot carry out would only cost tokens on every
+/// request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct OwnTools {
+    /// `request_human`: the session has someone to hand the browser to.
+    pub(crate) human: bool,
+    /// `choose_files`: the browser has an upload folder to choose from.
+    pub(crate) uploads: bool,
+}
+
+impl OwnTools {
+    /// As the adapter options say ([`AdapterOptions::request_human`],
+    /// [`BrowserOptIns::file_upload`](crate::BrowserOptIns::file_upload)).
+    pub(crate) fn of(options: &crate::AdapterOptions) -> Self {
+        Self {
+            human: options.request_human,
+            uploads: options.browser_opt_ins.file_upload,
+        }
+    }
+}
+
+/// The own tools to offer: all of them, `request_human` and
+/// `choose_files` only when `own` says the session can use them.
+pub(crate) fn own_offers(own: OwnTools) -> impl Iterator<Item = &'static Offer> {
+    OWN_TOOLS.iter().filter(move |o| match o.name {
+        REQUEST_HUMAN => own.human,
+        CHOOSE_FILES => own.uploads,
+        _ => true,
+    })
 }
 
 /// The own tools a toolset that has its own version of them replaces.
@@ -226,10 +255,10 @@ pub(crate) const BROWSER_TOOLSET_HAS: &[&str] = &[
 ];
 
 /// Lumen's own tools as (name, description, JSON Schema of the arguments),
-/// offered next to a provider's computer tool (`request_human` only with
-/// `human`).
-pub(crate) fn own_tools(human: bool) -> Vec<(&'static str, &'static str, Value)> {
-    own_offers(human)
+/// offered next to a provider's computer tool (as [`own_offers`] picks
+/// them).
+pub(crate) fn own_tools(own: OwnTools) -> Vec<(&'static str, &'static str, Value)> {
+    own_offers(own)
         .filter_map(|o| function_tool(o, ""))
         .collect()
 }

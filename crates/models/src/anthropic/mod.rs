@@ -155,8 +155,8 @@ pub struct AnthropicCodec {
     base_url: String,
     tool: ComputerTool,
     opt_ins: crate::BrowserOptIns,
-    /// Offer `request_human`.
-    human: bool,
+    /// Which session-dependent own tools to offer.
+    own: prompt::OwnTools,
     max_tokens: u32,
     thinking: Option<Thinking>,
     summary_model: String,
@@ -166,6 +166,7 @@ impl HttpAdapter<AnthropicCodec> {
     /// An adapter for `model` (`claude-sonnet-4-6`). Needs
     /// `options.api_key`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        let own = prompt::OwnTools::of(&options);
         let key = options.api_key.clone().ok_or_else(|| {
             LumenError::config(
                 "anthropic api key",
@@ -200,7 +201,7 @@ impl HttpAdapter<AnthropicCodec> {
                 .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
             tool,
             opt_ins: options.browser_opt_ins,
-            human: options.request_human,
+            own,
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             thinking,
             summary_model: options
@@ -274,7 +275,7 @@ impl AnthropicCodec {
         };
         let mut tools = vec![computer];
         let browser = self.tool == ComputerTool::BrowserToolset20260801;
-        for (name, description, schema) in prompt::own_tools(self.human) {
+        for (name, description, schema) in prompt::own_tools(self.own) {
             // The browser toolset has its own navigation, tabs and text.
             if browser && prompt::BROWSER_TOOLSET_HAS.contains(&name) {
                 continue;

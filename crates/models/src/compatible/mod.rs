@@ -49,14 +49,15 @@ pub struct CompatibleCodec {
     effort: Option<&'static str>,
     max_images: Option<usize>,
     summary_model: String,
-    /// Offer `request_human`.
-    human: bool,
+    /// Which session-dependent own tools to offer.
+    own: prompt::OwnTools,
 }
 
 impl HttpAdapter<CompatibleCodec> {
     /// An adapter for `model` on the server at `options.base_url` (which
     /// includes `/v1`). The key is optional (local servers need none).
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        let own = prompt::OwnTools::of(&options);
         options.computer_tools_only(PROVIDER)?;
         let base_url = options.base_url.clone().ok_or_else(|| {
             LumenError::config(
@@ -84,7 +85,7 @@ impl HttpAdapter<CompatibleCodec> {
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             effort: effort.map(Effort::openai),
             max_images: options.max_images,
-            human: options.request_human,
+            own,
             summary_model: options.summary_model.unwrap_or_else(|| model.to_owned()),
         };
         Ok(Self { info, http, codec })
@@ -132,7 +133,7 @@ impl CompatibleCodec {
         let mut body = json!({
             "model": self.model,
             "messages": messages,
-            "tools": tools(self.space, self.human),
+            "tools": tools(self.space, self.own),
             "tool_choice": "auto",
             "max_tokens": self.max_tokens,
         });

@@ -83,14 +83,14 @@ const OFFERS: &[Offer] = &[
 ];
 
 /// Lumen's action set as function tools, rendered from the catalogue.
-pub(super) fn tools(space: CoordinateSpace, human: bool) -> Vec<Value> {
+pub(super) fn tools(space: CoordinateSpace, own: prompt::OwnTools) -> Vec<Value> {
     let unit = match space {
         CoordinateSpace::Normalized => "0-1000 grid",
         CoordinateSpace::Pixels => "screenshot pixels",
     };
     OFFERS
         .iter()
-        .chain(prompt::own_offers(human))
+        .chain(prompt::own_offers(own))
         .filter_map(|offer| prompt::function_tool(offer, unit))
         .map(|(name, description, parameters)| {
             json!({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
@@ -394,13 +394,45 @@ mod tests {
         }
     }
 
+    /// `request_human` and `choose_files` are offered only to sessions
+    /// that can carry them out.
+    #[test]
+    fn tools_a_session_cannot_use_are_not_offered() {
+        let names = |own| -> Vec<String> {
+            tools(CoordinateSpace::Pixels, own)
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let plain = names(prompt::OwnTools::default());
+        assert!(plain.contains(&"answer_dialog".to_owned()), "{plain:?}");
+        assert!(!plain.contains(&"choose_files".to_owned()), "{plain:?}");
+        assert!(!plain.contains(&"request_human".to_owned()), "{plain:?}");
+        let uploads = names(prompt::OwnTools {
+            human: false,
+            uploads: true,
+        });
+        assert!(uploads.contains(&"choose_files".to_owned()), "{uploads:?}");
+        assert!(!uploads.contains(&"request_human".to_owned()));
+        let human = names(prompt::OwnTools {
+            human: true,
+            uploads: false,
+        });
+        assert!(human.contains(&"request_human".to_owned()), "{human:?}");
+        assert!(!human.contains(&"choose_files".to_owned()));
+    }
+
     /// Every offered tool decodes to the catalogue action it renders, with
     /// all its arguments and with only the required ones.
     #[test]
     fn every_offered_tool_decodes_to_its_action() {
         let size = Size::new(1000, 1000);
         let decoder = ActionDecoder::for_screen(size, size);
-        let tools = tools(CoordinateSpace::Normalized, true);
+        let every = prompt::OwnTools {
+            human: true,
+            uploads: true,
+        };
+        let tools = tools(CoordinateSpace::Normalized, every);
         let offers: Vec<&Offer> = OFFERS.iter().chain(prompt::OWN_TOOLS).collect();
         // An offer naming a field or action the catalogue lacks is left out.
         assert_eq!(tools.len(), offers.len());

@@ -61,14 +61,15 @@ pub struct GoogleCodec {
     thinking_budget: Option<u32>,
     effort: Option<Effort>,
     summary_model: String,
-    /// Offer `request_human`.
-    human: bool,
+    /// Which session-dependent own tools to offer.
+    own: prompt::OwnTools,
 }
 
 impl HttpAdapter<GoogleCodec> {
     /// An adapter for `model` (`gemini-2.5-computer-use-preview-10-2025`).
     /// Needs `options.api_key`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        let own = prompt::OwnTools::of(&options);
         options.computer_tools_only(PROVIDER)?;
         let key = options.api_key.clone().ok_or_else(|| {
             LumenError::config(
@@ -89,7 +90,7 @@ impl HttpAdapter<GoogleCodec> {
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             effort,
             thinking_budget: options.thinking_budget,
-            human: options.request_human,
+            own,
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
@@ -123,7 +124,7 @@ impl GoogleCodec {
 
     fn request_body(&self, ctx: &StepContext<'_>) -> Value {
         // `navigate` is one of Gemini's own computer-use functions.
-        let functions: Vec<Value> = prompt::own_tools(self.human)
+        let functions: Vec<Value> = prompt::own_tools(self.own)
             .into_iter()
             .filter(|(name, _, _)| *name != "navigate")
             .map(|(name, description, schema)| {

@@ -76,14 +76,15 @@ pub struct OpenAiCodec {
     reasoning_room: u32,
     effort: Option<&'static str>,
     summary_model: String,
-    /// Offer `request_human`.
-    human: bool,
+    /// Which session-dependent own tools to offer.
+    own: prompt::OwnTools,
 }
 
 impl HttpAdapter<OpenAiCodec> {
     /// An adapter for `model` (`computer-use-preview`, `gpt-5.4`…). Needs
     /// `options.api_key`. The base URL includes `/v1`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        let own = prompt::OwnTools::of(&options);
         options.computer_tools_only(PROVIDER)?;
         let key = options.api_key.clone().ok_or_else(|| {
             LumenError::config(
@@ -109,7 +110,7 @@ impl HttpAdapter<OpenAiCodec> {
             max_tokens: options.max_tokens.unwrap_or(spec.max_output),
             reasoning_room: options.thinking_budget.unwrap_or(0),
             effort: effort.map(Effort::openai),
-            human: options.request_human,
+            own,
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
@@ -145,7 +146,7 @@ impl OpenAiCodec {
             })
         };
         let mut tools = vec![computer];
-        for (name, description, schema) in prompt::own_tools(self.human) {
+        for (name, description, schema) in prompt::own_tools(self.own) {
             tools.push(json!({
                 "type": "function",
                 "name": name,
