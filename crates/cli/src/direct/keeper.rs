@@ -40,7 +40,8 @@
 //! refused). It applies nothing but the state file, which only the
 //! session's owner writes, and runs for a peer only what the peer could
 //! run itself. It exits by itself when the browser closes its WebSocket,
-//! when the state file no longer names its browser, and is ended by
+//! when the state file no longer names its browser (checked every second),
+//! and is ended by
 //! `close` (it is checked to be this session's keeper, by command line and
 //! start time, before it is signalled).
 
@@ -613,10 +614,16 @@ impl Keeper {
         });
     }
 
-    /// Reads what the shared link received while no command ran (the
-    /// page's events, and dialogs to answer); forgets a link whose page
-    /// is gone.
+    /// Once a second: exits when the state file no longer names this
+    /// keeper's browser (the session was closed, or its state removed:
+    /// nothing can reach the keeper's work any more); reads what the
+    /// shared link received while no command ran (the page's events, and
+    /// dialogs to answer) and forgets a link whose page is gone.
     async fn catch_up(&mut self) {
+        if !matches!(super::load(&self.session), Ok(Some(s)) if s.ws_url == self.ws_url) {
+            self.stop = true;
+            return;
+        }
         if let Ok(mut slot) = self.warm.try_lock()
             && let Some(link) = slot.as_ref()
             && link.catch_up().await.is_err()

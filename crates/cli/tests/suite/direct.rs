@@ -14,6 +14,28 @@ pub(super) struct Session {
     pub(super) state: tempfile::TempDir,
 }
 
+impl Drop for Session {
+    /// A test that fails half-way leaves no browser or keeper behind (its
+    /// state folder, and with it `close`'s way to them, goes next).
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(self.state.path()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if let (Some(session), Some("json")) = (
+                path.file_stem().and_then(|s| s.to_str()),
+                path.extension().and_then(|e| e.to_str()),
+            ) {
+                let _ = std::process::Command::new(env!("CARGO_BIN_EXE_lumen"))
+                    .env("LUMEN_STATE_DIR", self.state.path())
+                    .args(["browser", "--session", session, "close"])
+                    .output();
+            }
+        }
+    }
+}
+
 impl Session {
     pub(super) async fn new() -> Session {
         Session {
