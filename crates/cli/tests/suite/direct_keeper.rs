@@ -397,3 +397,26 @@ async fn the_keeper_runs_only_page_commands() {
     assert_eq!(s.ok(&["url"]).await, s.site.url("form.html"));
     s.ok(&["close"]).await;
 }
+
+/// A keeper whose session's state file is gone (removed by hand, or with
+/// its folder) exits: nothing can reach it any more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keeper_exits_when_the_state_file_is_gone() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let keeper = s.keeper_pid().expect("open started a keeper");
+    let path = s.state.path().join("default.json");
+    let saved = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(keeper) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the keeper outlived its state"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Put it back, so that `close` ends the browser.
+    std::fs::write(&path, saved).unwrap();
+    s.ok(&["close"]).await;
+}
