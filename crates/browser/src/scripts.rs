@@ -225,15 +225,12 @@ pub(crate) const SETTLE_PROBE: &str = r#"((defer, mark) => new Promise((resolve)
   later(() => finish(null), 250);
 }))"#;
 
-/// `(x, y, dx, dy) => {state, room}`: the page's scroll state (`[scrollX,
-/// scrollY, changes]`, as the wheel's frame reads compare it) and whether a
-/// wheel at the point could scroll anything: a scroll container under it
-/// (shadow roots and ancestors included) or the page itself with room left
-/// that way. A frame under the point is taken to have room (its document
-/// may not be readable from here).
+/// `(x, y, dx, dy) => bool`: whether a wheel at the point could scroll
+/// anything: a scroll container under it (shadow roots and ancestors
+/// included) or the page itself with room left that way. A frame under the
+/// point is taken to have room (its document may not be readable from
+/// here).
 pub(crate) const SCROLL_ROOM_FN: &str = r#"((x, y, dx, dy) => {
-  const A = window.__lumenAgent || {};
-  const state = [scrollX, scrollY, A.changes];
   const scrolls = (v) => v === 'auto' || v === 'scroll' || v === 'overlay';
   const fits = (pos, size, view, d) => (d > 0 && pos + view < size - 1) || (d < 0 && pos > 0);
   let el = document.elementFromPoint(x, y);
@@ -244,18 +241,17 @@ pub(crate) const SCROLL_ROOM_FN: &str = r#"((x, y, dx, dy) => {
   }
   for (; el; el = el.parentElement || (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null)) {
     if (el.tagName === 'IFRAME' || el.tagName === 'FRAME' || el.tagName === 'EMBED' || el.tagName === 'OBJECT') {
-      return { state, room: true };
+      return true;
     }
     const s = getComputedStyle(el);
     if ((scrolls(s.overflowY) && fits(el.scrollTop, el.scrollHeight, el.clientHeight, dy)) ||
         (scrolls(s.overflowX) && fits(el.scrollLeft, el.scrollWidth, el.clientWidth, dx))) {
-      return { state, room: true };
+      return true;
     }
   }
   const root = document.scrollingElement || document.documentElement;
-  const room = !!root && (fits(scrollY, root.scrollHeight, innerHeight, dy) ||
-                          fits(scrollX, root.scrollWidth, innerWidth, dx));
-  return { state, room };
+  return !!root && (fits(scrollY, root.scrollHeight, innerHeight, dy) ||
+                    fits(scrollX, root.scrollWidth, innerWidth, dx));
 })"#;
 
 /// The page's state as a screenshot standing in for settling's last frame

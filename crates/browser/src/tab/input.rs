@@ -224,15 +224,18 @@ impl CdpTab {
         // nothing: its frames are not waited for. The page's own wheel
         // handlers still run, and settling sees what they change.
         let modified = (modifiers.cdp_mask() | self.held_mask()) != 0;
-        let before = self
+        let read = self
             .eval_in(
                 &ctx0,
-                &format!("{SCROLL_ROOM_FN}({}, {}, {delta_x}, {delta_y})", at.x, at.y),
+                &format!(
+                    "[{SCROLL_STATE}, {SCROLL_ROOM_FN}({}, {}, {delta_x}, {delta_y})]",
+                    at.x, at.y
+                ),
             )
             .await
             .unwrap_or_default();
-        let room = modified || before["room"] != false;
-        let before = before["state"].clone();
+        let room = modified || read[1] != false;
+        let before = read[0].clone();
         let mut outcome = self
             .act(Some(at), false, |ctx| async move {
                 let mods = modifiers.cdp_mask() | self.held_mask();
