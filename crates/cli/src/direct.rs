@@ -46,6 +46,7 @@ mod keeper;
 mod launch;
 mod network;
 mod storage;
+mod warm;
 
 /// `lumen browser`.
 #[derive(Debug, Args)]
@@ -153,7 +154,7 @@ enum BrowserCommand {
     #[command(subcommand)]
     #[serde(skip)]
     Set(emulate::Set),
-    /// The session's keeper process (started by `set` and `network`).
+    /// The session's keeper process (started by `open`, `set` and `network`).
     #[command(name = "keeper-internal", hide = true)]
     Keeper,
     /// Check a checkbox, radio button or switch (`@e3` or a CSS selector):
@@ -613,7 +614,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         };
     }
     if args.command.warm()
-        && let Some(outcome) = keeper::run_warm(&session, &args.command, args.dialog).await
+        && let Some(outcome) = warm::run_warm(&session, &args.command, args.dialog).await
     {
         return finish(&args, outcome);
     }

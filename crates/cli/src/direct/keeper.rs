@@ -5,11 +5,12 @@
 //!
 //! `open` starts it (`lumen browser keeper-internal`, hidden), detached in
 //! its own process group; `set` and `network` start it too when it is not
-//! running. A page command ([`BrowserCommand::warm`]: click, fill, get…)
-//! sends itself, parsed, over the keeper's socket ([`run_warm`]); the
-//! keeper runs it in a task of its own on the one [`PageLink`] it keeps to
-//! the session's page (attached at the first command, again when `tab`
-//! switched pages or the page went away) and sends back the output. A
+//! running. A page command ([`BrowserCommand::warm`](super::BrowserCommand::warm):
+//! click, fill, get…) sends itself, parsed, over the keeper's socket; the
+//! keeper runs it in a task of its own on the one
+//! [`PageLink`](lumen::browser::PageLink) it keeps to the session's page
+//! (attached at the first command, again when `tab` switched pages or the
+//! page went away) and sends back the output (both sides: `warm.rs`). A
 //! command that finds the link taken by another (a long `wait`) or no
 //! keeper at all runs in its own process, on a link of its own.
 //!
@@ -57,10 +58,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
-use lumen::browser::PageLink;
-
 use super::network::RouteAction;
-use super::{BrowserArgs, BrowserCommand, DialogAnswer, PageOutcome, State, emulate};
+use super::{State, emulate, warm};
 use crate::exit::CliError;
 
 /// The hidden subcommand the keeper runs as.
@@ -77,14 +76,10 @@ const MAX_URL: usize = 1000;
 const ANSWER: Duration = Duration::from_secs(20);
 /// The longest question the keeper reads (a warm command carries the text
 /// it fills or evaluates); a longer command runs in its own process.
-const MAX_QUESTION: usize = 1 << 20;
+pub(super) const MAX_QUESTION: usize = 1 << 20;
 /// How often the keeper reads what its open page link received while no
 /// command runs (and answers dialogs that opened meanwhile).
 const CATCH_UP: Duration = Duration::from_secs(1);
-
-/// The link to the driven page that warm commands share: `None` before the
-/// first, and after the page it led to went away.
-type WarmLink = std::sync::Arc<tokio::sync::Mutex<Option<PageLink>>>;
 
 /// The keeper process, as the state file remembers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,7 +89,7 @@ pub(super) struct KeeperProc {
 }
 
 /// The keeper's private folder: its socket and its log.
-fn dir(session: &str) -> PathBuf {
+pub(super) fn dir(session: &str) -> PathBuf {
     super::state_dir().join(format!("{session}.keeper"))
 }
 
@@ -190,65 +185,6 @@ pub(super) async fn ensure(session: &str, state: &mut State) -> Result<(), CliEr
         return Ok(());
     }
     start(session, state).await
-}
-
-/// Runs a warm command (see [`BrowserCommand::warm`]) in the session's
-/// keeper, on the link it keeps open to the page.
-///
-/// `None` when the command is the caller's to run: there is no keeper to
-/// ask, or the keeper passes it back (another command holds its link, or
-/// it cannot reach the page). Once the keeper has taken the command, a
-/// failure to hear back is the command's error and nothing is run again:
-/// the command may have acted.
-pub(super) async fn run_warm(
-    session: &str,
-    command: &BrowserCommand,
-    dialog: Option<DialogAnswer>,
-) -> Option<PageOutcome> {
-    let cwd = std::env::current_dir().ok()?;
-    let question =
-        json!({"op": "run", "command": command, "dialog": dialog, "cwd": cwd}).to_string();
-    if question.len() >= MAX_QUESTION {
-        return None;
-    }
-    let mut stream = UnixStream::connect(dir(session).join("sock")).await.ok()?;
-    stream
-        .write_all(format!("{question}\n").as_bytes())
-        .await
-        .ok()?;
-    let lost = |why: &str| PageOutcome {
-        answer: Err(CliError::failure(format!(
-            "the session's keeper {why}; the command may or may not have run"
-        ))),
-        dialogs: Vec::new(),
-    };
-    let mut line = String::new();
-    let mut reader = BufReader::new(stream);
-    let read = reader.read_line(&mut line);
-    match tokio::time::timeout(warm_deadline(command), read).await {
-        Err(_) => return Some(lost("did not answer in time")),
-        Ok(Err(_) | Ok(0)) => return Some(lost("ended during the command")),
-        Ok(Ok(_)) => {}
-    }
-    let answer: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-    if answer["ok"] != true {
-        tracing::debug!("the keeper passed the command back: {answer}");
-        return None;
-    }
-    Some(
-        serde_json::from_value(answer["outcome"].clone())
-            .unwrap_or_else(|_| lost("answered in a form this lumen does not read")),
-    )
-}
-
-/// How long a warm command's process waits for the keeper: the longest
-/// the command itself may take, and then some.
-fn warm_deadline(command: &BrowserCommand) -> Duration {
-    let own = match command {
-        BrowserCommand::Wait { timeout, .. } => Duration::from_millis(*timeout),
-        _ => Duration::ZERO,
-    };
-    own + 4 * super::CALL_TIMEOUT
 }
 
 /// One question and its answer over the keeper's socket.
@@ -400,7 +336,7 @@ struct Keeper {
     /// at start when the state file has settings. Until then it only
     /// serves warm commands and watches for the browser's end.
     active: bool,
-    warm: WarmLink,
+    warm: warm::WarmLink,
 }
 
 /// The keeper's main: `lumen browser keeper-internal`.
@@ -427,7 +363,7 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
         routed: HashMap::new(),
         stop: false,
         active: false,
-        warm: WarmLink::default(),
+        warm: warm::WarmLink::default(),
     };
     if active {
         k.activate().await.map_err(CliError::failure)?;
@@ -468,63 +404,6 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     drop(listener);
     let _ = std::fs::remove_file(&sock);
     Ok(crate::exit::SUCCESS)
-}
-
-/// Runs one warm command on the shared link `slot` (attaching it first, or
-/// again when the driven tab changed or its page went away) and returns
-/// the keeper's answer: `{"ok": true, "outcome": …}`, or `ok: false` for a
-/// command its process should run itself.
-async fn run_on_link(
-    session: &str,
-    ws_url: &str,
-    slot: &mut Option<PageLink>,
-    question: &Value,
-) -> Value {
-    let pass = |why: &str| json!({"ok": false, "error": why});
-    let command = match serde_json::from_value::<BrowserCommand>(question["command"].clone()) {
-        Ok(c) if c.warm() => c,
-        _ => return pass("not a command the keeper runs"),
-    };
-    let Ok(dialog) = serde_json::from_value::<Option<DialogAnswer>>(question["dialog"].clone())
-    else {
-        return pass("not a dialog answer");
-    };
-    let cwd = match serde_json::from_value::<PathBuf>(question["cwd"].clone()) {
-        Ok(dir) if dir.is_absolute() => dir,
-        _ => return pass("not an absolute folder"),
-    };
-    let mut state = match super::load(session) {
-        Ok(Some(s)) if s.ws_url == ws_url => s,
-        _ => return pass("the session was closed or restarted"),
-    };
-    if let Some(link) = slot.as_ref()
-        && (link.target_id() != state.target || link.catch_up().await.is_err())
-    {
-        *slot = None;
-    }
-    if slot.is_none() {
-        match PageLink::attach(ws_url, &state.target, super::CALL_TIMEOUT).await {
-            Ok(link) => *slot = Some(link),
-            // The command's own process says what is wrong.
-            Err(_) => return pass("cannot reach the page"),
-        }
-    }
-    let Some(link) = slot.as_ref() else {
-        return pass("cannot reach the page");
-    };
-    let args = BrowserArgs {
-        session: session.to_owned(),
-        json: false,
-        headed: false,
-        dialog,
-        profile: None,
-        proxy: None,
-        proxy_bypass: None,
-        cwd: Some(cwd),
-        command,
-    };
-    let outcome = super::on_link(&args, link, &mut state, session).await;
-    json!({"ok": true, "outcome": outcome})
 }
 
 impl Keeper {
@@ -608,7 +487,7 @@ impl Keeper {
         };
         let (session, ws_url) = (self.session.clone(), self.ws_url.clone());
         tokio::spawn(async move {
-            let answer = run_on_link(&session, &ws_url, &mut slot, &question).await;
+            let answer = warm::run_on_link(&session, &ws_url, &mut slot, &question).await;
             drop(slot);
             let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
         });
