@@ -12,7 +12,9 @@
 //! (attached at the first command, again when `tab` switched pages or the
 //! page went away) and sends back the output (both sides: `warm.rs`). A
 //! command that finds the link taken by another (a long `wait`) or no
-//! keeper at all runs in its own process, on a link of its own.
+//! keeper at all runs in its own process, on a link of its own; one whose
+//! process goes away before its answer (the caller keeps its end of the
+//! socket open until then) is dropped.
 //!
 //! Settings: plain commands attach to the page, act and leave, and
 //! anything they set up would vanish with their WebSocket. So `set` and
@@ -419,7 +421,7 @@ impl Keeper {
         let question: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
         let answer = match question["op"].as_str() {
             Some("ping") => json!({"ok": true, "pid": std::process::id()}),
-            Some("run") => return self.run(question, write),
+            Some("run") => return self.run(question, reader.into_inner().into_inner(), write),
             Some("reload") => match self.activate().await {
                 Ok(()) => json!({"ok": true, "pages": self.pages.len()}),
                 // `stale`: this keeper is on its way out.
@@ -476,8 +478,15 @@ impl Keeper {
     /// its own, so that the keeper goes on answering the browser's events
     /// (a paused request the command's navigation waits on) meanwhile. A
     /// command that finds the link taken is passed back to its process,
-    /// which then runs it itself, beside the other.
-    fn run(&mut self, question: Value, mut write: tokio::net::unix::OwnedWriteHalf) {
+    /// which then runs it itself, beside the other. A command whose
+    /// process goes away (Ctrl-C on a long `wait`) is dropped, as it would
+    /// have ended with its own link: the link is free again at once.
+    fn run(
+        &mut self,
+        question: Value,
+        mut read: tokio::net::unix::OwnedReadHalf,
+        mut write: tokio::net::unix::OwnedWriteHalf,
+    ) {
         let Ok(mut slot) = self.warm.clone().try_lock_owned() else {
             tokio::spawn(async move {
                 let busy = json!({"ok": false, "error": "busy with another command"});
@@ -487,7 +496,20 @@ impl Keeper {
         };
         let (session, ws_url) = (self.session.clone(), self.ws_url.clone());
         tokio::spawn(async move {
-            let answer = warm::run_on_link(&session, &ws_url, &mut slot, &question).await;
+            // The caller sends nothing after its question: the read ends
+            // only when it is gone.
+            let mut byte = [0u8; 1];
+            let answer = tokio::select! {
+                answer = warm::run_on_link(&session, &ws_url, &mut slot, &question) => answer,
+                _ = read.read(&mut byte) => {
+                    // Dropped half-way: its `--dialog` answer must not
+                    // outlive it.
+                    if let Some(link) = slot.as_ref() {
+                        link.set_dialog_policy(lumen::browser::DialogPolicy::default()).await;
+                    }
+                    return;
+                }
+            };
             drop(slot);
             let _ = write.write_all(format!("{answer}\n").as_bytes()).await;
         });

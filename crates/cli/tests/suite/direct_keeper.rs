@@ -420,3 +420,34 @@ async fn the_keeper_exits_when_the_state_file_is_gone() {
     std::fs::write(&path, saved).unwrap();
     s.ok(&["close"]).await;
 }
+
+/// A command whose process goes away (Ctrl-C on a long `wait`) is dropped
+/// by the keeper, as it would have ended with a link of its own: the link
+/// is free again, and a dialog the page opens next is answered between
+/// commands and told of by the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_whose_process_is_gone_is_dropped() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let mut wait = super::harness::lumen(s.state.path())
+        .env("LUMEN_STATE_DIR", s.state.path())
+        .args(["browser", "wait", "--text", "never on the page"])
+        .args(["--timeout", "60000"])
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    wait.kill().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    s.eval("setTimeout(() => alert('after the wait'), 50); 0")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let out = s.cmd(&["eval", "1 + 1"]).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "{stderr}");
+    assert!(
+        stderr.contains("alert opened (\"after the wait\") and was accepted"),
+        "the keeper was still busy with a command nobody waits for: {stderr}"
+    );
+    s.ok(&["close"]).await;
+}
