@@ -268,6 +268,12 @@ pub struct RunManager {
     worker: Arc<str>,
     /// Wakes the claim loop (a run was queued).
     wake: tokio::sync::Notify,
+    /// Held by the claim loop from a claim to the run's entry in `runs`,
+    /// and by a steer from looking for the run here to adopting it: a run
+    /// this server claims meanwhile would match the adoption too (it names
+    /// this worker), and the steer would land on a copy that executes
+    /// nowhere.
+    claims: tokio::sync::Mutex<()>,
     /// The shared queue's background tasks (claims, leases, notifications).
     background: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -379,6 +385,7 @@ impl RunManager {
             db,
             worker,
             wake: tokio::sync::Notify::new(),
+            claims: tokio::sync::Mutex::new(()),
             background: Mutex::new(Vec::new()),
         });
         if shared {

@@ -91,8 +91,14 @@ impl Db {
                 return Ok(None);
             }
         }
+        // A queued run claimed here counts as running from the claim on:
+        // until its executor saves `running`, the count above would
+        // otherwise miss it and another worker could start a run past the
+        // global limit. (A waiting run a steer holds keeps `queued` and
+        // is not counted.)
         let row: Option<(String, String, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "UPDATE runs SET worker = $1, lease_until_ms = $2, \
+                 status = CASE WHEN status = 'queued' THEN 'running' ELSE status END, \
                  resume_next = CASE WHEN worker IS NULL THEN resume_next ELSE 1 END \
              WHERE id = (SELECT id FROM runs \
                  WHERE (status = 'queued' AND worker IS NULL) \

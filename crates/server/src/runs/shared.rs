@@ -36,6 +36,7 @@ impl RunManager {
             let Ok(permit) = self.slots.clone().acquire_owned().await else {
                 return;
             };
+            let claims = self.claims.lock().await;
             let claimed = self
                 .db
                 .claim(
@@ -48,16 +49,17 @@ impl RunManager {
                 Ok(Some(c)) => {
                     tracing::info!(run = %c.info.id, resume = c.resume, "claimed a run");
                     self.adopted(c, Some(permit));
+                    drop(claims);
                 }
                 Ok(None) => {
-                    drop(permit);
+                    drop((claims, permit));
                     tokio::select! {
                         _ = self.wake.notified() => {}
                         _ = tokio::time::sleep(POLL) => {}
                     }
                 }
                 Err(e) => {
-                    drop(permit);
+                    drop((claims, permit));
                     tracing::warn!("the run queue could not be read: {e}");
                     tokio::time::sleep(POLL).await;
                 }

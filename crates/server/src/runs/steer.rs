@@ -199,11 +199,16 @@ impl RunManager {
             return self.steer_here(&entry, op, body).await;
         }
         for _ in 0..3 {
+            // No claim of this server lands between the look-up and the
+            // adoption below (see `RunManager::claims`).
+            let claims = self.claims.lock().await;
             if let Some(entry) = self.local(id) {
+                drop(claims);
                 return self.steer_here(&entry, op, body).await;
             }
             let row = self.stored(id).await?;
             if let Some(holder) = row.holder().filter(|h| *h != &*self.worker) {
+                drop(claims);
                 let holder = holder.to_string();
                 return self.ask(&holder, id, op, body).await;
             }
@@ -231,6 +236,7 @@ impl RunManager {
             let resume_next = claimed.resume;
             let entry = Arc::new(self.new_entry(claimed.info));
             lock(&self.runs).insert(id.to_string(), entry.clone());
+            drop(claims);
             let status = lock(&entry.info).status;
             let answer = match status {
                 RunState::Queued | RunState::Paused => self.steer_waiting(&entry, op, body).await,
