@@ -44,14 +44,28 @@ impl Session {
         }
     }
 
-    pub(super) async fn cmd(&self, args: &[&str]) -> Output {
-        lumen(self.state.path())
-            .env("LUMEN_STATE_DIR", self.state.path())
+    /// `lumen browser ARGS` for this session, in its state folder, not
+    /// started yet.
+    pub(super) fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = lumen(self.state.path());
+        cmd.env("LUMEN_STATE_DIR", self.state.path())
             .arg("browser")
-            .args(args)
-            .output()
-            .await
-            .unwrap()
+            .args(args);
+        cmd
+    }
+
+    pub(super) async fn cmd(&self, args: &[&str]) -> Output {
+        self.command(args).output().await.unwrap()
+    }
+
+    /// Has the page open an alert on its own, between two commands, waits
+    /// long enough for the keeper to answer it (it reads the page once a
+    /// second), and returns the output of the next command, `eval 1 + 1`.
+    pub(super) async fn alert_between_commands(&self, message: &str) -> Output {
+        self.eval(&format!("setTimeout(() => alert({message:?}), 50); 0"))
+            .await;
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        self.cmd(&["eval", "1 + 1"]).await
     }
 
     /// Runs a command that must succeed; returns its stdout, trimmed.
@@ -491,10 +505,7 @@ async fn dialogs_are_answered_and_reported_and_a_blocked_page_is_named() {
     // A dialog the page opens between commands is answered by the
     // session's keeper, which keeps a link to the page, and the next
     // command tells of it.
-    s.eval("setTimeout(() => alert('opened between commands'), 50); 0")
-        .await;
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let out = s.cmd(&["eval", "1 + 1"]).await;
+    let out = s.alert_between_commands("opened between commands").await;
     let stderr = text(&out.stderr);
     assert_eq!(code(&out), 0, "{stderr}");
     assert!(

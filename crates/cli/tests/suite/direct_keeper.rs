@@ -318,10 +318,8 @@ async fn warm_commands_run_in_the_keeper_and_a_busy_one_is_not_waited_for() {
 
     // A command that finds the keeper's link taken (a long wait) runs on
     // a link of its own, beside it, instead of queueing behind it.
-    let mut wait = super::harness::lumen(s.state.path())
-        .env("LUMEN_STATE_DIR", s.state.path())
-        .args(["browser", "wait", "--text", "never on the page"])
-        .args(["--timeout", "8000"])
+    let mut wait = s
+        .command(&["wait", "--text", "never on the page", "--timeout", "8000"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -429,20 +427,15 @@ async fn the_keeper_exits_when_the_state_file_is_gone() {
 async fn a_command_whose_process_is_gone_is_dropped() {
     let s = Session::new().await;
     s.ok(&["open", &s.site.url("form.html")]).await;
-    let mut wait = super::harness::lumen(s.state.path())
-        .env("LUMEN_STATE_DIR", s.state.path())
-        .args(["browser", "wait", "--text", "never on the page"])
-        .args(["--timeout", "60000"])
+    let mut wait = s
+        .command(&["wait", "--text", "never on the page", "--timeout", "60000"])
         .spawn()
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     wait.kill().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 
-    s.eval("setTimeout(() => alert('after the wait'), 50); 0")
-        .await;
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let out = s.cmd(&["eval", "1 + 1"]).await;
+    let out = s.alert_between_commands("after the wait").await;
     let stderr = text(&out.stderr);
     assert_eq!(code(&out), 0, "{stderr}");
     assert!(
