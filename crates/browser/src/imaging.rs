@@ -100,6 +100,11 @@ pub(crate) fn process(
         draw_dot(&mut rgba, x, y);
     }
     let size = Size::new(rgba.width(), rgba.height());
+    Ok((encode(rgba, format, quality)?, size))
+}
+
+fn encode(rgba: RgbaImage, format: ImageFormat, quality: u8) -> Result<Vec<u8>, String> {
+    let size = Size::new(rgba.width(), rgba.height());
     let mut out = Vec::new();
     match format {
         ImageFormat::Png => PngEncoder::new(&mut out)
@@ -122,7 +127,13 @@ pub(crate) fn process(
                 .map_err(|e| format!("cannot encode JPEG: {e}"))?
         }
     }
-    Ok((out, size))
+    Ok(out)
+}
+
+/// A white image of `size`, encoded: what Chromium shows of `about:blank`.
+pub(crate) fn white(size: Size, format: ImageFormat, quality: u8) -> Result<Vec<u8>, String> {
+    let rgba = RgbaImage::from_pixel(size.width, size.height, Rgba([255, 255, 255, 255]));
+    encode(rgba, format, quality)
 }
 
 /// A red dot with a white ring, radius scaled to the image (about 6 px on a

@@ -70,6 +70,7 @@ mod pagelog;
 mod protocol;
 mod remote;
 mod scripts;
+mod starting;
 mod tab;
 mod tracker;
 mod wirelog;
@@ -84,5 +85,6 @@ pub use page_link::{
     LinkedSnapshot, LoadState, LogEntry, PageLink, SavedRef, SelectResult, UploadResult,
 };
 pub use protocol::keys::{KeyDef, normalize_key, parse_chord};
-pub use tab::CdpTab;
+pub use starting::StartingTab;
+pub use tab::{CdpTab, aligned_viewport};
 pub use wirelog::UNLOGGED;

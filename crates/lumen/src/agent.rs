@@ -1,9 +1,10 @@
 //! [`Agent`]: the recommended entry point. Give it a model and a browser
 //! (by name and launch options, or as your own [`ModelAdapter`] and
 //! [`BrowserTab`]); it connects lazily on the first run, sets up the
-//! adapter(s) and the browser concurrently, aligns the viewport to the
-//! model, and hands the run to its [`Session`], where the run modes and the
-//! planner pass live.
+//! adapter(s), starts the browser (a local Chromium starts in the
+//! background, so a run without a start URL asks the model while it
+//! starts), aligns the viewport to the model, and hands the run to its
+//! [`Session`], where the run modes and the planner pass live.
 //!
 //! Each [`Agent::run`] is a new task with a fresh history and step budget
 //! (the browser stays where the last run left it);
@@ -255,51 +256,53 @@ impl Agent {
         self.control.clone()
     }
 
-    /// Creates the adapter(s) and connects the browser, concurrently.
+    /// Creates the adapter(s) and connects the browser. A local Chromium
+    /// starts in the background ([`CdpTab::start`]): a run without a start
+    /// URL sends its first model request while Chromium starts.
     async fn connect(&mut self) -> Result<&Connected> {
         if self.connected.is_none() {
             let o = &self.options;
             let adapter_options = o.adapter_options();
-            let adapters = async {
-                let main = match &o.model_adapter {
-                    Some(custom) => custom.clone(),
-                    None => lumen_models::create_adapter(&o.model, adapter_options.clone())?,
-                };
-                let planner = match (&o.planner_adapter, &o.planner_model) {
-                    (Some(custom), _) => Some(custom.clone()),
-                    (None, Some(m)) => {
-                        Some(lumen_models::create_adapter(m, adapter_options.clone())?)
-                    }
-                    (None, None) => None,
-                };
-                Ok::<_, LumenError>((main, planner))
+            let adapter = match &o.model_adapter {
+                Some(custom) => custom.clone(),
+                None => lumen_models::create_adapter(&o.model, adapter_options.clone())?,
             };
-            let browser = async {
-                Ok::<_, LumenError>(match &o.browser {
-                    BrowserSource::Local(l) => Err(Arc::new(CdpTab::launch(l.clone()).await?)),
-                    BrowserSource::Cdp { url, tab } => {
-                        Err(Arc::new(CdpTab::connect(url, tab.clone()).await?))
-                    }
-                    BrowserSource::Browserbase(b) => {
-                        Err(Arc::new(CdpTab::browserbase(b.clone()).await?))
-                    }
-                    BrowserSource::Custom(t) => Ok(t.clone()),
-                })
+            let planner = match (&o.planner_adapter, &o.planner_model) {
+                (Some(custom), _) => Some(custom.clone()),
+                (None, Some(m)) => Some(lumen_models::create_adapter(m, adapter_options)?),
+                (None, None) => None,
             };
-            let (adapters, browser) = tokio::join!(adapters, browser);
-            let (adapter, planner) = adapters?;
-            let tab: Arc<dyn BrowserTab> = match browser? {
-                Ok(custom) => custom,
-                Err(cdp) => {
-                    let info = adapter.info();
-                    if o.align_viewport
-                        && let (Some(patch), Some(max)) =
-                            (info.patch_size, info.max_image_dimension)
-                    {
-                        cdp.align_viewport(patch, max).await?;
+            let info = adapter.info();
+            let patches = (info.patch_size, info.max_image_dimension);
+            let align = match patches {
+                (Some(patch), Some(max)) if o.align_viewport => Some((patch, max)),
+                _ => None,
+            };
+            let tab: Arc<dyn BrowserTab> = match &o.browser {
+                BrowserSource::Local(l) => {
+                    let mut l = l.clone();
+                    // A fixed viewport is aligned before launch, so the
+                    // blank page answered meanwhile has the final size.
+                    let align_after = match (align, l.tab.viewport) {
+                        (Some((patch, max)), Some(v)) => {
+                            l.tab.viewport = Some(lumen_browser::aligned_viewport(v, patch, max)?);
+                            None
+                        }
+                        (align, _) => align,
+                    };
+                    let starting = CdpTab::start(l)?;
+                    if let Some((patch, max)) = align_after {
+                        starting.tab().await?.align_viewport(patch, max).await?;
                     }
-                    cdp
+                    Arc::new(starting)
                 }
+                BrowserSource::Cdp { url, tab } => {
+                    aligned(CdpTab::connect(url, tab.clone()).await?, align).await?
+                }
+                BrowserSource::Browserbase(b) => {
+                    aligned(CdpTab::browserbase(b.clone()).await?, align).await?
+                }
+                BrowserSource::Custom(t) => t.clone(),
             };
             self.connected = Some(Connected {
                 tab,
@@ -486,4 +489,12 @@ impl Agent {
         }
         Ok(())
     }
+}
+
+/// `tab` with its viewport aligned to the model's patches, when asked.
+async fn aligned(tab: CdpTab, align: Option<(u32, u32)>) -> Result<Arc<dyn BrowserTab>> {
+    if let Some((patch, max)) = align {
+        tab.align_viewport(patch, max).await?;
+    }
+    Ok(Arc::new(tab))
 }

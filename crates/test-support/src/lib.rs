@@ -66,6 +66,10 @@ pub use lumen_browser::chromium::{ChromiumNotFound, locate_headless_shell};
 mod browserbase;
 pub use browserbase::browserbase_stub;
 #[cfg(unix)]
+mod gated;
+#[cfg(unix)]
+pub use gated::GatedChromium;
+#[cfg(unix)]
 pub mod postgres;
 pub use lumen_mock::mock_provider;
 pub use lumen_mock::{

@@ -89,6 +89,20 @@ fn executable(options: &LaunchOptions) -> Result<(PathBuf, bool), LumenError> {
     Ok((path, shell))
 }
 
+/// Fails as a launch would when there is no Chromium to start: none is
+/// found, or the path given is not a file (a bare name is left to `PATH`
+/// at spawn time).
+pub(crate) fn check_executable(options: &LaunchOptions) -> Result<(), LumenError> {
+    let (path, _) = executable(options)?;
+    if path.components().count() > 1 && !path.is_file() {
+        return Err(LumenError::config(
+            "chromium",
+            format!("cannot start {}: no such file", path.display()),
+        ));
+    }
+    Ok(())
+}
+
 /// The DevTools WebSocket URL in the text of a `DevToolsActivePort` file
 /// (the port on the first line, the browser's path on the second), or
 /// `None` while the file is incomplete.

@@ -48,7 +48,7 @@ pub use detached::{DetachedChromium, DetachedOptions};
 pub use group::{
     ProcessIdentity, end_process_group, kill_process_group, process_group_alive, process_identity,
 };
-pub(crate) use launch::ChromiumProcess;
+pub(crate) use launch::{ChromiumProcess, check_executable};
 pub use locate::{
     ChromiumNotFound, is_headless_shell, locate, locate_headless_shell,
     locate_preferring_headless_shell,

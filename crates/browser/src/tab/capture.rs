@@ -160,25 +160,36 @@ impl CdpTab {
     /// # Errors
     /// [`LumenError::Config`] for a zero patch size; fatal ones otherwise.
     pub async fn align_viewport(&self, patch_size: u32, max_dim: u32) -> Result<Size> {
-        if patch_size == 0 || max_dim < patch_size {
-            return Err(LumenError::config(
-                "patch_size",
-                format!("patch size {patch_size} with maximum {max_dim} cannot be aligned"),
-            ));
-        }
         let v = self
             .eval_active("[innerWidth, innerHeight, devicePixelRatio]")
             .await?;
         let w = v[0].as_f64().unwrap_or(1280.0) as u32;
         let h = v[1].as_f64().unwrap_or(720.0) as u32;
         let dpr = v[2].as_f64().unwrap_or(1.0);
-        let size = Size::new(
-            align_dim(w, patch_size, max_dim),
-            align_dim(h, patch_size, max_dim),
-        );
+        let size = aligned_viewport(Size::new(w, h), patch_size, max_dim)?;
         self.apply_viewport(size, dpr).await?;
         Ok(size)
     }
+}
+
+/// The size [`CdpTab::align_viewport`] gives a viewport of `size`: each
+/// side the nearest multiple of `patch_size` (at least one patch), capped
+/// at `max_dim` rounded down to a whole patch. For a viewport fixed before
+/// launch ([`TabOptions::viewport`](crate::TabOptions)).
+///
+/// # Errors
+/// [`LumenError::Config`] for a zero patch size or a maximum below it.
+pub fn aligned_viewport(size: Size, patch_size: u32, max_dim: u32) -> Result<Size> {
+    if patch_size == 0 || max_dim < patch_size {
+        return Err(LumenError::config(
+            "patch_size",
+            format!("patch size {patch_size} with maximum {max_dim} cannot be aligned"),
+        ));
+    }
+    Ok(Size::new(
+        align_dim(size.width, patch_size, max_dim),
+        align_dim(size.height, patch_size, max_dim),
+    ))
 }
 
 /// The scale a region is rendered at: with image limits, as large as they

@@ -43,6 +43,7 @@ use crate::remote::RemoteSession;
 use crate::tracker::{EventLog, Flusher};
 
 mod capture;
+pub use capture::aligned_viewport;
 mod connect;
 mod context;
 mod evaluate;

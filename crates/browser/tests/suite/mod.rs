@@ -8,3 +8,4 @@ mod page_state;
 mod pages;
 mod perceive;
 mod request_filter;
+mod starting;

@@ -17,7 +17,7 @@ use lumen::{
 };
 use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
 use lumen_test_support::mock_provider::{MockProvider, Reply};
-use lumen_test_support::{FixtureServer, StatusCode, element_center};
+use lumen_test_support::{FixtureServer, GatedChromium, StatusCode, element_center};
 use serde_json::{Value, json};
 
 const WIRE: Wire = Wire::Compatible;
@@ -438,5 +438,101 @@ async fn the_agent_runs_plan_agent_and_exec_mode_with_a_custom_planner() {
     let last = env.bodies().pop().unwrap();
     assert!(last.contains("Attempt 2 of 2") && last.contains("REASON-MARKER"));
     assert_eq!(env.mock.violations(), Vec::<String>::new());
+    agent.close().await.unwrap();
+}
+
+/// The newest screenshot of a request body (an OpenAI-compatible one),
+/// decoded.
+fn newest_image(body: &Value) -> image::RgbImage {
+    use base64::Engine as _;
+    let text = body.to_string();
+    let start = text
+        .rfind("data:image/jpeg;base64,")
+        .expect("a screenshot in the request")
+        + "data:image/jpeg;base64,".len();
+    let end = start + text[start..].find('"').unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(&text[start..end])
+        .unwrap();
+    image::load_from_memory(&bytes).unwrap().to_rgb8()
+}
+
+/// A run without a start URL asks the model while Chromium starts: the
+/// browser here is held back by a wrapper until the mock provider has the
+/// first request, so the run can only finish if that request went out
+/// before the launch ended (otherwise the launch times out). The first
+/// request shows the blank page as a capture would; the model's first
+/// action then waits for the browser and runs on the real page.
+#[tokio::test]
+async fn a_run_without_a_start_url_asks_the_model_while_chromium_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let chromium = GatedChromium::new(dir.path()).unwrap();
+    let site = FixtureServer::start().await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
+    mock.push(
+        WIRE.route(),
+        WIRE.turn(
+            0,
+            &[ScriptStep::Goto(site.url("counter.html"))],
+            (1280, 720),
+        ),
+    );
+    mock.push(
+        WIRE.route(),
+        WIRE.turn(1, &[ScriptStep::Done("opened".into())], (1280, 720)),
+    );
+    let options = AgentOptions {
+        adapter: AdapterOptions {
+            api_key: Some(ApiKey::new("test-key")),
+            base_url: Some(WIRE.base_url(&mock)),
+            ..AdapterOptions::default()
+        },
+        browser: BrowserSource::Local(LaunchOptions {
+            executable: Some(chromium.executable.clone()),
+            launch_timeout: std::time::Duration::from_secs(10),
+            ..LaunchOptions::default()
+        }),
+        session: SessionOptions {
+            max_steps: 3,
+            ..SessionOptions::default()
+        },
+        ..AgentOptions::new(WIRE.model())
+    };
+    let mut agent = Agent::new(options);
+    let result = {
+        let run = agent.run("open the counter page", None);
+        tokio::pin!(run);
+        loop {
+            tokio::select! {
+                r = &mut run => break r,
+                _ = tokio::time::sleep(std::time::Duration::from_millis(5)) => {
+                    if !mock.requests().is_empty() && !chromium.is_open() {
+                        chromium.open().unwrap();
+                    }
+                }
+            }
+        }
+    };
+    let result = result.unwrap();
+    assert_eq!(result.status, RunStatus::Success, "{result:?}");
+    assert_eq!(result.result.as_deref(), Some("opened"));
+
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let blank = newest_image(&requests[0].body);
+    assert!(
+        blank.pixels().all(|p| p.0.iter().all(|&c| c >= 250)),
+        "the blank page is white"
+    );
+    assert!(requests[0].body.to_string().contains("about:blank"));
+    let counter = newest_image(&requests[1].body);
+    // The same size as the real page's: the viewport the model's patches
+    // asked for was set before launch.
+    assert_eq!(blank.dimensions(), counter.dimensions());
+    assert!(
+        counter.pixels().any(|p| p.0.iter().any(|&c| c < 128)),
+        "the second request shows the counter page"
+    );
+    assert!(requests[1].body.to_string().contains("counter.html"));
     agent.close().await.unwrap();
 }
