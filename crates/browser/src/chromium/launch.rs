@@ -188,12 +188,19 @@ impl ChromiumProcess {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        let mut child = cmd.spawn().map_err(|e| {
-            LumenError::config(
-                "chromium",
-                format!("cannot start {}: {e}", executable.display()),
-            )
-        })?;
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                // Nothing else will delete the profile folder made above.
+                if let Some(dir) = &temp_profile {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                return Err(LumenError::config(
+                    "chromium",
+                    format!("cannot start {}: {e}", executable.display()),
+                ));
+            }
+        };
         let pid = child.id();
 
         // Chromium's stderr goes to our tracing at debug level.
@@ -393,5 +400,37 @@ mod tests {
         ] {
             assert_eq!(devtools_url(partial), None, "{partial:?}");
         }
+    }
+
+    /// This process's temporary profile folders.
+    fn own_profiles() -> Vec<PathBuf> {
+        let prefix = format!("lumen-chromium-{}-", std::process::id());
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+            .map(|r| {
+                r.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default();
+        dirs.sort();
+        dirs
+    }
+
+    #[tokio::test]
+    async fn a_chromium_that_cannot_be_spawned_leaves_no_profile_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file, but not an executable one: the spawn itself fails.
+        let not_executable = dir.path().join("chromium");
+        std::fs::write(&not_executable, "").unwrap();
+        let before = own_profiles();
+        let err = ChromiumProcess::spawn(&LaunchOptions {
+            executable: Some(not_executable),
+            ..LaunchOptions::default()
+        })
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("cannot start"), "{err}");
+        assert_eq!(own_profiles(), before);
     }
 }
