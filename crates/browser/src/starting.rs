@@ -84,6 +84,9 @@ impl CdpTab {
     /// [`LumenError::Config`] when no Chromium is found. Errors of the
     /// launch itself (see [`CdpTab::launch`]) come from the first call that
     /// needs the browser.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (the launch runs in a task of its own).
     pub fn start(options: LaunchOptions) -> Result<StartingTab> {
         crate::chromium::check_executable(&options)?;
         let blank = options
