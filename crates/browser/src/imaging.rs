@@ -103,6 +103,7 @@ pub(crate) fn process(
     Ok((encode(rgba, format, quality)?, size))
 }
 
+/// Encodes `rgba` as `format` (`quality` for JPEG).
 fn encode(rgba: RgbaImage, format: ImageFormat, quality: u8) -> Result<Vec<u8>, String> {
     let size = Size::new(rgba.width(), rgba.height());
     let mut out = Vec::new();

@@ -273,8 +273,7 @@ impl Agent {
                 (None, None) => None,
             };
             let info = adapter.info();
-            let patches = (info.patch_size, info.max_image_dimension);
-            let align = match patches {
+            let align = match (info.patch_size, info.max_image_dimension) {
                 (Some(patch), Some(max)) if o.align_viewport => Some((patch, max)),
                 _ => None,
             };
