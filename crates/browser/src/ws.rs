@@ -5,7 +5,7 @@
 //! dialogs that open meanwhile are answered at once, by a [`DialogPolicy`],
 //! because the page is blocked until they are.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use async_tungstenite::WebSocketStream;
@@ -23,6 +23,14 @@ use crate::protocol::dialogs;
 /// Events kept for waits; older ones are dropped.
 const MAX_EVENTS: usize = 512;
 
+/// Dialogs kept until read; older ones are dropped. A page can open
+/// dialogs in a loop while nobody reads them (a link kept between
+/// commands).
+const MAX_DIALOGS: usize = 64;
+
+/// The longest dialog message kept, in characters (the page chooses it).
+const MAX_DIALOG_MESSAGE: usize = 1_000;
+
 /// One WebSocket speaking CDP, read only while a call waits.
 pub(crate) struct Wire {
     ws: WebSocketStream<TokioAdapter<tokio::net::TcpStream>>,
@@ -36,8 +44,12 @@ pub(crate) struct Wire {
     pub(crate) events: VecDeque<Value>,
     /// How JavaScript dialogs are answered (as soon as they open).
     pub(crate) dialog_policy: DialogPolicy,
-    /// The dialogs answered so far.
-    pub(crate) dialogs: Vec<DialogInfo>,
+    /// The dialogs answered so far (at most `MAX_DIALOGS`, oldest
+    /// dropped).
+    pub(crate) dialogs: VecDeque<DialogInfo>,
+    /// Commands whose answers nobody reads (dialog answers): their replies
+    /// are dropped on arrival.
+    unread: HashSet<u64>,
 }
 
 impl Wire {
@@ -85,7 +97,8 @@ impl Wire {
             logged: HashMap::new(),
             events: VecDeque::new(),
             dialog_policy: DialogPolicy::default(),
-            dialogs: Vec::new(),
+            dialogs: VecDeque::new(),
+            unread: HashSet::new(),
         })
     }
 
@@ -220,7 +233,9 @@ impl Wire {
                     None,
                 );
             }
-            self.replies.insert(id, reply);
+            if !self.unread.remove(&id) {
+                self.replies.insert(id, reply);
+            }
         } else if msg.get("method").is_some() {
             crate::wirelog::event(msg["method"].as_str().unwrap_or(""), &msg["params"]);
             if msg["method"] == "Page.javascriptDialogOpening" {
@@ -241,10 +256,15 @@ impl Wire {
         let (accept, (method, answer)) =
             dialogs::answer(&self.dialog_policy, &kind, params["defaultPrompt"].as_str());
         // Its answer is never read: the command that was waiting goes on.
-        self.send(method, answer).await?;
-        self.dialogs.push(DialogInfo {
+        let id = self.send(method, answer).await?;
+        self.unread.insert(id);
+        if self.dialogs.len() >= MAX_DIALOGS {
+            self.dialogs.pop_front();
+        }
+        let message = params["message"].as_str().unwrap_or_default();
+        self.dialogs.push_back(DialogInfo {
             kind,
-            message: params["message"].as_str().unwrap_or_default().to_owned(),
+            message: message.chars().take(MAX_DIALOG_MESSAGE).collect(),
             accepted: accept,
         });
         Ok(())

@@ -79,11 +79,6 @@ pub(crate) struct BrowserArgs {
     /// `<-loopback>` sends localhost through the proxy too).
     #[arg(long, global = true)]
     proxy_bypass: Option<String>,
-    /// The folder relative file paths are taken from: the command's
-    /// process's (`None`), or, in the keeper, that of the process it runs
-    /// the command for.
-    #[arg(skip)]
-    cwd: Option<PathBuf>,
     #[command(subcommand)]
     command: BrowserCommand,
 }
@@ -630,6 +625,34 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
 struct PageOutcome {
     answer: Result<(Value, String), CliError>,
     dialogs: Vec<DialogInfo>,
+    /// A file the command made (a screenshot), written by the command's
+    /// own process: in its folder, with its rights, to what its path
+    /// means there (`/dev/stdout`, a pipe), never by the keeper.
+    file: Option<FileOut>,
+}
+
+/// A file to write: its path as given and its bytes.
+#[derive(Debug, Serialize, Deserialize)]
+struct FileOut {
+    path: PathBuf,
+    #[serde(with = "base64_bytes")]
+    bytes: Vec<u8>,
+}
+
+/// Bytes as one base64 string in JSON (not an array of numbers).
+mod base64_bytes {
+    use base64::Engine as _;
+
+    pub(super) fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// Runs a command on `link` under `--dialog`'s policy, then puts the
@@ -654,20 +677,32 @@ async fn on_link(
         })
         .await;
     }
-    let answer = on_page(args, link, state, session).await;
+    let mut file = None;
+    let answer = on_page(args, link, state, session, &mut file).await;
     if args.dialog.is_some() {
         link.set_dialog_policy(DialogPolicy::default()).await;
     }
     PageOutcome {
         answer,
         dialogs: link.dialogs().await,
+        file,
     }
 }
 
 /// Prints a command's outcome: its output on stdout, the dialogs it met on
 /// stderr (or in its JSON).
 fn finish(args: &BrowserArgs, outcome: PageOutcome) -> Result<u8, CliError> {
-    let PageOutcome { answer, dialogs } = outcome;
+    let PageOutcome {
+        answer,
+        dialogs,
+        file,
+    } = outcome;
+    let answer = match (answer, file) {
+        (Ok(out), Some(file)) => std::fs::write(&file.path, &file.bytes)
+            .map(|()| out)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", file.path.display()))),
+        (answer, _) => answer,
+    };
     match answer {
         Ok((mut value, text)) => {
             if args.json
@@ -733,6 +768,7 @@ async fn on_page(
     link: &PageLink,
     state: &mut State,
     session: &str,
+    file: &mut Option<FileOut>,
 ) -> Result<(Value, String), CliError> {
     match &args.command {
         BrowserCommand::Click { target } | BrowserCommand::Dblclick { target } => {
@@ -854,13 +890,8 @@ async fn on_page(
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("screenshot.png"));
             let png = link.screenshot_png().await.map_err(fail)?;
-            let file = args
-                .cwd
-                .as_ref()
-                .map_or_else(|| path.clone(), |dir| dir.join(&path));
-            std::fs::write(&file, png)
-                .map_err(|e| CliError::failure(format!("cannot write {}: {e}", path.display())))?;
             let shown = path.display().to_string();
+            *file = Some(FileOut { path, bytes: png });
             Ok((json!({"path": shown}), shown))
         }
         BrowserCommand::Eval { js } => {

@@ -120,9 +120,11 @@ impl PageLink {
         self.wire.lock().await.dialog_policy = policy;
     }
 
-    /// The JavaScript dialogs answered since the last call, in order.
+    /// The JavaScript dialogs answered since the last call, in order: the
+    /// last 64 at most, each message cut at 1,000 characters (the page
+    /// decides how many and how long).
     pub async fn dialogs(&self) -> Vec<DialogInfo> {
-        std::mem::take(&mut self.wire.lock().await.dialogs)
+        std::mem::take(&mut self.wire.lock().await.dialogs).into()
     }
 
     /// For a link kept open between commands (the CLI session's keeper):
@@ -139,6 +141,24 @@ impl PageLink {
         let mut wire = self.wire.lock().await;
         while wire.pump_ready("catching up").await? {}
         wire.events.clear();
+        // No call is in flight while the wire is ours: a reply still here
+        // belongs to one that was abandoned (its process went away).
+        wire.replies.clear();
+        Ok(())
+    }
+
+    /// Starts the page's events on this link (`Page.enable`, which every
+    /// first command sends anyway), so that dialogs the page opens from
+    /// now on are answered by the policy even while no command runs (read
+    /// them with [`catch_up`](Self::catch_up)).
+    ///
+    /// # Errors
+    /// As [`call`](Self::call); a page that does not answer `Page.enable`
+    /// in time is a [`LumenError::SessionTimeout`].
+    pub async fn watch(&self) -> Result<()> {
+        if !self.page_events.load(std::sync::atomic::Ordering::Relaxed) {
+            self.exchange(Vec::new()).await?;
+        }
         Ok(())
     }
 

@@ -73,3 +73,29 @@ async fn a_page_link_clicks_types_presses_fills_and_captures() {
     drop(link);
     e.close().await;
 }
+
+/// A page that opens dialogs in a loop cannot make a link hold them all:
+/// the last 64 are kept, each message cut at 1,000 characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_keeps_a_bounded_number_of_dialogs() {
+    let e = env().await;
+    e.open("form.html").await;
+    let link = PageLink::attach(
+        e.tab.websocket_url(),
+        &e.tab.active_tab_id(),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    link.evaluate("for (let i = 0; i < 100; i++) alert(i + ':' + 'x'.repeat(5000)); 1")
+        .await
+        .unwrap();
+    let dialogs = link.dialogs().await;
+    assert_eq!(dialogs.len(), 64);
+    assert!(
+        dialogs[63].message.starts_with("99:"),
+        "the newest are kept"
+    );
+    assert!(dialogs.iter().all(|d| d.message.chars().count() == 1_000));
+    assert!(link.dialogs().await.is_empty());
+}

@@ -49,12 +49,12 @@
 //! start time, before it is signalled).
 
 use std::collections::{HashMap, VecDeque};
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use lumen::browser::chromium;
-use lumen::browser::{EventLink, Incoming};
+use lumen::browser::{EventLink, Incoming, PageLink};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
@@ -76,6 +76,11 @@ const MAX_LOGGED: usize = 1000;
 const MAX_URL: usize = 1000;
 /// How long the keeper may take to start, and to answer.
 const ANSWER: Duration = Duration::from_secs(20);
+
+/// How long the keeper waits for the browser to take its settings: under
+/// [`ANSWER`], so a slow browser is reported by the keeper rather than
+/// taken for a keeper that hangs (which the caller would restart).
+const SETTLE: Duration = Duration::from_secs(15);
 /// The longest question the keeper reads (a warm command carries the text
 /// it fills or evaluates); a longer command runs in its own process.
 pub(super) const MAX_QUESTION: usize = 1 << 20;
@@ -189,10 +194,24 @@ pub(super) async fn ensure(session: &str, state: &mut State) -> Result<(), CliEr
     start(session, state).await
 }
 
+/// Connects to the session's keeper: only to a socket whose other end runs
+/// as this user (a socket someone else put in a shared state folder would
+/// receive what we type and answer for the page).
+pub(super) async fn connect(session: &str) -> std::io::Result<UnixStream> {
+    let stream = UnixStream::connect(dir(session).join("sock")).await?;
+    if stream.peer_cred()?.uid() != rustix::process::geteuid().as_raw() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the session's socket is served by another user",
+        ));
+    }
+    Ok(stream)
+}
+
 /// One question and its answer over the keeper's socket.
 async fn exchange(session: &str, question: &Value) -> Result<Value, String> {
     let talk = async {
-        let mut stream = UnixStream::connect(dir(session).join("sock"))
+        let mut stream = connect(session)
             .await
             .map_err(|e| format!("cannot connect: {e}"))?;
         stream
@@ -248,10 +267,12 @@ async fn start(session: &str, state: &mut State) -> Result<(), CliError> {
         .map_err(|e| CliError::failure(format!("cannot start the session's keeper: {e}")))?;
     let deadline = Instant::now() + ANSWER;
     let pid = loop {
+        // Only the process just started counts: another that answers on
+        // the socket (one whose start was interrupted) is not recorded.
         if let Ok(answer) = exchange(session, &json!({"op": "ping"})).await
-            && let Some(pid) = answer["pid"].as_u64()
+            && answer["pid"].as_u64() == Some(u64::from(child.id()))
         {
-            break u32::try_from(pid).unwrap_or(child.id());
+            break child.id();
         }
         if let Ok(Some(status)) = child.try_wait() {
             let said = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -377,7 +398,7 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
         .map_err(|e| CliError::failure(format!("cannot listen on {}: {e}", sock.display())))?;
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| CliError::failure(format!("cannot protect {}: {e}", sock.display())))?;
-    let uid = std::fs::metadata(&dir).map(|m| m.uid()).ok();
+    let uid = rustix::process::geteuid().as_raw();
     let mut catch_up = tokio::time::interval(CATCH_UP);
     catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !k.stop {
@@ -396,7 +417,7 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
                     let peer = stream.peer_cred().ok().map(|c| c.uid());
-                    if uid.is_some() && peer == uid {
+                    if peer == Some(uid) {
                         k.client(stream).await;
                     }
                 }
@@ -521,15 +542,36 @@ impl Keeper {
     /// shared link received while no command ran (the page's events, and
     /// dialogs to answer) and forgets a link whose page is gone.
     async fn catch_up(&mut self) {
-        if !matches!(super::load(&self.session), Ok(Some(s)) if s.ws_url == self.ws_url) {
-            self.stop = true;
+        let state = match super::load(&self.session) {
+            Ok(Some(s)) if s.ws_url == self.ws_url => s,
+            _ => {
+                self.stop = true;
+                return;
+            }
+        };
+        // A command holds the link: it reads the page itself.
+        let Ok(mut slot) = self.warm.clone().try_lock_owned() else {
             return;
-        }
-        if let Ok(mut slot) = self.warm.try_lock()
-            && let Some(link) = slot.as_ref()
-            && link.catch_up().await.is_err()
+        };
+        if let Some(link) = slot.as_ref()
+            && (link.target_id() != state.target || link.catch_up().await.is_err())
         {
             *slot = None;
+        }
+        if slot.is_none() {
+            // Dialogs are answered between commands too, from the first
+            // second after `open`: the keeper links to the driven page,
+            // in a task of its own (a page that does not answer must not
+            // hold up the browser's events).
+            let ws_url = self.ws_url.clone();
+            tokio::spawn(async move {
+                if let Ok(link) =
+                    PageLink::attach(&ws_url, &state.target, super::CALL_TIMEOUT).await
+                    && link.watch().await.is_ok()
+                {
+                    *slot = Some(link);
+                }
+            });
         }
     }
 
@@ -594,7 +636,7 @@ impl Keeper {
         let mut waiting: HashMap<u64, (&'static str, Option<String>)> =
             sent.into_iter().map(|(id, m, s)| (id, (m, s))).collect();
         let mut refused = Vec::new();
-        let deadline = Instant::now() + ANSWER;
+        let deadline = Instant::now() + SETTLE;
         while !waiting.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.link.next()).await {

@@ -5,15 +5,13 @@
 //! page it keeps open. The keeper itself (its socket, its settings and its
 //! lifetime) is `keeper.rs`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use lumen::browser::PageLink;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::net::UnixStream;
 
-use super::keeper::{MAX_QUESTION, dir};
+use super::keeper::{MAX_QUESTION, connect};
 use super::{BrowserArgs, BrowserCommand, DialogAnswer, PageOutcome};
 use crate::exit::CliError;
 
@@ -34,13 +32,11 @@ pub(super) async fn run_warm(
     command: &BrowserCommand,
     dialog: Option<DialogAnswer>,
 ) -> Option<PageOutcome> {
-    let cwd = std::env::current_dir().ok()?;
-    let question =
-        json!({"op": "run", "command": command, "dialog": dialog, "cwd": cwd}).to_string();
+    let question = json!({"op": "run", "command": command, "dialog": dialog}).to_string();
     if question.len() >= MAX_QUESTION {
         return None;
     }
-    let mut stream = UnixStream::connect(dir(session).join("sock")).await.ok()?;
+    let mut stream = connect(session).await.ok()?;
     stream
         .write_all(format!("{question}\n").as_bytes())
         .await
@@ -50,17 +46,24 @@ pub(super) async fn run_warm(
             "the session's keeper {why}; the command may or may not have run"
         ))),
         dialogs: Vec::new(),
+        file: None,
     };
     let mut line = String::new();
     let mut reader = BufReader::new(stream);
     let read = reader.read_line(&mut line);
     match tokio::time::timeout(warm_deadline(command), read).await {
         Err(_) => return Some(lost("did not answer in time")),
-        Ok(Err(_) | Ok(0)) => return Some(lost("ended during the command")),
+        // A line cut off is a keeper that ended while answering: the
+        // command may have run.
+        Ok(Err(_)) | Ok(Ok(0)) => return Some(lost("ended during the command")),
+        Ok(Ok(_)) if !line.ends_with('\n') => return Some(lost("ended during the command")),
         Ok(Ok(_)) => {}
     }
-    let answer: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-    if answer["ok"] != true {
+    let Ok(answer) = serde_json::from_str::<Value>(&line) else {
+        return Some(lost("answered in a form this lumen does not read"));
+    };
+    // Only an explicit refusal hands the command back to its process.
+    if answer["ok"] == false {
         tracing::debug!("the keeper passed the command back: {answer}");
         return None;
     }
@@ -71,13 +74,20 @@ pub(super) async fn run_warm(
 }
 
 /// How long a warm command's process waits for the keeper: the longest
-/// the command itself may take, and then some.
+/// the command itself may take, and then some. A `wait` sleeps its `MS`,
+/// then may wait `--timeout` for a load state and again for its conditions.
 fn warm_deadline(command: &BrowserCommand) -> Duration {
     let own = match command {
-        BrowserCommand::Wait { timeout, .. } => Duration::from_millis(*timeout),
+        BrowserCommand::Wait { what, timeout, .. } => {
+            let sleep = match what.as_slice() {
+                [ms] => ms.parse::<u64>().unwrap_or(0),
+                _ => 0,
+            };
+            Duration::from_millis(sleep.saturating_add(timeout.saturating_mul(2)))
+        }
         _ => Duration::ZERO,
     };
-    own + 4 * super::CALL_TIMEOUT
+    own.saturating_add(4 * super::CALL_TIMEOUT)
 }
 
 /// Runs one warm command on the shared link `slot` (attaching it first, or
@@ -98,10 +108,6 @@ pub(super) async fn run_on_link(
     let Ok(dialog) = serde_json::from_value::<Option<DialogAnswer>>(question["dialog"].clone())
     else {
         return pass("not a dialog answer");
-    };
-    let cwd = match serde_json::from_value::<PathBuf>(question["cwd"].clone()) {
-        Ok(dir) if dir.is_absolute() => dir,
-        _ => return pass("not an absolute folder"),
     };
     let mut state = match super::load(session) {
         Ok(Some(s)) if s.ws_url == ws_url => s,
@@ -130,7 +136,6 @@ pub(super) async fn run_on_link(
         profile: None,
         proxy: None,
         proxy_bypass: None,
-        cwd: Some(cwd),
         command,
     };
     let outcome = super::on_link(&args, link, &mut state, session).await;

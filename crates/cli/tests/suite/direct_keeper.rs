@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::direct::Session;
 use super::harness::{alive, code, text};
@@ -315,6 +315,13 @@ async fn warm_commands_run_in_the_keeper_and_a_busy_one_is_not_waited_for() {
     let png = std::fs::read(elsewhere.join("shot.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG"));
     assert!(!s.state.path().join("shot.png").exists());
+    // A path means what it means to the caller: its own stdout here.
+    let out = s.cmd(&["screenshot", "/dev/stdout"]).await;
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert!(
+        out.stdout.starts_with(b"\x89PNG"),
+        "no PNG on the caller's stdout"
+    );
 
     // A command that finds the keeper's link taken (a long wait) runs on
     // a link of its own, beside it, instead of queueing behind it.
@@ -381,17 +388,26 @@ async fn the_keeper_runs_only_page_commands() {
         assert_eq!(answer["error"], "not a command the keeper runs");
     }
     assert!(!shot.exists());
-    // A page command is run for a caller that names its folder, and
-    // answers as its own process would print.
+    // A page command is run and answered as its own process would print.
     let eval = serde_json::json!({"Eval": {"js": "6 * 7"}});
-    for cwd in [serde_json::json!("relative/folder"), Value::Null] {
-        let question = serde_json::json!({"op": "run", "command": eval, "cwd": cwd});
-        let answer = ask(question.to_string()).await;
-        assert_eq!(answer["error"], "not an absolute folder", "{answer}");
-    }
-    let question = serde_json::json!({"op": "run", "command": eval, "cwd": s.state.path()});
-    let answer = ask(question.to_string()).await;
+    let answer = ask(serde_json::json!({"op": "run", "command": eval}).to_string()).await;
     assert_eq!(answer["outcome"]["answer"]["Ok"][0], 42, "{answer}");
+    // A file it makes comes back for the caller to write: the keeper
+    // writes nothing itself.
+    let screenshot = serde_json::json!({"Screenshot": {"path": shot, "annotate": false}});
+    let answer = ask(serde_json::json!({"op": "run", "command": screenshot}).to_string()).await;
+    assert_eq!(
+        answer["outcome"]["file"]["path"],
+        serde_json::json!(shot),
+        "{answer}"
+    );
+    assert!(
+        answer["outcome"]["file"]["bytes"]
+            .as_str()
+            .is_some_and(|b| b.starts_with("iVBOR")),
+        "the PNG, in base64"
+    );
+    assert!(!shot.exists(), "the keeper wrote the file itself");
     assert_eq!(s.ok(&["url"]).await, s.site.url("form.html"));
     s.ok(&["close"]).await;
 }
@@ -442,5 +458,62 @@ async fn a_command_whose_process_is_gone_is_dropped() {
         stderr.contains("alert opened (\"after the wait\") and was accepted"),
         "the keeper was still busy with a command nobody waits for: {stderr}"
     );
+    s.ok(&["close"]).await;
+}
+
+/// A dialog the page opens right after `open`, before any other command,
+/// is answered by the keeper: the next command finds the page answering
+/// and reports the dialog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_before_any_command_is_answered_by_the_keeper() {
+    let s = Session::new().await;
+    let page =
+        "data:text/html,<title>d</title><script>setTimeout(() => alert('early'), 1200)</script>";
+    s.ok(&["open", page]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(3000)).await;
+    let out = s.cmd(&["eval", "1 + 1"]).await;
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "2");
+    assert!(text(&out.stderr).contains("early"), "{}", text(&out.stderr));
+    s.ok(&["close"]).await;
+}
+
+/// An answer cut off half-way (the keeper ended while writing it) is the
+/// command's error: the command may have run, so it is not run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_answer_is_an_error_and_the_command_is_not_run_again() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    s.kill_keeper().await;
+    let sock = s.state.path().join("default.keeper").join("sock");
+    let _ = std::fs::remove_file(&sock);
+    let listener = tokio::net::UnixListener::bind(&sock).unwrap();
+    let fake = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut line = String::new();
+        tokio::io::BufReader::new(read)
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        write
+            .write_all(br#"{"ok": true, "outcome": {"answ"#)
+            .await
+            .unwrap();
+        line
+    });
+    let out = s
+        .cmd(&["eval", "window.runs = (window.runs || 0) + 1"])
+        .await;
+    let question = fake.await.unwrap();
+    assert!(question.contains("window.runs"), "{question}");
+    assert_ne!(code(&out), 0, "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("may or may not have run"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_file(&sock);
+    assert_eq!(s.ok(&["eval", "window.runs || 0"]).await, "0");
     s.ok(&["close"]).await;
 }
