@@ -399,6 +399,9 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600))
         .map_err(|e| CliError::failure(format!("cannot protect {}: {e}", sock.display())))?;
     let uid = rustix::process::geteuid().as_raw();
+    // Questions are read in tasks of their own: a client that connects and
+    // says nothing must not hold up the browser's events.
+    let (asked_tx, mut asked) = tokio::sync::mpsc::channel::<Asked>(16);
     let mut catch_up = tokio::time::interval(CATCH_UP);
     catch_up.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !k.stop {
@@ -418,10 +421,11 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
                 if let Ok((stream, _)) = accepted {
                     let peer = stream.peer_cred().ok().map(|c| c.uid());
                     if peer == Some(uid) {
-                        k.client(stream).await;
+                        tokio::spawn(read_question(stream, asked_tx.clone()));
                     }
                 }
             }
+            Some(question) = asked.recv() => k.client(question).await,
         }
     }
     drop(listener);
@@ -429,20 +433,47 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     Ok(crate::exit::SUCCESS)
 }
 
+/// A question read off the keeper's socket, with the connection to answer
+/// on (a `run` also watches its read half for the caller going away).
+struct Asked {
+    question: Value,
+    read: tokio::net::unix::OwnedReadHalf,
+    write: tokio::net::unix::OwnedWriteHalf,
+}
+
+/// Reads one question (one JSON line, at most [`MAX_QUESTION`] bytes,
+/// within 5 seconds) and hands it to the keeper's loop; a client that
+/// says nothing in time is dropped.
+async fn read_question(stream: UnixStream, asked: tokio::sync::mpsc::Sender<Asked>) {
+    let (read, write) = stream.into_split();
+    let mut line = String::new();
+    let mut reader = BufReader::new(read.take(MAX_QUESTION as u64));
+    let got = tokio::time::timeout(Duration::from_secs(5), reader.read_line(&mut line)).await;
+    if !matches!(got, Ok(Ok(n)) if n > 0) {
+        return;
+    }
+    let question = serde_json::from_str(&line).unwrap_or(Value::Null);
+    let read = reader.into_inner().into_inner();
+    let _ = asked
+        .send(Asked {
+            question,
+            read,
+            write,
+        })
+        .await;
+}
+
 impl Keeper {
     /// Answers one client: one JSON line in, one out.
-    async fn client(&mut self, stream: UnixStream) {
-        let (read, mut write) = stream.into_split();
-        let mut line = String::new();
-        let mut reader = BufReader::new(read.take(MAX_QUESTION as u64));
-        let got = tokio::time::timeout(Duration::from_secs(5), reader.read_line(&mut line)).await;
-        if !matches!(got, Ok(Ok(n)) if n > 0) {
-            return;
-        }
-        let question: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    async fn client(&mut self, asked: Asked) {
+        let Asked {
+            question,
+            read,
+            mut write,
+        } = asked;
         let answer = match question["op"].as_str() {
             Some("ping") => json!({"ok": true, "pid": std::process::id()}),
-            Some("run") => return self.run(question, reader.into_inner().into_inner(), write),
+            Some("run") => return self.run(question, read, write),
             Some("reload") => match self.activate().await {
                 Ok(()) => json!({"ok": true, "pages": self.pages.len()}),
                 // `stale`: this keeper is on its way out.
@@ -469,11 +500,13 @@ impl Keeper {
             }
             _ => json!({"ok": false, "error": "unknown question"}),
         };
-        let _ = tokio::time::timeout(
-            Duration::from_secs(5),
-            write.write_all(format!("{answer}\n").as_bytes()),
-        )
-        .await;
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                write.write_all(format!("{answer}\n").as_bytes()),
+            )
+            .await;
+        });
     }
 
     /// Starts following the pages (once), then applies the state file.

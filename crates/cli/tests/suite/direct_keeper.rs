@@ -517,3 +517,24 @@ async fn a_cut_off_answer_is_an_error_and_the_command_is_not_run_again() {
     assert_eq!(s.ok(&["eval", "window.runs || 0"]).await, "0");
     s.ok(&["close"]).await;
 }
+
+/// Clients that connect and say nothing do not hold up the keeper: each
+/// would have stopped it for 5 seconds, so sixteen of them would outlast a
+/// page command's wait for its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_clients_do_not_hold_up_the_keeper() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let sock = s.state.path().join("default.keeper").join("sock");
+    let mut silent = Vec::new();
+    for _ in 0..16 {
+        silent.push(tokio::net::UnixStream::connect(&sock).await.unwrap());
+    }
+    assert_eq!(s.ok(&["eval", "1 + 1"]).await, "2");
+    assert!(
+        page_attached(&s).await,
+        "the keeper did not run the command"
+    );
+    drop(silent);
+    s.ok(&["close"]).await;
+}
