@@ -39,6 +39,26 @@ pub use refs::{ElementSpot, FillResult, LinkedSnapshot, SavedRef};
 /// How long the page may take to answer the first command of a link.
 const PAGE_ANSWER: Duration = Duration::from_secs(5);
 
+/// How long a click on a link waits for its navigation to start before it
+/// counts as one that did not navigate (`href="#"` handled by a script, a
+/// navigation the page cancels).
+const LINK_START: Duration = Duration::from_millis(500);
+
+/// An expression that says whether the element at `at` is (inside) a link
+/// whose click navigates this page: `a[href]` or `area[href]`, not a
+/// download, not another window, not a fragment or `javascript:` URL.
+fn on_link_expression(at: Point) -> String {
+    format!(
+        "(() => {{ const e = document.elementFromPoint({}, {}); \
+         const a = e && e.closest('a[href], area[href]'); \
+         if (!a || a.hasAttribute('download')) return false; \
+         const t = (a.getAttribute('target') || '').toLowerCase(); \
+         if (t && t !== '_self' && t !== '_top' && t !== '_parent') return false; \
+         return !/^\\s*(#|javascript:)/i.test(a.getAttribute('href')); }})()",
+        at.x, at.y
+    )
+}
+
 /// A lightweight CDP session on one existing page target.
 ///
 /// Made for one-shot commands: [`attach`](Self::attach) opens a single
@@ -339,21 +359,27 @@ impl PageLink {
                 .into_iter()
                 .map(|(kind, at, press)| mouse::mouse_event(kind, at, press)),
         );
-        // A round trip through the renderer after the input: any navigation
-        // the click requested has been reported before its answer.
+        // A round trip through the renderer after the input, which also
+        // says whether the click landed on a link that navigates this page.
         commands.push((
             "Runtime.evaluate",
-            json!({ "expression": "0", "returnByValue": true }),
+            json!({ "expression": on_link_expression(at), "returnByValue": true }),
         ));
         self.wire.lock().await.events.clear();
         let mut answers = self.exchange(commands).await?;
         // The barrier fails when the click's navigation already swapped
         // the document: that navigation is then in the events.
-        answers.pop();
+        let on_link = answers
+            .pop()
+            .and_then(std::result::Result::ok)
+            .is_some_and(|v| v["result"]["value"] == true);
         if let Some(Err(e)) = answers.into_iter().find(Result::is_err) {
             return Err(e);
         }
-        self.finish_navigation(false).await
+        // A link's navigation can be reported after the barrier's answer
+        // (the page starts it a moment later): give it a moment to start.
+        let start = on_link.then_some(LINK_START);
+        self.finish_navigation_within(false, start).await
     }
 
     /// Moves the pointer to `at`.
@@ -489,6 +515,16 @@ impl PageLink {
     /// (or `expected`), waits for it to commit and the new document to
     /// load, up to the call deadline. Returns whether one committed.
     async fn finish_navigation(&self, expected: bool) -> Result<bool> {
+        self.finish_navigation_within(expected, None).await
+    }
+
+    /// [`finish_navigation`](Self::finish_navigation), waiting up to
+    /// `start` for a navigation that has not been requested yet.
+    async fn finish_navigation_within(
+        &self,
+        expected: bool,
+        start: Option<Duration>,
+    ) -> Result<bool> {
         let main = self.target_id.clone();
         let of_main = move |ev: &Value| {
             let p = &ev["params"];
@@ -497,19 +533,33 @@ impl PageLink {
                     && p["frame"]["parentId"].is_null())
         };
         let deadline = Instant::now() + self.timeout;
+        let is_start = |ev: &Value| {
+            matches!(
+                ev["method"].as_str(),
+                Some(
+                    "Page.frameRequestedNavigation"
+                        | "Page.frameStartedNavigating"
+                        | "Page.frameStartedLoading"
+                )
+            ) && of_main(ev)
+        };
         let committed = {
             let mut wire = self.wire.lock().await;
             let requested = expected
-                || wire.events.iter().any(|ev| {
-                    matches!(
-                        ev["method"].as_str(),
-                        Some(
-                            "Page.frameRequestedNavigation"
-                                | "Page.frameStartedNavigating"
-                                | "Page.frameStartedLoading"
-                        )
-                    ) && of_main(ev)
-                });
+                || wire.events.iter().any(is_start)
+                || match start {
+                    Some(wait) => {
+                        let until = deadline.min(Instant::now() + wait);
+                        // Kept: a frame-level start is also what the end
+                        // below is matched against.
+                        let seen = wire.event(until, is_start).await?;
+                        if let Some(ev) = seen {
+                            wire.events.push_front(ev);
+                        }
+                        wire.events.iter().any(is_start)
+                    }
+                    None => false,
+                };
             if !requested {
                 return Ok(false);
             }

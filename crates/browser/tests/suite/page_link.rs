@@ -99,3 +99,74 @@ async fn a_link_keeps_a_bounded_number_of_dialogs() {
     assert!(dialogs.iter().all(|d| d.message.chars().count() == 1_000));
     assert!(link.dialogs().await.is_empty());
 }
+
+/// A load that ended between commands (here, another client's navigation)
+/// leaves its events unread on a link kept open; the next click that
+/// navigates must wait for its own navigation, not take the old load's
+/// end for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_waits_for_its_own_navigation_not_an_earlier_load() {
+    let e = env().await;
+    e.open("links/page2.html").await;
+    let link = PageLink::attach(
+        e.tab.websocket_url(),
+        &e.tab.active_tab_id(),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    link.watch().await.unwrap();
+    for _ in 0..5 {
+        // Loaded by the tab: the link sees the load's events but does not
+        // read them yet.
+        e.open("links/page1.html").await;
+        let r = link
+            .evaluate(
+                "(() => { const r = document.querySelector('#next').getBoundingClientRect(); \
+                 return [r.x + r.width / 2, r.y + r.height / 2]; })()",
+            )
+            .await
+            .unwrap();
+        let at = Point::new(r[0].as_f64().unwrap() as i32, r[1].as_f64().unwrap() as i32);
+        assert!(link.click(at, MouseButton::Left, 1).await.unwrap());
+        let url = link.evaluate("location.href").await.unwrap();
+        assert!(url.as_str().unwrap().ends_with("/page2.html"), "{url}");
+    }
+}
+
+/// A link whose page starts the navigation a moment after the click (a
+/// script that follows the link on a timer): the click still waits for it
+/// and says it navigated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_on_a_link_waits_for_a_navigation_that_starts_late() {
+    let e = env().await;
+    let target = e.server.url("links/page2.html");
+    let page = format!(
+        "data:text/html,<a id=l href='{target}' style='display:block;width:200px;height:80px' \
+         onclick='event.preventDefault(); setTimeout(() => location.href = this.href, 150)'>go</a>\
+         <a id=h href='#top' style='display:block;width:200px;height:80px'>here</a>"
+    );
+    let out = lumen_core::BrowserTab::goto(&e.tab, &page).await.unwrap();
+    assert!(out.ok, "{out:?}");
+    let link = PageLink::attach(
+        e.tab.websocket_url(),
+        &e.tab.active_tab_id(),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    // A fragment link does not navigate the page: no wait, not navigated.
+    assert!(
+        !link
+            .click(Point::new(50, 120), MouseButton::Left, 1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        link.click(Point::new(50, 40), MouseButton::Left, 1)
+            .await
+            .unwrap()
+    );
+    let url = link.evaluate("location.href").await.unwrap();
+    assert_eq!(url.as_str(), Some(target.as_str()));
+}
