@@ -40,8 +40,9 @@ pub use refs::{ElementSpot, FillResult, LinkedSnapshot, SavedRef};
 const PAGE_ANSWER: Duration = Duration::from_secs(5);
 
 /// How long a click on a link waits for its navigation to start before it
-/// counts as one that did not navigate (`href="#"` handled by a script, a
-/// navigation the page cancels).
+/// counts as one that did not navigate (a link whose script only opens a
+/// dialog, a navigation the page cancels). A script's router that moves
+/// within the document is a navigation too: its start ends the wait.
 const LINK_START: Duration = Duration::from_millis(500);
 
 /// An expression that says whether the element at `at` is (inside) a link
@@ -365,6 +366,15 @@ impl PageLink {
             "Runtime.evaluate",
             json!({ "expression": on_link_expression(at), "returnByValue": true }),
         ));
+        // Events the page sent before the click, read or not (a load that
+        // ended between commands, on a link kept open), must not be taken
+        // for the click's: a round trip first, whose answer comes after
+        // all of them.
+        self.call(
+            "Runtime.evaluate",
+            json!({ "expression": "0", "returnByValue": true }),
+        )
+        .await?;
         self.wire.lock().await.events.clear();
         let mut answers = self.exchange(commands).await?;
         // The barrier fails when the click's navigation already swapped
@@ -550,13 +560,7 @@ impl PageLink {
                 || match start {
                     Some(wait) => {
                         let until = deadline.min(Instant::now() + wait);
-                        // Kept: a frame-level start is also what the end
-                        // below is matched against.
-                        let seen = wire.event(until, is_start).await?;
-                        if let Some(ev) = seen {
-                            wire.events.push_front(ev);
-                        }
-                        wire.events.iter().any(is_start)
+                        wire.event(until, is_start).await?.is_some()
                     }
                     None => false,
                 };

@@ -136,18 +136,30 @@ async fn a_click_waits_for_its_own_navigation_not_an_earlier_load() {
 
 /// A link whose page starts the navigation a moment after the click (a
 /// script that follows the link on a timer): the click still waits for it
-/// and says it navigated.
+/// and says it navigated. A link a script's router handles within the
+/// document ends the wait at once, even when a navigation follows later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_click_on_a_link_waits_for_a_navigation_that_starts_late() {
     let e = env().await;
     let target = e.server.url("links/page2.html");
-    let page = format!(
-        "data:text/html,<a id=l href='{target}' style='display:block;width:200px;height:80px' \
-         onclick='event.preventDefault(); setTimeout(() => location.href = this.href, 150)'>go</a>\
-         <a id=h href='#top' style='display:block;width:200px;height:80px'>here</a>"
-    );
-    let out = lumen_core::BrowserTab::goto(&e.tab, &page).await.unwrap();
-    assert!(out.ok, "{out:?}");
+    let block = "style='display:block;width:200px;height:80px;margin:0'";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("late.html"),
+        format!(
+            "<!doctype html><body style=margin:0><a href='{target}' {block} \
+             onclick='event.preventDefault(); setTimeout(() => location.href = this.href, 150)'>go</a>\
+             <a href='#top' {block}>here</a>\
+             <a href='{target}' {block} onclick='event.preventDefault(); \
+             history.pushState(null, \"\", \"#routed\"); \
+             setTimeout(() => location.href = this.href, 300)'>route</a></body>"
+        ),
+    )
+    .unwrap();
+    let site = lumen_test_support::FixtureServer::start_at(dir.path())
+        .await
+        .unwrap();
+    let page = site.url("late.html");
     let link = PageLink::attach(
         e.tab.websocket_url(),
         &e.tab.active_tab_id(),
@@ -155,18 +167,32 @@ async fn a_click_on_a_link_waits_for_a_navigation_that_starts_late() {
     )
     .await
     .unwrap();
+    let open = || async {
+        let out = lumen_core::BrowserTab::goto(&e.tab, &page).await.unwrap();
+        assert!(out.ok, "{out:?}");
+    };
+    let click = |y: i32| link.click(Point::new(50, y), MouseButton::Left, 1);
+
+    open().await;
     // A fragment link does not navigate the page: no wait, not navigated.
+    assert!(!click(120).await.unwrap());
     assert!(
-        !link
-            .click(Point::new(50, 120), MouseButton::Left, 1)
-            .await
-            .unwrap()
-    );
-    assert!(
-        link.click(Point::new(50, 40), MouseButton::Left, 1)
-            .await
-            .unwrap()
+        click(40).await.unwrap(),
+        "the late navigation was waited for"
     );
     let url = link.evaluate("location.href").await.unwrap();
     assert_eq!(url.as_str(), Some(target.as_str()));
+
+    open().await;
+    // The router moved within the document: the click is over, and the
+    // navigation its script starts later is not taken for its own.
+    assert!(!click(200).await.unwrap());
+    assert!(
+        link.evaluate("location.href")
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .ends_with("#routed")
+    );
 }
