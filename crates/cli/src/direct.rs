@@ -45,6 +45,7 @@ mod files;
 mod keeper;
 mod launch;
 mod network;
+mod socket;
 mod storage;
 mod warm;
 

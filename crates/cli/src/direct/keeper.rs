@@ -9,8 +9,9 @@
 //! click, fill, get…) sends itself, parsed, over the keeper's socket; the
 //! keeper runs it in a task of its own on the one
 //! [`PageLink`](lumen::browser::PageLink) it keeps to the session's page
-//! (attached at the first command, again when `tab` switched pages or the
-//! page went away) and sends back the output (both sides: `warm.rs`). A
+//! (attached within a second of its start, again when `tab` switched pages
+//! or the page went away) and sends back the output (both sides:
+//! `warm.rs`; the socket's framing and peer checks: `socket.rs`). A
 //! command that finds the link taken by another (a long `wait`) or no
 //! keeper at all runs in its own process, on a link of its own; one whose
 //! process goes away before its answer (the caller keeps its end of the
@@ -57,10 +58,11 @@ use lumen::browser::chromium;
 use lumen::browser::{EventLink, Incoming, PageLink};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::UnixListener;
 
 use super::network::RouteAction;
+use super::socket::{Asked, exchange, read_question};
 use super::{State, emulate, warm};
 use crate::exit::CliError;
 
@@ -75,15 +77,12 @@ const MAX_LOGGED: usize = 1000;
 /// the tabs' console and network buffers keep of a line.
 const MAX_URL: usize = 1000;
 /// How long the keeper may take to start, and to answer.
-const ANSWER: Duration = Duration::from_secs(20);
+pub(super) const ANSWER: Duration = Duration::from_secs(20);
 
 /// How long the keeper waits for the browser to take its settings: under
 /// [`ANSWER`], so a slow browser is reported by the keeper rather than
 /// taken for a keeper that hangs (which the caller would restart).
 const SETTLE: Duration = Duration::from_secs(15);
-/// The longest question the keeper reads (a warm command carries the text
-/// it fills or evaluates); a longer command runs in its own process.
-pub(super) const MAX_QUESTION: usize = 1 << 20;
 /// How often the keeper reads what its open page link received while no
 /// command runs (and answers dialogs that opened meanwhile).
 const CATCH_UP: Duration = Duration::from_secs(1);
@@ -192,42 +191,6 @@ pub(super) async fn ensure(session: &str, state: &mut State) -> Result<(), CliEr
         return Ok(());
     }
     start(session, state).await
-}
-
-/// Connects to the session's keeper: only to a socket whose other end runs
-/// as this user (a socket someone else put in a shared state folder would
-/// receive what we type and answer for the page).
-pub(super) async fn connect(session: &str) -> std::io::Result<UnixStream> {
-    let stream = UnixStream::connect(dir(session).join("sock")).await?;
-    if stream.peer_cred()?.uid() != rustix::process::geteuid().as_raw() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            "the session's socket is served by another user",
-        ));
-    }
-    Ok(stream)
-}
-
-/// One question and its answer over the keeper's socket.
-async fn exchange(session: &str, question: &Value) -> Result<Value, String> {
-    let talk = async {
-        let mut stream = connect(session)
-            .await
-            .map_err(|e| format!("cannot connect: {e}"))?;
-        stream
-            .write_all(format!("{question}\n").as_bytes())
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        BufReader::new(stream)
-            .read_line(&mut line)
-            .await
-            .map_err(|e| e.to_string())?;
-        serde_json::from_str::<Value>(&line).map_err(|_| "no answer".to_owned())
-    };
-    tokio::time::timeout(ANSWER, talk)
-        .await
-        .map_err(|_| "it did not answer in time".to_owned())?
 }
 
 /// Whether the saved keeper process is still this session's keeper.
@@ -431,36 +394,6 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     drop(listener);
     let _ = std::fs::remove_file(&sock);
     Ok(crate::exit::SUCCESS)
-}
-
-/// A question read off the keeper's socket, with the connection to answer
-/// on (a `run` also watches its read half for the caller going away).
-struct Asked {
-    question: Value,
-    read: tokio::net::unix::OwnedReadHalf,
-    write: tokio::net::unix::OwnedWriteHalf,
-}
-
-/// Reads one question (one JSON line, at most [`MAX_QUESTION`] bytes,
-/// within 5 seconds) and hands it to the keeper's loop; a client that
-/// says nothing in time is dropped.
-async fn read_question(stream: UnixStream, asked: tokio::sync::mpsc::Sender<Asked>) {
-    let (read, write) = stream.into_split();
-    let mut line = String::new();
-    let mut reader = BufReader::new(read.take(MAX_QUESTION as u64));
-    let got = tokio::time::timeout(Duration::from_secs(5), reader.read_line(&mut line)).await;
-    if !matches!(got, Ok(Ok(n)) if n > 0) {
-        return;
-    }
-    let question = serde_json::from_str(&line).unwrap_or(Value::Null);
-    let read = reader.into_inner().into_inner();
-    let _ = asked
-        .send(Asked {
-            question,
-            read,
-            write,
-        })
-        .await;
 }
 
 impl Keeper {

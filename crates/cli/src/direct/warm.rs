@@ -11,7 +11,7 @@ use lumen::browser::PageLink;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
-use super::keeper::{MAX_QUESTION, connect};
+use super::socket::{MAX_QUESTION, connect};
 use super::{BrowserArgs, BrowserCommand, DialogAnswer, PageOutcome};
 use crate::exit::CliError;
 
