@@ -80,13 +80,7 @@ async fn a_page_link_clicks_types_presses_fills_and_captures() {
 async fn a_link_keeps_a_bounded_number_of_dialogs() {
     let e = env().await;
     e.open("form.html").await;
-    let link = PageLink::attach(
-        e.tab.websocket_url(),
-        &e.tab.active_tab_id(),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
+    let link = link_to(&e).await;
     link.evaluate("for (let i = 0; i < 100; i++) alert(i + ':' + 'x'.repeat(5000)); 1")
         .await
         .unwrap();
@@ -98,40 +92,6 @@ async fn a_link_keeps_a_bounded_number_of_dialogs() {
     );
     assert!(dialogs.iter().all(|d| d.message.chars().count() == 1_000));
     assert!(link.dialogs().await.is_empty());
-}
-
-/// A load that ended between commands (here, another client's navigation)
-/// leaves its events unread on a link kept open; the next click that
-/// navigates must wait for its own navigation, not take the old load's
-/// end for it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_click_waits_for_its_own_navigation_not_an_earlier_load() {
-    let e = env().await;
-    e.open("links/page2.html").await;
-    let link = PageLink::attach(
-        e.tab.websocket_url(),
-        &e.tab.active_tab_id(),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
-    link.watch().await.unwrap();
-    for _ in 0..5 {
-        // Loaded by the tab: the link sees the load's events but does not
-        // read them yet.
-        e.open("links/page1.html").await;
-        let r = link
-            .evaluate(
-                "(() => { const r = document.querySelector('#next').getBoundingClientRect(); \
-                 return [r.x + r.width / 2, r.y + r.height / 2]; })()",
-            )
-            .await
-            .unwrap();
-        let at = Point::new(r[0].as_f64().unwrap() as i32, r[1].as_f64().unwrap() as i32);
-        assert!(link.click(at, MouseButton::Left, 1).await.unwrap());
-        let url = link.evaluate("location.href").await.unwrap();
-        assert!(url.as_str().unwrap().ends_with("/page2.html"), "{url}");
-    }
 }
 
 /// A link whose page starts the navigation a moment after the click (a
@@ -160,13 +120,7 @@ async fn a_click_on_a_link_waits_for_a_navigation_that_starts_late() {
         .await
         .unwrap();
     let page = site.url("late.html");
-    let link = PageLink::attach(
-        e.tab.websocket_url(),
-        &e.tab.active_tab_id(),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
+    let link = link_to(&e).await;
     let open = || async {
         let out = lumen_core::BrowserTab::goto(&e.tab, &page).await.unwrap();
         assert!(out.ok, "{out:?}");
@@ -195,4 +149,15 @@ async fn a_click_on_a_link_waits_for_a_navigation_that_starts_late() {
             .unwrap()
             .ends_with("#routed")
     );
+}
+
+/// A link to the tab's page, on a WebSocket of its own.
+async fn link_to(e: &super::common::Env) -> PageLink {
+    PageLink::attach(
+        e.tab.websocket_url(),
+        &e.tab.active_tab_id(),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap()
 }
