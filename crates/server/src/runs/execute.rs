@@ -112,9 +112,10 @@ impl RunManager {
                         AssertUnwindSafe(self.drive(&entry, &control, resume, &mut writer))
                             .catch_unwind()
                             .await;
-                    // A lost remote browser from the pool: the run goes on
-                    // in a fresh session, resumed from its last completed
-                    // step (a run on its own endpoint has nowhere to go).
+                    // A lost browser from the pool: the run goes on in a
+                    // fresh session or browser, resumed from its last
+                    // completed step (a run on its own endpoint has nowhere
+                    // to go).
                     let fail_over = matches!(&driven, Ok(r) if lost_browser(r))
                         && writer.as_ref().is_some_and(Writer::holds_endings)
                         && failovers < MAX_FAILOVERS
@@ -380,9 +381,12 @@ impl RunManager {
                 }
             } => got?,
         };
-        if let Some(endpoint) = lent.as_ref().and_then(|l| l.endpoint(&self.pool)) {
-            tracing::info!(run = %entry.id, endpoint, "the run drives a remote browser");
-            // Lost, it fails over: its ending is not final until then.
+        if let Some(lent) = &lent {
+            if let Some(endpoint) = lent.endpoint(&self.pool) {
+                tracing::info!(run = %entry.id, endpoint, "the run drives a remote browser");
+            }
+            // A pool's browser, lost, fails over to another (or, local, to
+            // a fresh one): the run's ending is not final until then.
             w.hold_endings();
         }
         // The run's own browser context: nothing an earlier run (perhaps
@@ -526,6 +530,11 @@ impl RunManager {
         // it succeeded (`tasks.rs`). The boundary is saved first, so a run
         // interrupted in the next task resumes that task with the state.
         while let Ok(done) = &mut result {
+            // A task that succeeded has ended for good, whatever happens
+            // next (a lost browser fails over into the follow-on task).
+            if done.status == RunStatus::Success && done.error.is_none() {
+                writer.commit_endings(entry);
+            }
             self.task_gate().await;
             match entry.next_task(control, done, writer.next_seq.load(Ordering::SeqCst)) {
                 Boundary::End => break,

@@ -33,8 +33,9 @@ pub(super) struct Writer {
     /// One past the last `seq` handed to the writer.
     pub(super) next_seq: Arc<AtomicU64>,
     /// While `Some`, the session's `error` and `done` events are held here
-    /// instead of written: an execution on a remote browser may fail over,
-    /// and then the run has not ended ([`release`](Self::release)).
+    /// instead of written: an execution on a pool's browser may fail over,
+    /// and then the run has not ended ([`release`](Self::release),
+    /// [`commit_endings`](Self::commit_endings) at a task boundary).
     held: Arc<std::sync::Mutex<Option<Vec<RecordedEvent>>>>,
 }
 
@@ -88,7 +89,7 @@ impl Writer {
         lock(&self.held).get_or_insert_with(Vec::new);
     }
 
-    /// Whether endings are held (the execution drives a remote browser).
+    /// Whether endings are held (the execution drives a pool's browser).
     pub(super) fn holds_endings(&self) -> bool {
         lock(&self.held).is_some()
     }
@@ -103,6 +104,17 @@ impl Writer {
                 entry.observe(&e.event);
                 let _ = self.tx.send(Write::Event(Box::new(e)));
             }
+        }
+    }
+
+    /// Writes the endings held so far and goes on holding: a task that
+    /// ended before a follow-on task began has ended for good (a failover
+    /// later resumes in the follow-on task).
+    pub(super) fn commit_endings(&self, entry: &RunEntry) {
+        let mut held = lock(&self.held);
+        for e in held.iter_mut().flat_map(std::mem::take) {
+            entry.observe(&e.event);
+            let _ = self.tx.send(Write::Event(Box::new(e)));
         }
     }
 

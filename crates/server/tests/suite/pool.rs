@@ -1,8 +1,13 @@
-//! Runs served from remote browsers (`ServeOptions::browser_endpoints`):
-//! real Chromium processes started with `--remote-debugging-port`, reached
-//! over CDP like a browser pool. Runs spread over the endpoints; one that
-//! refuses (a pool's 429) is skipped; a browser killed mid-run fails over
-//! to the other endpoint and the run resumes from its last completed step.
+//! Where runs get their browsers.
+//!
+//! - Remote browsers (`ServeOptions::browser_endpoints`): real Chromium
+//!   processes started with `--remote-debugging-port`, reached over CDP
+//!   like a browser pool. Runs spread over the endpoints; one that refuses
+//!   (a pool's 429) is skipped; a browser killed mid-run fails over to the
+//!   other endpoint and the run resumes from its last completed step.
+//! - Local Chromium: runs at once share one process (or spread over
+//!   `browser_processes`); a shared process killed mid-run is replaced and
+//!   the run resumes on the new one.
 
 use std::time::Duration;
 
@@ -268,4 +273,124 @@ async fn a_browserbase_pool_creates_and_releases_a_session_per_run() {
             .unwrap_err()
             .contains("API key")
     );
+}
+
+/// A Chromium launcher that records the pid of each browser it starts
+/// (`exec`, so the pid is Chromium's own).
+struct Counted {
+    executable: std::path::PathBuf,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Counted {
+    fn new() -> Counted {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let (executable, log) = (dir.path().join("chromium"), dir.path().join("pids"));
+        let chromium = lumen_test_support::locate_chromium().unwrap();
+        std::fs::write(
+            &executable,
+            format!(
+                "#!/bin/sh\necho $$ >> '{}'\nexec '{}' \"$@\"\n",
+                log.display(),
+                chromium.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&executable, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Counted {
+            executable,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// The browsers launched so far.
+    fn pids(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Two runs at once, `processes` local Chromium allowed: how many were
+/// launched for them.
+async fn launched_for_two_runs(env: &Env, processes: usize) -> (Server, Counted) {
+    let counted = Counted::new();
+    let mut options = env.options();
+    options.max_concurrent = 2;
+    options.browser_processes = processes;
+    options.launch.executable = Some(counted.executable.clone());
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let asked = env.requests();
+    env.stall();
+    env.stall();
+    let body = json!({"instruction": "Wait", "startUrl": env.counter(), "maxSteps": 3});
+    let (first, second) = (c.create(body.clone()).await, c.create(body).await);
+    wait_for("both runs ask the model", async || {
+        env.requests() == asked + 2
+    })
+    .await;
+    for id in [&first, &second] {
+        c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+        c.wait_status(id, "cancelled").await;
+    }
+    (server, counted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_runs_share_one_chromium_that_is_replaced_when_it_dies() {
+    let env = Env::new().await;
+    let (server, counted) = launched_for_two_runs(&env, 1).await;
+    assert_eq!(counted.pids().len(), 1, "two runs at once, one Chromium");
+    let c = Client::new(server.local_addr());
+
+    // The shared browser killed mid-step: the run resumes on a fresh one
+    // from its last completed step, each step recorded once.
+    env.click();
+    env.mock.push(Route::ChatCompletions, slow_click());
+    env.done("after the failover");
+    let id = c
+        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
+        .await;
+    wait_for("the second model call", async || env.requests() == 4).await;
+    assert_eq!(
+        counted.pids().len(),
+        1,
+        "the next run took the same browser"
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-9", &counted.pids()[0]])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let run = c
+        .wait(&id, "ended", |r| {
+            r["status"] != "running" && r["status"] != "queued"
+        })
+        .await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"], "after the failover");
+    assert_eq!(env.requests(), 5, "the lost step was asked again, once");
+    assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
+    let events: Vec<Value> = c
+        .sse(&id, None)
+        .await
+        .into_iter()
+        .map(|(_, _, d)| d)
+        .collect();
+    assert_every_step_once(&events, 2);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_processes_spreads_runs_over_that_many_chromium() {
+    let env = Env::new().await;
+    let (server, counted) = launched_for_two_runs(&env, 2).await;
+    assert_eq!(counted.pids().len(), 2, "a Chromium for each run at once");
+    server.shutdown().await;
 }
