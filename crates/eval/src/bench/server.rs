@@ -127,7 +127,15 @@ async fn bench(options: &Options) -> Result<()> {
                 options.workers
             )
         })?;
-        all.push(measure(options, Some(url), options.workers, options.browser_processes).await?);
+        all.push(
+            measure(
+                options,
+                Some(url),
+                options.workers,
+                options.browser_processes,
+            )
+            .await?,
+        );
     }
     let self_peak =
         crate::util::status_kb("VmHWM:", std::process::id()).unwrap_or(0) as f64 / 1024.0;

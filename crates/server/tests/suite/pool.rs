@@ -343,47 +343,62 @@ async fn launched_for_two_runs(env: &Env, processes: usize) -> (Server, Counted)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn local_runs_share_one_chromium_that_is_replaced_when_it_dies() {
+async fn local_runs_share_one_chromium_and_fail_over_together_when_it_dies() {
     let env = Env::new().await;
     let (server, counted) = launched_for_two_runs(&env, 1).await;
     assert_eq!(counted.pids().len(), 1, "two runs at once, one Chromium");
     let c = Client::new(server.local_addr());
 
-    // The shared browser killed mid-step: the run resumes on a fresh one
-    // from its last completed step, each step recorded once.
+    // The shared browser killed while both runs are mid-step: both resume
+    // on one fresh Chromium from their last completed step, each step
+    // recorded once.
+    env.click();
     env.click();
     env.mock.push(Route::ChatCompletions, slow_click());
-    env.done("after the failover");
-    let id = c
-        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
-        .await;
-    wait_for("the second model call", async || env.requests() == 4).await;
+    env.mock.push(Route::ChatCompletions, slow_click());
+    let body = json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4});
+    let ids = [c.create(body.clone()).await, c.create(body).await];
+    // Two fast clicks and two slow ones, in either run: whichever took the
+    // slow ones, both are inside a model call now.
+    wait_for("both runs in a slow model call", async || {
+        env.requests() == 6
+    })
+    .await;
     assert_eq!(
         counted.pids().len(),
         1,
-        "the next run took the same browser"
+        "the next runs took the same browser"
     );
+    // The answers to the steps asked again.
+    env.done("after the failover");
+    env.done("after the failover");
     let status = std::process::Command::new("kill")
         .args(["-9", &counted.pids()[0]])
         .status()
         .unwrap();
     assert!(status.success());
-    let run = c
-        .wait(&id, "ended", |r| {
-            r["status"] != "running" && r["status"] != "queued"
-        })
-        .await;
-    assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(run["result"], "after the failover");
-    assert_eq!(env.requests(), 5, "the lost step was asked again, once");
-    assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
-    assert_every_step_once(&events, 2);
+    let mut steps = 0;
+    for id in &ids {
+        let run = c
+            .wait(id, "ended", |r| {
+                r["status"] != "running" && r["status"] != "queued"
+            })
+            .await;
+        assert_eq!(run["status"], "completed", "{run}");
+        assert_eq!(run["result"], "after the failover");
+        let completed = run["stepsCompleted"].as_u64().unwrap();
+        let events: Vec<Value> = c
+            .sse(id, None)
+            .await
+            .into_iter()
+            .map(|(_, _, d)| d)
+            .collect();
+        assert_every_step_once(&events, completed);
+        steps += completed;
+    }
+    assert_eq!(steps, 4, "two clicks and two answers, each once");
+    assert_eq!(env.requests(), 8, "each lost step was asked again, once");
+    assert_eq!(counted.pids().len(), 2, "one fresh Chromium took over both");
     server.shutdown().await;
 }
 
