@@ -530,11 +530,6 @@ impl RunManager {
         // it succeeded (`tasks.rs`). The boundary is saved first, so a run
         // interrupted in the next task resumes that task with the state.
         while let Ok(done) = &mut result {
-            // A task that succeeded has ended for good, whatever happens
-            // next (a lost browser fails over into the follow-on task).
-            if done.status == RunStatus::Success && done.error.is_none() {
-                writer.commit_endings(entry);
-            }
             self.task_gate().await;
             match entry.next_task(control, done, writer.next_seq.load(Ordering::SeqCst)) {
                 Boundary::End => break,

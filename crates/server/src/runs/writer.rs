@@ -34,8 +34,9 @@ pub(super) struct Writer {
     pub(super) next_seq: Arc<AtomicU64>,
     /// While `Some`, the session's `error` and `done` events are held here
     /// instead of written: an execution on a pool's browser may fail over,
-    /// and then the run has not ended ([`release`](Self::release),
-    /// [`commit_endings`](Self::commit_endings) at a task boundary).
+    /// and then the run has not ended ([`release`](Self::release)). Any
+    /// other event written after them shows they ended a part of the
+    /// execution, and they are written first.
     held: Arc<std::sync::Mutex<Option<Vec<RecordedEvent>>>>,
 }
 
@@ -71,16 +72,24 @@ impl Writer {
             let mut e = e.clone();
             e.seq += offset;
             next_seq.fetch_max(e.seq + 1, Ordering::SeqCst);
-            if matches!(
-                e.event,
-                StreamEvent::Error { .. } | StreamEvent::Done { .. }
-            ) && let Some(held) = lock(&held).as_mut()
-            {
-                held.push(e);
-                return;
+            let tx = lock(&tx);
+            if let Some(held) = lock(&held).as_mut() {
+                if matches!(
+                    e.event,
+                    StreamEvent::Error { .. } | StreamEvent::Done { .. }
+                ) {
+                    held.push(e);
+                    return;
+                }
+                // More events after an ending: it ended a part (an exec
+                // attempt, a task), not the execution. It stands, in order.
+                for ending in held.drain(..) {
+                    entry.observe(&ending.event);
+                    let _ = tx.send(Write::Event(Box::new(ending)));
+                }
             }
             entry.observe(&e.event);
-            let _ = lock(&tx).send(Write::Event(Box::new(e)));
+            let _ = tx.send(Write::Event(Box::new(e)));
         })
     }
 
@@ -104,17 +113,6 @@ impl Writer {
                 entry.observe(&e.event);
                 let _ = self.tx.send(Write::Event(Box::new(e)));
             }
-        }
-    }
-
-    /// Writes the endings held so far and goes on holding: a task that
-    /// ended before a follow-on task began has ended for good (a failover
-    /// later resumes in the follow-on task).
-    pub(super) fn commit_endings(&self, entry: &RunEntry) {
-        let mut held = lock(&self.held);
-        for e in held.iter_mut().flat_map(std::mem::take) {
-            entry.observe(&e.event);
-            let _ = self.tx.send(Write::Event(Box::new(e)));
         }
     }
 

@@ -40,6 +40,11 @@ async fn an_exec_run_retries_a_failed_attempt_through_the_session() {
             "maxSteps": 4, "mode": "exec", "attempts": 2}),
         )
         .await;
+    let follower = tokio::spawn({
+        let c = Client::new(server.local_addr());
+        let id = id.clone();
+        async move { c.sse(&id, None).await }
+    });
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(run["mode"], "exec");
     assert_eq!(run["result"], "clicked");
@@ -51,6 +56,24 @@ async fn an_exec_run_retries_a_failed_attempt_through_the_session() {
         assert!(retry.contains("Attempt 2 of 2"), "{retry}");
         assert!(retry.contains("REASON-MARKER"));
         assert!(retry.contains("Take a different approach"));
+    }
+    // The failed attempt's ending is where it happened, before the retry's
+    // events, in the log and for a client that followed the run live.
+    let logged = c.sse(&id, None).await;
+    for seen in [logged, follower.await.unwrap()] {
+        let events: Vec<Value> = seen.into_iter().map(|(_, _, d)| d).collect();
+        for (i, e) in events.iter().enumerate() {
+            assert_eq!(
+                e["seq"].as_u64(),
+                Some(i as u64),
+                "out of order at {i}: {e}"
+            );
+        }
+        let endings: Vec<&Value> = events.iter().filter(|e| e["type"] == "done").collect();
+        assert_eq!(endings.len(), 2, "{endings:?}");
+        assert_eq!(endings[0]["status"], "failure");
+        assert_eq!(endings[1]["status"], "success");
+        assert_eq!(events.last().unwrap()["type"], "done");
     }
     server.shutdown().await;
 }
