@@ -254,7 +254,7 @@ impl Conn {
     }
 
     /// Whether the browser itself still answers (bounded).
-    async fn browser_alive(&self) -> bool {
+    pub(crate) async fn browser_alive(&self) -> bool {
         if self.dead_reason().is_some() {
             return false;
         }

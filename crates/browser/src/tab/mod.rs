@@ -208,6 +208,13 @@ impl CdpTab {
         self.conn().dead_reason().is_some()
     }
 
+    /// Whether the browser process still answers on this tab's connection
+    /// (`Browser.getVersion`, within 2 s): a health check for a browser
+    /// shared by several tabs, which a hung page of one does not fail.
+    pub async fn browser_answers(&self) -> bool {
+        self.conn().browser_alive().await
+    }
+
     /// Turns effect receipts on or off for later actions (see
     /// [`TabOptions::receipts`]).
     pub fn set_receipts(&self, on: bool) {

@@ -187,16 +187,17 @@ impl BrowserPool {
         }
     }
 
-    /// Takes a browser back after an execution. A local one whose
-    /// connection is gone is forgotten (closed once its last run lets go);
-    /// a remote one's connection is closed, and its endpoint cools down
-    /// when the browser was `lost`.
+    /// Takes a browser back after an execution. A local one that is gone,
+    /// or no longer answers after a run `lost` it, is forgotten (closed
+    /// once its last run lets go); a remote one's connection is closed, and
+    /// its endpoint cools down when the browser was `lost`.
     pub(super) async fn give(&self, lent: Lent, lost: bool) {
         match &self.source {
             Source::Local { browsers, .. } => {
                 // A run that lost only its own page (a hung renderer) leaves
-                // the browser to the others.
-                if lent.browser.is_disconnected() {
+                // the browser to the others; a wedged browser goes.
+                if lent.browser.is_disconnected() || (lost && !lent.browser.browser_answers().await)
+                {
                     browsers
                         .lock()
                         .await

@@ -402,6 +402,61 @@ async fn local_runs_share_one_chromium_and_fail_over_together_when_it_dies() {
     server.shutdown().await;
 }
 
+/// A shared Chromium that stops answering (SIGSTOP: its connection stays
+/// open) is not lent again once a run lost it: the run resumes on a fresh
+/// one instead of failing over into the same wedged browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wedged_shared_chromium_is_replaced() {
+    let env = Env::new().await;
+    let counted = Counted::new();
+    let mut options = env.options();
+    options.launch.executable = Some(counted.executable.clone());
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.click();
+    env.mock.push(Route::ChatCompletions, slow_click());
+    env.done("after the failover");
+    let id = c
+        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
+        .await;
+    wait_for("the second model call", async || env.requests() == 2).await;
+    let pid = counted.pids()[0].clone();
+    let signal = |name: &str| {
+        std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(signal("-STOP"));
+    let run = c
+        .wait(&id, "ended", |r| {
+            r["status"] != "running" && r["status"] != "queued"
+        })
+        .await;
+    // Ended once its last run let go (a zombie counts: its parent reaps
+    // it). Killed here whatever happened: a stopped process must not
+    // outlive the test.
+    let ended = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ended() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gone = ended();
+    signal("-KILL");
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"], "after the failover");
+    assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
+    assert!(gone, "the wedged Chromium was ended with its last run");
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_processes_spreads_runs_over_that_many_chromium() {
     let env = Env::new().await;
