@@ -133,9 +133,12 @@ fn failed(message: impl Into<String>) -> CallToolResult {
 }
 
 impl LumenMcp {
+    /// The direct tools' browser, launched on first use and again once it
+    /// is gone (a crash fails the call that meets it; the next one gets a
+    /// fresh browser on `about:blank`).
     async fn tab(&self) -> lumen::Result<Arc<CdpTab>> {
         let mut slot = self.tab.lock().await;
-        if let Some(t) = slot.as_ref() {
+        if let Some(t) = slot.as_ref().filter(|t| !t.is_disconnected()) {
             return Ok(t.clone());
         }
         let tab = Arc::new(CdpTab::launch(self.runs.options().launch.clone()).await?);

@@ -100,3 +100,43 @@ async fn mcp_lists_tools_drives_the_browser_and_runs_tasks() {
 
     mcp.close(Duration::from_secs(60)).await;
 }
+
+/// The direct tools' Chromium dies (`kill -9`): at most the call that meets
+/// the dead browser fails, and the next gets a fresh one.
+#[tokio::test]
+async fn mcp_direct_tools_get_a_fresh_browser_after_a_crash() {
+    let env = Env::new().await;
+    let counted = super::pool::Counted::new();
+    let mut options = env.options();
+    options.launch.executable = Some(counted.executable.clone());
+    let mut mcp = McpClient::start(options);
+    mcp.initialize().await;
+    let open = json!({"name": "open", "arguments": {"url": env.counter()}});
+    let ok = |v: &Value| {
+        v["result"]["isError"] != true
+            && v["result"]["content"][0]["text"]
+                .as_str()
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .is_some_and(|t| t["ok"] == true)
+    };
+    let first = mcp.call("tools/call", open.clone()).await;
+    assert!(ok(&first), "{first}");
+    assert_eq!(counted.pids().len(), 1);
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &counted.pids()[0]])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        let answer = mcp.call("tools/call", open.clone()).await;
+        let done = ok(&answer);
+        answers.push(answer);
+        if done {
+            break;
+        }
+    }
+    assert!(ok(answers.last().unwrap()), "{answers:?}");
+    assert_eq!(counted.pids().len(), 2, "a fresh Chromium");
+    mcp.close(Duration::from_secs(60)).await;
+}

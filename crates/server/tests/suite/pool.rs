@@ -277,14 +277,14 @@ async fn a_browserbase_pool_creates_and_releases_a_session_per_run() {
 
 /// A Chromium launcher that records the pid of each browser it starts
 /// (`exec`, so the pid is Chromium's own).
-struct Counted {
-    executable: std::path::PathBuf,
+pub(crate) struct Counted {
+    pub(crate) executable: std::path::PathBuf,
     log: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Counted {
-    fn new() -> Counted {
+    pub(crate) fn new() -> Counted {
         use std::os::unix::fs::PermissionsExt as _;
         let dir = tempfile::tempdir().unwrap();
         let (executable, log) = (dir.path().join("chromium"), dir.path().join("pids"));
@@ -307,7 +307,7 @@ impl Counted {
     }
 
     /// The browsers launched so far.
-    fn pids(&self) -> Vec<String> {
+    pub(crate) fn pids(&self) -> Vec<String> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
