@@ -98,3 +98,61 @@ async fn a_run_sees_nothing_an_earlier_run_stored_in_the_same_browser() {
     assert_eq!(reports()[1], expected_empty, "run 2 saw run 1's state");
     server.shutdown().await;
 }
+
+/// Two runs at once, one allowed only `localhost`, the other on
+/// `127.0.0.1`: neither policy judges the other run's requests. (A request
+/// filter is browser-wide, so two runs in one browser would: the first
+/// run's policy refused the second's start page.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_at_once_keep_to_their_own_policies() {
+    let env = Env::new().await;
+    let mut options = env.options();
+    options.max_concurrent = 2;
+    options.policy.allowed_private_hosts = vec!["127.0.0.1".into(), "localhost".into()];
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    env.stall();
+    env.stall();
+    let narrow = c
+        .create(json!({
+            "instruction": "Wait",
+            "startUrl": format!("http://localhost:{}/form.html", env.site.port()),
+            "maxSteps": 3,
+            "policy": {"allowedDomains": ["localhost"]},
+        }))
+        .await;
+    // Its filter is in place once it asks the model.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    while env.requests() < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the first run never asked"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let other = c
+        .create(json!({"instruction": "Wait", "startUrl": env.counter(), "maxSteps": 3}))
+        .await;
+    let run = c
+        .wait(&other, "asks the model or ends", |r| {
+            r["status"] != "queued"
+        })
+        .await;
+    let run = match run["status"].as_str() {
+        Some("running") => {
+            while env.requests() < 2 && c.run(&other).await["status"] == "running" {
+                assert!(tokio::time::Instant::now() < deadline, "never asked");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            c.run(&other).await
+        }
+        _ => run,
+    };
+    assert_eq!(run["status"], "running", "{run}");
+    assert_eq!(env.requests(), 2, "both runs asked the model");
+    for id in [&narrow, &other] {
+        c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+        c.wait_status(id, "cancelled").await;
+    }
+    server.shutdown().await;
+}
