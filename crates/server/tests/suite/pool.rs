@@ -344,11 +344,10 @@ async fn runs_at_once_never_share_a_local_chromium_and_idle_ones_are_reused() {
     server.shutdown().await;
 }
 
-/// A run whose local Chromium is killed mid-step resumes on a fresh one
-/// from its last completed step, each step recorded once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_local_run_whose_chromium_dies_resumes_on_a_fresh_one() {
-    let env = Env::new().await;
+/// A server on local Chromium started through [`Counted`], with one run
+/// inside its second step's model call (a slow answer) and the answer
+/// after a failover queued: returns the server, the launcher and the run.
+async fn run_mid_step(env: &Env) -> (Server, Counted, String) {
     let counted = Counted::new();
     let mut options = env.options();
     options.launch.executable = Some(counted.executable.clone());
@@ -361,18 +360,33 @@ async fn a_local_run_whose_chromium_dies_resumes_on_a_fresh_one() {
         .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
         .await;
     wait_for("the second model call", async || env.requests() == 2).await;
-    let killed = std::process::Command::new("kill")
-        .args(["-9", &counted.pids()[0]])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    (server, counted, id)
+}
+
+/// Waits for the run to end and checks it completed after a failover.
+async fn completed_after_failover(c: &Client, id: &str) {
     let run = c
-        .wait(&id, "ended", |r| {
+        .wait(id, "ended", |r| {
             r["status"] != "running" && r["status"] != "queued"
         })
         .await;
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["result"], "after the failover");
+}
+
+/// A run whose local Chromium is killed mid-step resumes on a fresh one
+/// from its last completed step, each step recorded once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_run_whose_chromium_dies_resumes_on_a_fresh_one() {
+    let env = Env::new().await;
+    let (server, counted, id) = run_mid_step(&env).await;
+    let c = Client::new(server.local_addr());
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &counted.pids()[0]])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    completed_after_failover(&c, &id).await;
     assert_eq!(env.requests(), 3, "the lost step was asked again, once");
     assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
     let events: Vec<Value> = c
@@ -391,18 +405,8 @@ async fn a_local_run_whose_chromium_dies_resumes_on_a_fresh_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wedged_local_chromium_is_replaced() {
     let env = Env::new().await;
-    let counted = Counted::new();
-    let mut options = env.options();
-    options.launch.executable = Some(counted.executable.clone());
-    let server = Server::start(options).await.unwrap();
+    let (server, counted, id) = run_mid_step(&env).await;
     let c = Client::new(server.local_addr());
-    env.click();
-    env.mock.push(Route::ChatCompletions, slow_click());
-    env.done("after the failover");
-    let id = c
-        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
-        .await;
-    wait_for("the second model call", async || env.requests() == 2).await;
     let pid = counted.pids()[0].clone();
     let signal = |name: &str| {
         std::process::Command::new("kill")
@@ -412,11 +416,7 @@ async fn a_wedged_local_chromium_is_replaced() {
             .success()
     };
     assert!(signal("-STOP"));
-    let run = c
-        .wait(&id, "ended", |r| {
-            r["status"] != "running" && r["status"] != "queued"
-        })
-        .await;
+    completed_after_failover(&c, &id).await;
     // Ended once its last run let go (a zombie counts: its parent reaps
     // it). Killed here whatever happened: a stopped process must not
     // outlive the test.
@@ -433,8 +433,6 @@ async fn a_wedged_local_chromium_is_replaced() {
     }
     let gone = ended();
     signal("-KILL");
-    assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(run["result"], "after the failover");
     assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
     assert!(gone, "the wedged Chromium was ended with its last run");
     server.shutdown().await;
