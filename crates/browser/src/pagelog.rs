@@ -40,7 +40,7 @@ impl Lines {
     }
 }
 
-/// A request seen leaving and not yet finished.
+/// A request seen leaving and not yet told as done.
 #[derive(Debug)]
 struct Pending {
     order: u64,
@@ -49,6 +49,10 @@ struct Pending {
     started: f64,
     status: Option<i64>,
     mime: Option<String>,
+    /// Finished without an error before its response was seen (the
+    /// tracker's event streams are not ordered across event types): told
+    /// once the response comes, or at the next read.
+    finished: Option<f64>,
 }
 
 impl Pending {
@@ -131,6 +135,7 @@ impl PageBuffers {
                 started: at,
                 status: None,
                 mime: None,
+                finished: None,
             },
         );
         // A page that starts requests and never finishes them must not
@@ -150,22 +155,33 @@ impl PageBuffers {
 
     /// A response's headers arrived.
     pub(crate) fn response(&self, id: &str, status: i64, mime: &str) {
-        if let Some(p) = lock(&self.network).pending.get_mut(id) {
-            p.status = Some(status);
-            p.mime = Some(mime.to_owned());
+        let mut n = lock(&self.network);
+        let Some(p) = n.pending.get_mut(id) else {
+            return;
+        };
+        p.status = Some(status);
+        p.mime = Some(mime.to_owned());
+        if let Some(at) = p.finished
+            && let Some(p) = n.pending.remove(id)
+        {
+            n.done.push(p.line("", Some(at)));
         }
     }
 
     /// A request finished (`error`: why it failed).
     pub(crate) fn finished(&self, id: &str, at: f64, error: Option<&str>) {
         let mut n = lock(&self.network);
+        let Some(p) = n.pending.get_mut(id) else {
+            return;
+        };
+        if error.is_none() && p.status.is_none() {
+            // Its response is still on the way.
+            p.finished = Some(at);
+            return;
+        }
         if let Some(p) = n.pending.remove(id) {
-            let end = match error {
-                Some(e) => format!("failed: {e}"),
-                None => String::new(),
-            };
-            let line = p.line(&end, Some(at));
-            n.done.push(line);
+            let end = error.map(|e| format!("failed: {e}")).unwrap_or_default();
+            n.done.push(p.line(&end, Some(at)));
         }
     }
 
@@ -173,6 +189,19 @@ impl PageBuffers {
     /// flight (told again once they finish).
     pub(crate) fn read_network(&self) -> BufferedLines {
         let mut n = lock(&self.network);
+        // Finished ones whose response never came are done all the same.
+        let mut finished: Vec<(u64, String)> = n
+            .pending
+            .iter()
+            .filter(|(_, p)| p.finished.is_some())
+            .map(|(id, p)| (p.order, id.clone()))
+            .collect();
+        finished.sort();
+        for (_, id) in finished {
+            if let Some(p) = n.pending.remove(&id) {
+                n.done.push(p.line("", p.finished));
+            }
+        }
         let mut read = n.done.drain();
         let mut inflight: Vec<&Pending> = n.pending.values().collect();
         inflight.sort_by_key(|p| p.order);
@@ -239,6 +268,25 @@ mod tests {
         assert!(last.chars().count() <= MAX_LINE + 8, "{}", last.len());
         // Drained: the next read starts afresh.
         assert_eq!(b.read_console(), BufferedLines::default());
+    }
+
+    #[test]
+    fn a_response_seen_after_its_request_finished_is_kept() {
+        let b = PageBuffers::default();
+        b.request("1", "GET", "http://x.test/data.json", 1.0, None);
+        b.finished("1", 1.02, None);
+        b.response("1", 200, "application/json");
+        b.request("2", "GET", "http://x.test/never", 2.0, None);
+        b.finished("2", 2.5, None);
+        let read = b.read_network();
+        assert_eq!(
+            read.lines,
+            vec![
+                "GET http://x.test/data.json 200 application/json 20 ms",
+                "GET http://x.test/never --- - 500 ms",
+            ]
+        );
+        assert!(b.read_network().lines.is_empty(), "told once");
     }
 
     #[test]
