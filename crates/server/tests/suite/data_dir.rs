@@ -162,12 +162,7 @@ async fn a_run_folder_is_private_and_its_log_survives_a_corrupt_line() {
 
     // A stored event goes bad (a disk error, a bad edit): it is skipped
     // and counted, and nothing else is lost.
-    let before: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let before = c.events(&id).await;
     let stored = Stored::open(&data).await;
     let lumen_server::db::Db::Sqlite(pool) = &stored.0 else {
         unreachable!("the default store is SQLite")
@@ -178,12 +173,7 @@ async fn a_run_folder_is_private_and_its_log_survives_a_corrupt_line() {
         .await
         .unwrap();
     let before: Vec<Value> = before.into_iter().filter(|e| e["seq"] != 0).collect();
-    let after: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let after = c.events(&id).await;
     assert_eq!(after, before);
     let (status, trace) = c.get(&format!("/v1/runs/{id}/trace")).await;
     assert_eq!(status, 200);

@@ -5,7 +5,7 @@
 use std::sync::mpsc;
 
 use lumen_server::{ServeOptions, Server};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Client, Env, Stored, assert_every_step_once};
 
@@ -54,14 +54,6 @@ impl Doomed {
     }
 }
 
-async fn log(c: &Client, id: &str) -> Vec<Value> {
-    c.sse(id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect()
-}
-
 #[tokio::test]
 async fn a_run_killed_mid_step_resumes_after_a_restart_with_every_step_once() {
     let env = Env::new().await;
@@ -89,7 +81,7 @@ async fn a_run_killed_mid_step_resumes_after_a_restart_with_every_step_once() {
     assert_eq!(run["cancelReason"], "server_restart");
     assert_eq!(run["stepsCompleted"], 2);
     // The interrupted run's stream is what was logged, and then it ends.
-    let before = log(&c, &id).await;
+    let before = c.events(&id).await;
     assert_eq!(super::completed_steps(&before), vec![0, 1]);
 
     let (status, reply) = c
@@ -111,7 +103,7 @@ async fn a_run_killed_mid_step_resumes_after_a_restart_with_every_step_once() {
     assert_eq!(run["resumes"], 1);
     assert_eq!(run["result"], "four clicks");
 
-    let events = log(&c, &id).await;
+    let events = c.events(&id).await;
     assert_every_step_once(&events, 4);
     assert_eq!(events.iter().filter(|e| e["type"] == "done").count(), 1);
     // The resumed run went on from step 2 with the history of steps 0-1:
@@ -173,7 +165,7 @@ async fn a_graceful_shutdown_interrupts_and_persists_runs_for_resume() {
     c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(run["stepsCompleted"], 2);
-    assert_every_step_once(&log(&c, &id).await, 2);
+    assert_every_step_once(&c.events(&id).await, 2);
     server.shutdown().await;
 }
 

@@ -211,12 +211,7 @@ async fn racing_status_changes_take_effect_once_and_losers_get_409() {
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(run["resumes"], 1, "{run}");
     assert_eq!(env.requests(), 3, "the resumed step asked the model once");
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let events = c.events(&id).await;
     assert_every_step_once(&events, 2);
 
     // Two cancels of an ended run, and every other change: clear 409s.

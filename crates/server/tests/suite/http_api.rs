@@ -226,12 +226,7 @@ async fn cancel_with_a_reason_and_a_full_queue_is_429() {
     let run = c.wait_status(&a, "cancelled").await;
     assert_eq!(run["cancelReason"], "timeout");
     assert_eq!(run["stepsCompleted"], 0);
-    let events: Vec<Value> = c
-        .sse(&a, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let events = c.events(&a).await;
     assert_eq!(events.last().unwrap()["status"], "cancelled");
     assert_eq!(env.requests(), 1, "the queued run never reached the model");
     server.shutdown().await;

@@ -239,6 +239,15 @@ impl Client {
         self.wait(id, status, |r| r["status"] == status).await
     }
 
+    /// The run's whole event log as SSE replays it: each event's data.
+    pub(crate) async fn events(&self, id: &str) -> Vec<Value> {
+        self.sse(id, None)
+            .await
+            .into_iter()
+            .map(|(_, _, d)| d)
+            .collect()
+    }
+
     /// Every SSE event of the run's stream (which ends with the run's
     /// execution), as `(id, event name, data)`.
     pub(crate) async fn sse(

@@ -327,12 +327,7 @@ async fn the_run_record_and_result_are_redacted_with_the_runs_secrets() {
     c.post(&format!("/v1/runs/{id}/resume"), json!({})).await;
     let run = c.wait_status(&id, "completed").await;
     // The stream ends once the ending is on disk.
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let events = c.events(&id).await;
     let stored = Stored::open(env.data.path()).await;
     let record = stored.record(&id).await.to_string();
     let result = stored.result(&id).await.unwrap();

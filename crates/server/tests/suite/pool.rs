@@ -153,12 +153,7 @@ async fn runs_spread_over_the_endpoints_and_a_lost_browser_fails_over() {
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["result"], "after the failover");
     assert_eq!(env.requests(), 5, "the lost step was asked again, once");
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let events = c.events(&id).await;
     assert_every_step_once(&events, 2);
     // The live follower saw the same: no `done` or `error` for the lost
     // browser (the run had not ended), every step once.
@@ -389,12 +384,7 @@ async fn a_local_run_whose_chromium_dies_resumes_on_a_fresh_one() {
     completed_after_failover(&c, &id).await;
     assert_eq!(env.requests(), 3, "the lost step was asked again, once");
     assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
-    let events: Vec<Value> = c
-        .sse(&id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect();
+    let events = c.events(&id).await;
     assert_every_step_once(&events, 2);
     server.shutdown().await;
 }

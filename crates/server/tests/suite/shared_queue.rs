@@ -24,14 +24,6 @@ fn worker(env: &Env, url: &str, name: &str) -> ServeOptions {
     o
 }
 
-async fn events(c: &Client, id: &str) -> Vec<Value> {
-    c.sse(id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect()
-}
-
 fn ids_and_states(list: &Value) -> Vec<(String, String)> {
     let mut v: Vec<_> = list["runs"]
         .as_array()
@@ -72,7 +64,7 @@ async fn two_workers_share_one_queue_and_answer_for_every_run() {
         let c = if i % 2 == 0 { &cb } else { &ca };
         let run = c.wait_status(id, "completed").await;
         assert_eq!(run["stepsCompleted"], 1, "{run}");
-        let log = events(c, id).await;
+        let log = c.events(id).await;
         assert_every_step_once(&log, 1);
         assert_eq!(
             log.iter().filter(|e| e["type"] == "done").count(),
@@ -227,7 +219,7 @@ async fn a_worker_killed_with_sigkill_loses_its_run_to_another() {
     assert_eq!(run["resumes"], 1, "{run}");
     assert_eq!(run["stepsCompleted"], 3, "{run}");
     assert_eq!(env.requests(), 4);
-    assert_every_step_once(&events(&cb, &id).await, 3);
+    assert_every_step_once(&cb.events(&id).await, 3);
     b.shutdown().await;
 }
 

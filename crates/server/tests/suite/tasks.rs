@@ -42,15 +42,6 @@ impl Env {
     }
 }
 
-/// The run's whole event log, as SSE replays it.
-async fn event_log(c: &Client, id: &str) -> Vec<Value> {
-    c.sse(id, None)
-        .await
-        .into_iter()
-        .map(|(_, _, d)| d)
-        .collect()
-}
-
 /// Every event of the log numbered 0, 1, 2… with no gap and no repeat.
 fn assert_one_numbering(events: &[Value]) {
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
@@ -162,7 +153,7 @@ async fn a_follow_on_task_runs_in_the_same_browser_and_every_answer_is_kept() {
     // One event log: each task's loop starts and ends in it, and the second
     // task starts on the page the first left (a fresh browser would show
     // about:blank or the start URL).
-    let events = event_log(&c, &id).await;
+    let events = c.events(&id).await;
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(
         kinds.iter().filter(|k| **k == "run_started").count(),
@@ -365,7 +356,7 @@ async fn a_run_interrupted_in_a_follow_on_task_resumes_it_then_runs_the_rest() {
 
     // Task 0's events survive the resume of task 1 (its snapshot holds no
     // step): one numbering, every answer's `done` logged once.
-    let events = event_log(&c, &id).await;
+    let events = c.events(&id).await;
     assert_one_numbering(&events);
     let done: Vec<&Value> = events
         .iter()
@@ -521,7 +512,7 @@ async fn a_shutdown_at_a_task_boundary_leaves_the_run_resumable_at_the_next_task
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(answers(&run), ["one", "two", "three"]);
     assert_eq!(run["stepsCompleted"], 4);
-    let events = event_log(&c, &id).await;
+    let events = c.events(&id).await;
     assert_one_numbering(&events);
     let steps: Vec<u64> = step_urls(&events).into_iter().map(|(s, _)| s).collect();
     assert_eq!(steps, vec![0, 1, 0, 0], "each task once, from its start");
@@ -569,7 +560,7 @@ async fn a_server_stopped_between_a_boundarys_record_and_snapshot_starts_the_tas
     let run = c.wait_status(&id, "completed").await;
     assert_eq!(run["result"], "two", "{run}");
     assert_eq!(run["stepsCompleted"], 3, "{run}");
-    let events = event_log(&c, &id).await;
+    let events = c.events(&id).await;
     let steps: Vec<u64> = step_urls(&events).into_iter().map(|(s, _)| s).collect();
     assert_eq!(steps, vec![0, 1, 0], "task 1 from its own step 0");
     // The resumed request is task 1 alone, not task 0's history.
