@@ -65,6 +65,7 @@ mod frames;
 mod imaging;
 pub mod limits;
 mod options;
+mod owners;
 mod page_link;
 mod pagelog;
 mod protocol;

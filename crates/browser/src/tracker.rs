@@ -16,7 +16,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
     ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    EventDomContentEventFired, EventFileChooserOpened, EventFrameNavigated,
+    EventDomContentEventFired, EventFileChooserOpened, EventFrameAttached, EventFrameNavigated,
     EventFrameStartedLoading, EventFrameStoppedLoading, EventJavascriptDialogOpening,
     EventLoadEventFired, EventNavigatedWithinDocument, EventWindowOpen,
 };
@@ -238,6 +238,8 @@ enum PageEv {
     StartedLoading(String),
     StoppedLoading(String),
     Navigated(Arc<EventFrameNavigated>),
+    /// A child frame, with its id.
+    FrameAttached(String),
     WithinDocument(Arc<EventNavigatedWithinDocument>),
     Dom,
     Load,
@@ -271,6 +273,10 @@ pub(crate) struct PageHooks {
     pub(crate) buffers: Arc<PageBuffers>,
     /// Our own navigation commands in flight (`PageCtx::leaving`).
     pub(crate) leaving: Arc<std::sync::atomic::AtomicUsize>,
+    /// Claims the page's frames for the tab's browser context, so request
+    /// guards of other contexts leave their requests alone
+    /// (`crate::owners`).
+    pub(crate) claims: Option<crate::owners::Claims>,
 }
 
 /// Subscribes to a page's events and spawns the task that feeds `log`.
@@ -317,6 +323,9 @@ pub(crate) async fn track_page(
             e.frame_id.inner().clone()
         )),
         listen!(EventFrameNavigated, PageEv::Navigated),
+        listen!(EventFrameAttached, |e| PageEv::FrameAttached(
+            e.frame_id.inner().clone()
+        )),
         listen!(EventNavigatedWithinDocument, PageEv::WithinDocument),
         listen!(EventDomContentEventFired, |_| PageEv::Dom),
         listen!(EventLoadEventFired, |_| PageEv::Load),
@@ -334,7 +343,15 @@ pub(crate) async fn track_page(
 
 fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, hooks: &PageHooks) {
     match ev {
+        PageEv::FrameAttached(frame) => {
+            if let Some(c) = &hooks.claims {
+                c.claim(&frame);
+            }
+        }
         PageEv::Request(e) => {
+            if let (Some(c), Some(frame)) = (&hooks.claims, &e.frame_id) {
+                c.claim(frame.inner());
+            }
             hooks.buffers.request(
                 e.request_id.inner(),
                 &e.request.method,
@@ -426,6 +443,9 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
         }),
         PageEv::StartedLoading(_) | PageEv::StoppedLoading(_) => {}
         PageEv::Navigated(e) => {
+            if let Some(c) = &hooks.claims {
+                c.claim(e.frame.id.inner());
+            }
             if e.frame.parent_id.is_none() {
                 let url = e.frame.url.clone() + e.frame.url_fragment.as_deref().unwrap_or_default();
                 log.update(|s| {

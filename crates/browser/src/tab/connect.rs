@@ -17,6 +17,7 @@ use crate::ax::AxRefs;
 use crate::cdp::{CallError, Conn};
 use crate::chromium::ChromiumProcess;
 use crate::options::{BrowserbaseOptions, LaunchOptions, TabOptions};
+use crate::owners::{Claims, FrameOwners, Seat};
 use crate::remote::{self, RemoteSession};
 use crate::scripts::{INIT_SCRIPT, PROBE_FN};
 use crate::tracker::{self, EventLog, PageHooks};
@@ -79,8 +80,12 @@ impl CdpTab {
         process: Option<ChromiumProcess>,
         remote: Option<RemoteSession>,
         mut tasks: Vec<JoinHandle<()>>,
-        context: Option<String>,
+        isolated: Option<(String, Arc<FrameOwners>)>,
     ) -> Result<Self> {
+        let (context, owners) = match isolated {
+            Some((id, owners)) => (Some(id), owners),
+            None => (None, Arc::default()),
+        };
         let browser_log = EventLog::new();
         let t = conn.call_timeout;
         let (browser_task, browser_flusher) = tracker::track_browser(
@@ -150,7 +155,26 @@ impl CdpTab {
             .viewport
             .map(|size| (size, options.device_scale_factor));
         let armed: Arc<crate::tracker::Armed> = Arc::default();
-        let ctx = setup_page(&conn, &options, &armed, emulation, page).await?;
+        // The context our pages are in, for the request guard's attribution
+        // (the browser's default context unless isolated).
+        let context_id = match &context {
+            Some(id) => Some(id.clone()),
+            None => conn
+                .browser_raw(
+                    "Target.getTargetInfo",
+                    serde_json::json!({ "targetId": page.target_id().inner() }),
+                )
+                .await
+                .ok()
+                .and_then(|v| {
+                    v["targetInfo"]["browserContextId"]
+                        .as_str()
+                        .map(str::to_owned)
+                }),
+        };
+        let seat = context_id.map(|id| owners.seat(Arc::from(id)));
+        let claims = seat.as_ref().map(Seat::claims);
+        let ctx = setup_page(&conn, &options, &armed, emulation, claims, page).await?;
         let shared = Shared {
             conn,
             process: Mutex::new(process),
@@ -165,6 +189,7 @@ impl CdpTab {
             receipts: AtomicBool::new(options.receipts),
             remote,
             context,
+            seat,
             tasks,
             ws_url,
             options,
@@ -241,9 +266,14 @@ pub(super) async fn setup_page(
     options: &TabOptions,
     armed: &Arc<crate::tracker::Armed>,
     emulation: Option<(Size, f64)>,
+    claims: Option<Claims>,
     page: Page,
 ) -> Result<Arc<PageCtx>> {
     let id = page.target_id().inner().clone();
+    // The main frame's id is the target's.
+    if let Some(c) = &claims {
+        c.claim(&id);
+    }
     let log = EventLog::new();
     let buffers = Arc::new(crate::pagelog::PageBuffers::default());
     let leaving = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -254,6 +284,7 @@ pub(super) async fn setup_page(
         upload_allowed: options.upload_dir.is_some(),
         buffers: buffers.clone(),
         leaving: leaving.clone(),
+        claims,
     };
     let (task, flusher) = tracker::track_page(page.clone(), id.clone(), log.clone(), hooks).await?;
     let ctx = Arc::new(PageCtx {

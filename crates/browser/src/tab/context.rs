@@ -53,7 +53,13 @@ impl CdpTab {
                 message: "Target.createBrowserContext answered no browserContextId".into(),
             });
         };
-        Self::setup(conn, options, None, None, Vec::new(), Some(id)).await
+        // The new tab shares this one's frame map, so each context's
+        // request guard can tell its own requests from the others'.
+        let owners = match &self.shared.seat {
+            Some(seat) => seat.claims().owners().clone(),
+            None => Default::default(),
+        };
+        Self::setup(conn, options, None, None, Vec::new(), Some((id, owners))).await
     }
 
     /// The browser context this tab lives in, when it has one of its own.

@@ -17,6 +17,13 @@
 //!   ([`crate::cdp::UnparsedPauses`]).
 //! - Refusals go to a bounded log the receipts drain
 //!   ([`CdpTab::note_blocked`]).
+//! - Several browser contexts in one browser: each context's guard sees
+//!   every request, and leaves alone those it knows to be another
+//!   context's (`crate::owners`: a frame claimed by a tab of that context,
+//!   or a target Chromium places there), which that context's own guard
+//!   judges. A request of no known frame is judged by every guard (fail
+//!   closed) and, while other contexts share the browser, reported to no
+//!   model.
 //! - The DNS-rebinding backstop: each driven page's responses are checked
 //!   on the address the browser really connected to
 //!   (`Network.responseReceived`'s `remoteIPAddress`,
@@ -39,6 +46,7 @@ use tokio::task::JoinHandle;
 
 use super::{CdpTab, PageCtx, lock};
 use crate::cdp::Conn;
+use crate::owners::Owner;
 
 /// Longest time a filter may take over one request (a slow DNS lookup)
 /// before the request is refused.
@@ -91,6 +99,9 @@ pub(crate) struct RequestGuard {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// Pages whose responses are watched (by target id).
     watched: Mutex<Vec<String>>,
+    /// Tells this tab's context's requests from other contexts' in a
+    /// shared browser (`None`: every request counts as ours).
+    claims: Option<crate::owners::Claims>,
 }
 
 impl std::fmt::Debug for RequestGuard {
@@ -168,6 +179,7 @@ impl CdpTab {
             judge_micros: AtomicU64::new(0),
             tasks: Mutex::default(),
             watched: Mutex::default(),
+            claims: self.shared.seat.as_ref().map(crate::owners::Seat::claims),
         });
         let mut typed = conn
             .guard(
@@ -328,6 +340,23 @@ impl CdpTab {
 /// `continueRequest` or `failRequest`.
 async fn answer(conn: Arc<Conn>, guard: Arc<RequestGuard>, p: Paused) {
     let started = Instant::now();
+    let owner = match &guard.claims {
+        Some(c) => c.attribute(&conn, &p.frame_id).await,
+        None => Owner::Mine,
+    };
+    if owner == Owner::Other {
+        // Another context's guard judges it (and reports it to its model).
+        if let Err(e) = conn
+            .browser_raw(
+                "Fetch.continueRequest",
+                serde_json::json!({ "requestId": p.id }),
+            )
+            .await
+        {
+            tracing::debug!("passing on another context's request failed: {e}");
+        }
+        return;
+    }
     let filter = guard.filter();
     let url = p.url.clone();
     let judged = tokio::time::timeout(
@@ -357,13 +386,26 @@ async fn answer(conn: Arc<Conn>, guard: Arc<RequestGuard>, p: Paused) {
         }
         RequestVerdict::Deny { reason } => {
             let kind = kind_of(&conn, &p).await;
-            // Recorded first, so the action that caused it finds it.
-            guard.record(BlockedRequest {
+            let blocked = BlockedRequest {
                 url: p.url.clone(),
                 reason: reason.clone(),
                 kind,
                 resource_type: p.resource_type.clone(),
-            });
+            };
+            // Recorded first, so the action that caused it finds it. A
+            // request of no known frame may be another context's: while
+            // other contexts share the browser, it is refused but kept
+            // from this tab's receipts (and so from its model).
+            let ours = owner == Owner::Mine
+                || guard
+                    .claims
+                    .as_ref()
+                    .is_none_or(|c| !c.shared_with_others());
+            if ours {
+                guard.record(blocked);
+            } else {
+                tracing::info!(url = %blocked.url, "request of an unattributed frame blocked: {}", blocked.reason);
+            }
             conn.browser_raw(
                 "Fetch.failRequest",
                 serde_json::json!({ "requestId": p.id, "errorReason": "BlockedByClient" }),

@@ -109,6 +109,9 @@ struct Shared {
     remote: Option<RemoteSession>,
     /// The browser context of a tab opened by [`CdpTab::open_isolated`].
     context: Option<String>,
+    /// This tab's context counted in the frame map it shares with the tabs
+    /// opened from it or it from (`None` when Chromium named no context).
+    seat: Option<crate::owners::Seat>,
     tasks: Vec<JoinHandle<()>>,
     ws_url: String,
     /// The request filter, once installed.

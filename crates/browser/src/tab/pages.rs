@@ -140,6 +140,7 @@ impl CdpTab {
             &self.shared.options,
             &self.shared.armed,
             emulation,
+            self.shared.seat.as_ref().map(crate::owners::Seat::claims),
             page,
         )
         .await?;

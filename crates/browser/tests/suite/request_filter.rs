@@ -73,6 +73,7 @@ async fn rig(filter: bool) -> Rig {
         "frame",
         "redirected",
         "oopif",
+        "same",
     ] {
         std::fs::write(blocked_dir.path().join(format!("{name}.html")), page("")).unwrap();
     }
@@ -127,6 +128,10 @@ async fn rig(filter: bool) -> Rig {
             ),
         ),
         ("inner.html", format!("<img src='{}'>", b("oopif"))),
+        // A same-site frame lives in its parent's process: no target of
+        // its own.
+        ("same_site.html", "<iframe src='same_inner.html'></iframe>".to_owned()),
+        ("same_inner.html", format!("<img src='{}'>", b("same"))),
         (
             "armed.html",
             "<script>b.onclick = () => { addEventListener('beforeunload', e => { e.preventDefault(); \
@@ -173,31 +178,34 @@ async fn rig(filter: bool) -> Rig {
 }
 
 impl Rig {
-    /// Runs every attack once, each with the action that sets it off, and
+    /// Runs attack `name` on `tab` with the action that sets it off, and
     /// returns the outcomes plus a receipt-bearing action after a pause
     /// (for what fires later).
-    async fn attack(&self, name: &str) -> Vec<ActionOutcome> {
+    async fn attack(&self, tab: &CdpTab, name: &str) -> Vec<ActionOutcome> {
         let mut outs = Vec::new();
         match name {
-            "redirect" => outs.push(self.tab.goto(&self.site.url("hop")).await.unwrap()),
+            "redirect" => outs.push(tab.goto(&self.site.url("hop")).await.unwrap()),
             _ => outs.push(
-                self.tab
-                    .goto(&self.site.url(&format!("{name}.html")))
+                tab.goto(&self.site.url(&format!("{name}.html")))
                     .await
                     .unwrap(),
             ),
         }
         if matches!(name, "form" | "popups" | "blank") {
-            outs.push(
-                self.tab
-                    .click(BUTTON, ClickOptions::default())
-                    .await
-                    .unwrap(),
-            );
+            outs.push(tab.click(BUTTON, ClickOptions::default()).await.unwrap());
         }
         tokio::time::sleep(Duration::from_millis(400)).await;
-        outs.push(self.tab.hover(Point { x: 500, y: 500 }).await.unwrap());
+        outs.push(tab.hover(Point { x: 500, y: 500 }).await.unwrap());
         outs
+    }
+
+    /// Waits (at most 3 s) until the blocked server has seen `path`.
+    async fn reached(&self, path: &str) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !self.arrived().iter().any(|p| p == path) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.arrived().iter().any(|p| p == path)
     }
 
     /// Paths the blocked server saw.
@@ -210,7 +218,7 @@ impl Rig {
     }
 }
 
-const ATTACKS: [(&str, &str); 8] = [
+const ATTACKS: [(&str, &str); 9] = [
     ("meta", "/meta.html"),
     ("timer", "/timer.html"),
     ("form", "/form.html"),
@@ -219,19 +227,16 @@ const ATTACKS: [(&str, &str); 8] = [
     ("frame", "/frame.html"),
     ("redirect", "/redirected.html"),
     ("oopif", "/oopif.html"),
+    ("same_site", "/same.html"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_filter_every_attack_reaches_the_blocked_host() {
     let rig = rig(false).await;
     for (name, path) in ATTACKS {
-        rig.attack(name).await;
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while !rig.arrived().iter().any(|p| p == path) && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        rig.attack(&rig.tab, name).await;
         assert!(
-            rig.arrived().iter().any(|p| p == path),
+            rig.reached(path).await,
             "{name}: the attack did not reach the blocked server: {:?}",
             rig.arrived()
         );
@@ -243,39 +248,15 @@ async fn without_a_filter_every_attack_reaches_the_blocked_host() {
 async fn a_filter_blocks_every_attack_before_the_request_leaves() {
     let rig = rig(true).await;
     for (name, path) in ATTACKS {
-        let outs = rig.attack(name).await;
+        let outs = rig.attack(&rig.tab, name).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(
             rig.arrived().is_empty(),
             "{name}: requests reached the blocked server: {:?}",
             rig.arrived()
         );
-        // Reported in the receipt of the action it happened during, or as
-        // "before this action" by the next one.
-        let blocked: Vec<_> = outs
-            .iter()
-            .filter_map(|o| o.effect.as_deref())
-            .flat_map(|e| e.blocked_requests.clone())
-            .collect();
-        let hinted = outs
-            .iter()
-            .flat_map(|o| o.hints.iter())
-            .any(|h| h.contains("blocked by policy") && h.contains(path));
-        assert!(hinted, "{name}: no hint for the model: {outs:#?}");
-        let expected = match name {
-            "frame" => BlockKind::Subframe,
-            "oopif" => BlockKind::Subresource,
-            _ => BlockKind::Navigation,
-        };
-        if let Some(b) = blocked.iter().find(|b| b.url.ends_with(path)) {
-            assert_eq!(b.kind, expected, "{name}");
-        }
-        // Back to the site's own tab for the next attack.
-        for t in rig.tab.tabs().await.unwrap() {
-            if !t.followed {
-                rig.tab.close_tab(&t.id).await.unwrap();
-            }
-        }
+        assert_reported(name, path, &outs);
+        close_popups(&rig.tab).await;
     }
     // Allowed requests still flow, and the tab is usable.
     let out = rig.tab.goto(&rig.site.url("ok.html")).await.unwrap();
@@ -325,6 +306,123 @@ async fn a_response_from_a_forbidden_address_takes_the_tab_away() {
         .flat_map(|o| o.hints.iter())
         .any(|h| h.contains("rebind.test") && h.contains("taken away"));
     assert!(reported, "{out:#?} {later:#?}");
+    rig.tab.close().await.unwrap();
+}
+
+/// The refusal of `path` is reported in the receipt of the action it
+/// happened during, or as "before this action" by the next one.
+fn assert_reported(name: &str, path: &str, outs: &[ActionOutcome]) {
+    let blocked: Vec<_> = outs
+        .iter()
+        .filter_map(|o| o.effect.as_deref())
+        .flat_map(|e| e.blocked_requests.clone())
+        .collect();
+    let hinted = outs
+        .iter()
+        .flat_map(|o| o.hints.iter())
+        .any(|h| h.contains("blocked by policy") && h.contains(path));
+    assert!(hinted, "{name}: no hint for the model: {outs:#?}");
+    let expected = match name {
+        "frame" => BlockKind::Subframe,
+        "oopif" | "same_site" => BlockKind::Subresource,
+        _ => BlockKind::Navigation,
+    };
+    if let Some(b) = blocked.iter().find(|b| b.url.ends_with(path)) {
+        assert_eq!(b.kind, expected, "{name}");
+    }
+}
+
+/// Back to the tab's own page for the next attack.
+async fn close_popups(tab: &CdpTab) {
+    for t in tab.tabs().await.unwrap() {
+        if !t.followed {
+            tab.close_tab(&t.id).await.unwrap();
+        }
+    }
+}
+
+/// Records every URL it judges; refuses blocked.test when `deny`.
+struct Recording {
+    deny: bool,
+    seen: std::sync::Mutex<Vec<String>>,
+}
+
+impl Recording {
+    fn new(deny: bool) -> Arc<Self> {
+        Arc::new(Self {
+            deny,
+            seen: Default::default(),
+        })
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl RequestFilter for Recording {
+    fn judge(&self, url: &str) -> RequestVerdict {
+        self.seen.lock().unwrap().push(url.to_owned());
+        match self.deny {
+            true => DenyBlockedTest.judge(url),
+            false => RequestVerdict::Allow,
+        }
+    }
+}
+
+/// Two browser contexts of one Chromium, each with its own filter: the
+/// guard of each sees every request of the browser (`Fetch` on the
+/// browser session), and must judge and report only its own context's.
+/// B allows blocked.test and A refuses it: every attack page run in B
+/// (popups, a same-site frame, out-of-process frames, redirects) still
+/// reaches the blocked server, A's filter is never asked about any of it,
+/// and A still refuses every attack of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_context_of_a_shared_browser_judges_only_its_own_requests() {
+    let rig = rig(false).await;
+    let a = rig.tab.open_isolated().await.unwrap();
+    let b = rig.tab.open_isolated().await.unwrap();
+    let (strict, open) = (Recording::new(true), Recording::new(false));
+    assert!(a.install_request_filter(strict.clone()).await.unwrap());
+    assert!(b.install_request_filter(open.clone()).await.unwrap());
+
+    for (name, path) in ATTACKS {
+        let outs = rig.attack(&b, name).await;
+        assert!(
+            rig.reached(path).await,
+            "{name}: A's policy stopped B's request: {:?} {outs:#?}",
+            rig.arrived()
+        );
+        let hints: Vec<_> = outs.iter().flat_map(|o| o.hints.iter()).collect();
+        assert!(
+            !hints.iter().any(|h| h.contains("blocked")),
+            "{name}: {hints:?}"
+        );
+        close_popups(&b).await;
+    }
+    assert!(
+        strict.seen().is_empty(),
+        "A's filter judged B's requests: {:?}",
+        strict.seen()
+    );
+    assert!(open.seen().iter().any(|u| u.ends_with("/same.html")));
+
+    let (arrived, b_saw) = (rig.arrived().len(), open.seen().len());
+    for (name, path) in ATTACKS {
+        let outs = rig.attack(&a, name).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(rig.arrived().len(), arrived, "{name}: {:?}", rig.arrived());
+        assert_reported(name, path, &outs);
+        close_popups(&a).await;
+    }
+    assert_eq!(
+        open.seen().len(),
+        b_saw,
+        "B's filter judged A's requests: {:?}",
+        &open.seen()[b_saw..]
+    );
+    a.close().await.unwrap();
+    b.close().await.unwrap();
     rig.tab.close().await.unwrap();
 }
 
