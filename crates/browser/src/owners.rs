@@ -95,7 +95,7 @@ impl FrameOwners {
         }
     }
 
-    /// Whether a tab of a context other than `me` is in use.
+    /// Whether a tab of a context other than `me` shares this map.
     pub(crate) fn shared_with_others(&self, me: &str) -> bool {
         self.state().contexts.keys().any(|c| &**c != me)
     }
@@ -175,9 +175,27 @@ impl Claims {
         self.owners.attribute(conn, frame, &self.context).await
     }
 
-    /// Whether tabs of other contexts use the browser too.
-    pub(crate) fn shared_with_others(&self) -> bool {
-        self.owners.shared_with_others(&self.context)
+    /// Whether other contexts use the browser too: a tab of another
+    /// context sharing this map, or (for tabs that other processes or
+    /// separate connections opened) any target Chromium places in another
+    /// context. Unsure counts as shared.
+    pub(crate) async fn shared_with_others(&self, conn: &Conn) -> bool {
+        if self.owners.shared_with_others(&self.context) {
+            return true;
+        }
+        let Ok(list) = conn
+            .browser_raw("Target.getTargets", serde_json::json!({}))
+            .await
+        else {
+            return true;
+        };
+        list["targetInfos"].as_array().is_none_or(|targets| {
+            targets.iter().any(|t| {
+                t["browserContextId"]
+                    .as_str()
+                    .is_some_and(|c| c != &*self.context)
+            })
+        })
     }
 
     /// The map, for the tabs opened from this one.

@@ -396,11 +396,10 @@ async fn answer(conn: Arc<Conn>, guard: Arc<RequestGuard>, p: Paused) {
             // request of no known frame may be another context's: while
             // other contexts share the browser, it is refused but kept
             // from this tab's receipts (and so from its model).
-            let ours = owner == Owner::Mine
-                || guard
-                    .claims
-                    .as_ref()
-                    .is_none_or(|c| !c.shared_with_others());
+            let ours = match (&guard.claims, owner) {
+                (None, _) | (_, Owner::Mine) => true,
+                (Some(c), _) => !c.shared_with_others(&conn).await,
+            };
             if ours {
                 guard.record(blocked);
             } else {
