@@ -79,9 +79,14 @@ pub(crate) struct ServeArgs {
     /// the bound address (loopback names on loopback) is accepted otherwise.
     #[arg(long = "allow-host", value_name = "NAME")]
     pub(crate) allow_hosts: Vec<String>,
-    /// Runs executing at once (one browser each).
+    /// Runs executing at once (a browser context each).
     #[arg(long, default_value_t = 2)]
     pub(crate) max_concurrent: usize,
+    /// The most local Chromium processes runs are spread over; each serves
+    /// many runs, a browser context each (use --max-concurrent's value for
+    /// a process per run).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub(crate) browser_processes: u64,
     /// Keep runs in PostgreSQL (`postgres://user:password@host/db`) instead
     /// of SQLite in the data directory: every `lumen serve` given the same
     /// database shares one run queue (docs/deployment.md). Prefer the

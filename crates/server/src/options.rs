@@ -26,8 +26,7 @@ pub struct ServeOptions {
     /// off loopback; on loopback, when none is given, the server generates
     /// one at start and writes it to `<data_dir>/token` (mode 0600).
     pub token: Option<String>,
-    /// Runs executing at once (each holds one browser, and a browser
-    /// context of its own in it).
+    /// Runs executing at once (each in a browser context of its own).
     pub max_concurrent: usize,
     /// Runs allowed to wait for a slot; more are refused with 429.
     pub queue_limit: usize,
@@ -52,9 +51,17 @@ pub struct ServeOptions {
     /// Keys and base URLs for the model adapters (the environment fills in
     /// what is missing).
     pub adapter: AdapterOptions,
-    /// How browsers are launched (one per run executing at once, reused
-    /// between runs), when there are no `browser_endpoints`.
+    /// How local browsers are launched, when there are no
+    /// `browser_endpoints`.
     pub launch: LaunchOptions,
+    /// The most local Chromium processes the runs are spread over (1 by
+    /// default, at least 1): each serves any number of runs at once, one
+    /// browser context per run. A shared process costs a third of the
+    /// memory of a process per run at the same step time (`cargo xtask
+    /// bench agent`, 8 agents); a process that dies takes every run on it
+    /// down, and they resume on a fresh one from their last completed step.
+    /// Set it to `max_concurrent` for a process per run.
+    pub browser_processes: usize,
     /// Remote browsers to serve runs from instead of launching Chromium
     /// here (a browserless or Selenium Grid pool, Chromium with
     /// `--remote-debugging-port`): each takes at most its `max_sessions`
@@ -238,6 +245,7 @@ impl Default for ServeOptions {
             policy: PolicyConfig::operator_default(),
             adapter: AdapterOptions::default(),
             launch: LaunchOptions::default(),
+            browser_processes: 1,
             browser_endpoints: Vec::new(),
             shutdown_grace: Duration::from_secs(20),
             database_url: None,

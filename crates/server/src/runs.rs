@@ -371,7 +371,11 @@ impl RunManager {
         let (hub, _) = broadcast::channel(4096);
         let manager = Arc::new(Self {
             slots: Arc::new(Semaphore::new(options.max_concurrent.max(1))),
-            pool: BrowserPool::new(options.launch.clone(), options.browser_endpoints.clone()),
+            pool: BrowserPool::new(
+                options.launch.clone(),
+                options.browser_processes,
+                options.browser_endpoints.clone(),
+            ),
             options,
             runs: Mutex::new(runs),
             active: AtomicUsize::new(0),
@@ -669,7 +673,7 @@ impl RunManager {
 
     /// Stops accepting runs, cancels every active one with reason
     /// `server_shutdown` (they become `interrupted`), waits for them to
-    /// persist (up to the grace period) and closes idle browsers.
+    /// persist (up to the grace period) and closes the local browsers.
     pub async fn shutdown(&self) {
         self.accepting.store(false, Ordering::SeqCst);
         for task in lock(&self.background).drain(..) {

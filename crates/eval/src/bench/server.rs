@@ -3,7 +3,8 @@
 //!
 //! The real server (in this process, on 127.0.0.1 with an ephemeral port)
 //! runs `--runs` tasks submitted at once by a local HTTP client, at most
-//! `--concurrency` at a time per server (one Chromium each), against the
+//! `--concurrency` at a time per server (a browser context each, in at most
+//! `--browser-processes` Chromium per server), against the
 //! mock provider (every step is a scripted click on the fixture counter
 //! page; each run ends at its step budget). Bounded in count (`--runs`)
 //! and time (`--timeout-secs`); nothing leaves the machine.
@@ -12,7 +13,9 @@
 //! first on one server with its SQLite store (the baseline), then on N
 //! servers sharing one PostgreSQL queue (`--database-url`), the runs
 //! submitted round-robin to the servers; the table gives both and their
-//! ratios.
+//! ratios. With `--compare-processes` the same load runs first with a
+//! Chromium per concurrent run (`--browser-processes` = `--concurrency`, the
+//! server's layout before session 15), then with `--browser-processes`.
 //!
 //! Reported: runs/min, p50/p95 step latency (the loop's own step timing,
 //! from each run's trace), p50/p95 claim latency (from a run's creation to
@@ -36,9 +39,17 @@ pub(crate) struct Options {
     /// Runs submitted at once.
     #[arg(long, default_value_t = 12)]
     runs: usize,
-    /// Runs executing at once (browsers).
+    /// Runs executing at once per server.
     #[arg(long, default_value_t = 2)]
     concurrency: usize,
+    /// Local Chromium processes per server (the server's
+    /// `--browser-processes`).
+    #[arg(long, default_value_t = 1)]
+    browser_processes: usize,
+    /// First measure the same load with a Chromium per concurrent run, as
+    /// the baseline of the ratios.
+    #[arg(long, conflicts_with = "workers")]
+    compare_processes: bool,
     /// Steps per run.
     #[arg(long, default_value_t = 4)]
     steps: u32,
@@ -64,6 +75,8 @@ struct Figures {
     claim_ms: Vec<u64>,
     requests: usize,
     problems: Vec<String>,
+    /// The process tree's peak RSS during this measurement (sampled), MiB.
+    peak_tree: f64,
 }
 
 impl Figures {
@@ -78,6 +91,9 @@ pub(crate) fn run(options: &Options) -> Result<()> {
     }
     if options.workers == 0 || options.workers > 8 {
         bail!("--workers must be 1..=8");
+    }
+    if options.browser_processes == 0 {
+        bail!("--browser-processes must be at least 1");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -98,9 +114,11 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 async fn bench(options: &Options) -> Result<()> {
     // reqwest is built with rustls but no crypto provider in this workspace.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let rss_before = crate::util::tree_rss_mib(std::process::id());
-    let mut peak_tree = rss_before;
-    let mut all = vec![measure(options, None, 1, &mut peak_tree).await?];
+    let mut all = Vec::new();
+    if options.compare_processes {
+        all.push(measure(options, None, 1, options.concurrency.max(1)).await?);
+    }
+    all.push(measure(options, None, 1, options.browser_processes).await?);
     if options.workers > 1 {
         let url = options.database_url.as_deref().ok_or_else(|| {
             anyhow!(
@@ -109,7 +127,15 @@ async fn bench(options: &Options) -> Result<()> {
                 options.workers
             )
         })?;
-        all.push(measure(options, Some(url), options.workers, &mut peak_tree).await?);
+        all.push(
+            measure(
+                options,
+                Some(url),
+                options.workers,
+                options.browser_processes,
+            )
+            .await?,
+        );
     }
     let self_peak =
         crate::util::status_kb("VmHWM:", std::process::id()).unwrap_or(0) as f64 / 1024.0;
@@ -178,8 +204,13 @@ async fn bench(options: &Options) -> Result<()> {
             0,
         );
     }
+    row(
+        "peak RSS, process tree incl. Chromium (sampled)",
+        all.iter().map(|f| f.peak_tree).collect(),
+        "MiB",
+        0,
+    );
     println!("| peak RSS, bench process (VmHWM) | {self_peak:.0} MiB |");
-    println!("| peak RSS, process tree incl. Chromium (sampled) | {peak_tree:.0} MiB |");
     for f in &all {
         println!(
             "| provider requests / steps ({}) | {} / {total_steps} |",
@@ -199,13 +230,15 @@ async fn bench(options: &Options) -> Result<()> {
 }
 
 /// One measurement: `workers` servers (one on SQLite when `database_url`
-/// is `None`), the load, the nothing-lost check.
+/// is `None`), each with at most `processes` Chromium, the load, the
+/// nothing-lost check.
 async fn measure(
     options: &Options,
     database_url: Option<&str>,
     workers: usize,
-    peak_tree: &mut f64,
+    processes: usize,
 ) -> Result<Figures> {
+    let mut peak_tree = crate::util::tree_rss_mib(std::process::id());
     let site = FixtureServer::start().await.context("fixture server")?;
     let mock = MockProvider::start().await.context("mock provider")?;
     let data = std::env::temp_dir().join(format!(
@@ -228,6 +261,7 @@ async fn measure(
         serve.port = 0;
         serve.token = Some("bench-token-0123456789".into());
         serve.max_concurrent = options.concurrency.max(1);
+        serve.browser_processes = processes;
         serve.queue_limit = options.runs;
         serve.default_model = "compatible/qwen2.5-vl".into();
         serve.database_url = database_url.map(str::to_string);
@@ -284,7 +318,7 @@ async fn measure(
     let ids: Vec<String> = futures::future::try_join_all(creates).await?;
 
     let finals = loop {
-        *peak_tree = peak_tree.max(crate::util::tree_rss_mib(std::process::id()));
+        peak_tree = peak_tree.max(crate::util::tree_rss_mib(std::process::id()));
         let v: Value = http
             .get(format!("{base}/v1/runs"))
             .send()
@@ -366,8 +400,8 @@ async fn measure(
     claim_ms.sort_unstable();
     Ok(Figures {
         label: match database_url {
-            None => "1 server, SQLite".into(),
-            Some(_) => format!("{workers} workers, PostgreSQL"),
+            None => format!("1 server, SQLite, {processes} Chromium"),
+            Some(_) => format!("{workers} workers, PostgreSQL, {processes} Chromium each"),
         },
         wall,
         runs: ids.len(),
@@ -375,5 +409,6 @@ async fn measure(
         claim_ms,
         requests,
         problems,
+        peak_tree,
     })
 }

@@ -1,12 +1,11 @@
 //! Where runs get their browsers.
 //!
-//! - **Local** (the default): Chromium processes launched here and kept for
-//!   reuse between runs, one per run executing at once (at most one per
-//!   slot). Runs at once never share a browser: a request filter is
-//!   browser-wide (`Fetch` on the browser session), so one run's policy
-//!   would judge, and its receipts report, another run's requests. A
-//!   browser that dies or stops answering is not lent again; its run fails
-//!   over to a fresh one like a remote endpoint's.
+//! - **Local** (the default): Chromium launched here, at most
+//!   `browser_processes` of them (one by default), each serving any number
+//!   of runs at once, each run in a browser context of its own. A run goes
+//!   to an idle browser, or to a new one while there are fewer than
+//!   `browser_processes`, else to the least busy. A browser that dies is
+//!   forgotten; the runs it carried fail over like a remote endpoint's.
 //! - **Remote endpoints** ([`BrowserEndpoint`]): running browsers reached
 //!   over CDP (a browserless or Selenium Grid pool, Chromium started with
 //!   `--remote-debugging-port`), or a Browserbase project (a session per
@@ -49,12 +48,29 @@ pub(super) struct BrowserPool {
 enum Source {
     Local {
         launch: Box<LaunchOptions>,
-        idle: std::sync::Mutex<Vec<Arc<CdpTab>>>,
+        /// The most Chromium processes launched at once (at least 1).
+        processes: usize,
+        /// Held across a launch, so runs arriving together share it.
+        browsers: tokio::sync::Mutex<Vec<Local>>,
     },
     Remote {
         endpoints: Vec<BrowserEndpoint>,
         state: Shared,
     },
+}
+
+/// A local Chromium and the runs it serves.
+#[derive(Debug)]
+struct Local {
+    browser: Arc<CdpTab>,
+    /// Cloned into each run's [`Lent`]: the runs on it are the clones.
+    runs: Arc<()>,
+}
+
+impl Local {
+    fn runs(&self) -> usize {
+        Arc::strong_count(&self.runs) - 1
+    }
 }
 
 /// The endpoints' health, shared with the sessions lent from them.
@@ -89,28 +105,43 @@ struct Health {
 #[derive(Debug)]
 pub(super) struct Lent {
     pub(super) browser: Arc<CdpTab>,
-    /// The remote endpoint's session it holds (`None`: a local browser).
-    session: Option<Session>,
+    /// What counts the run against its browser or endpoint until dropped.
+    hold: Hold,
+}
+
+#[derive(Debug)]
+enum Hold {
+    /// One of the local browser's runs.
+    Local { _run: Arc<()> },
+    /// The remote endpoint's session.
+    Remote(Session),
 }
 
 impl Lent {
     /// The endpoint's name, for logs (`None` for a local browser).
     pub(super) fn endpoint(&self, pool: &BrowserPool) -> Option<String> {
-        match (&pool.source, &self.session) {
-            (Source::Remote { endpoints, .. }, Some(s)) => Some(endpoints[s.endpoint].name()),
+        match (&pool.source, &self.hold) {
+            (Source::Remote { endpoints, .. }, Hold::Remote(s)) => {
+                Some(endpoints[s.endpoint].name())
+            }
             _ => None,
         }
     }
 }
 
 impl BrowserPool {
-    /// Local browsers launched with `launch`, or the remote `endpoints`
-    /// when there are any.
-    pub(super) fn new(launch: LaunchOptions, endpoints: Vec<BrowserEndpoint>) -> Self {
+    /// At most `processes` local browsers launched with `launch`, or the
+    /// remote `endpoints` when there are any.
+    pub(super) fn new(
+        launch: LaunchOptions,
+        processes: usize,
+        endpoints: Vec<BrowserEndpoint>,
+    ) -> Self {
         let source = match endpoints.is_empty() {
             true => Source::Local {
                 launch: Box::new(launch),
-                idle: std::sync::Mutex::new(Vec::new()),
+                processes: processes.max(1),
+                browsers: tokio::sync::Mutex::new(Vec::new()),
             },
             false => Source::Remote {
                 state: Arc::new(std::sync::Mutex::new(vec![
@@ -126,41 +157,58 @@ impl BrowserPool {
     /// A browser for one execution (cancel it by dropping the future).
     pub(super) async fn take(&self) -> lumen::Result<Lent> {
         match &self.source {
-            Source::Local { launch, idle } => {
-                let reused = lock(idle).pop();
-                let browser = match reused {
-                    Some(tab) if !tab.is_disconnected() => tab,
-                    _ => Arc::new(CdpTab::launch((**launch).clone()).await?),
+            Source::Local {
+                launch,
+                processes,
+                browsers,
+            } => {
+                let mut browsers = browsers.lock().await;
+                browsers.retain(|b| !b.browser.is_disconnected());
+                let least = (0..browsers.len()).min_by_key(|&i| browsers[i].runs());
+                let i = match least {
+                    Some(i) if browsers[i].runs() == 0 || browsers.len() >= *processes => i,
+                    _ => {
+                        let browser = Arc::new(CdpTab::launch((**launch).clone()).await?);
+                        browsers.push(Local {
+                            browser,
+                            runs: Arc::new(()),
+                        });
+                        browsers.len() - 1
+                    }
                 };
                 Ok(Lent {
-                    browser,
-                    session: None,
+                    browser: browsers[i].browser.clone(),
+                    hold: Hold::Local {
+                        _run: browsers[i].runs.clone(),
+                    },
                 })
             }
             Source::Remote { endpoints, state } => take_remote(endpoints, state).await,
         }
     }
 
-    /// Takes a browser back after an execution. A local one whose
-    /// connection is gone, or that no longer answers after a run `lost` it,
-    /// is dropped (which closes it); a run that lost only its own page (a
-    /// hung renderer, its context now disposed) leaves the browser usable.
-    /// A remote one's connection is closed, and its endpoint cools down when
-    /// the browser was `lost`.
+    /// Takes a browser back after an execution. A local one that is gone,
+    /// or no longer answers after a run `lost` it, is forgotten (closed
+    /// once its last run lets go); a remote one's connection is closed, and
+    /// its endpoint cools down when the browser was `lost`.
     pub(super) async fn give(&self, lent: Lent, lost: bool) {
         match &self.source {
-            Source::Local { idle, .. } => {
-                let usable = !lent.browser.is_disconnected()
-                    && (!lost || lent.browser.browser_answers().await);
-                if usable {
-                    lock(idle).push(lent.browser);
+            Source::Local { browsers, .. } => {
+                // A run that lost only its own page (a hung renderer) leaves
+                // the browser to the others; a wedged browser goes.
+                if lent.browser.is_disconnected() || (lost && !lent.browser.browser_answers().await)
+                {
+                    browsers
+                        .lock()
+                        .await
+                        .retain(|b| !Arc::ptr_eq(&b.browser, &lent.browser));
                 }
             }
             Source::Remote { endpoints, state } => {
                 // Someone else's browser: only our tab and connection go (a
                 // Browserbase session is released, even when lost).
                 let _ = lent.browser.close().await;
-                if lost && let Some(s) = &lent.session {
+                if lost && let Hold::Remote(s) = &lent.hold {
                     cool_down(&mut lock(state)[s.endpoint]);
                     tracing::warn!(endpoint = %endpoints[s.endpoint].name(), "a run lost its remote browser; the endpoint cools down");
                 }
@@ -169,12 +217,12 @@ impl BrowserPool {
         }
     }
 
-    /// Closes the local browsers kept for reuse.
+    /// Closes the local browsers no run holds any more.
     pub(super) async fn close_all(&self) {
-        if let Source::Local { idle, .. } = &self.source {
-            let tabs = std::mem::take(&mut *lock(idle));
-            for tab in tabs {
-                if let Ok(tab) = Arc::try_unwrap(tab) {
+        if let Source::Local { browsers, .. } = &self.source {
+            let browsers = std::mem::take(&mut *browsers.lock().await);
+            for b in browsers {
+                if let Ok(tab) = Arc::try_unwrap(b.browser) {
                     let _ = tab.close().await;
                 }
             }
@@ -252,7 +300,7 @@ async fn take_remote(endpoints: &[BrowserEndpoint], state: &Shared) -> lumen::Re
                         health[i].cooling_until = None;
                         return Ok(Lent {
                             browser: Arc::new(tab),
-                            session: Some(session),
+                            hold: Hold::Remote(session),
                         });
                     }
                     Err(e) => {

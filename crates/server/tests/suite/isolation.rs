@@ -99,14 +99,17 @@ async fn a_run_sees_nothing_an_earlier_run_stored_in_the_same_browser() {
     server.shutdown().await;
 }
 
-/// Two runs at once, one allowed only `localhost`, the other on
-/// `127.0.0.1`: neither policy judges the other run's requests. (A request
-/// filter is browser-wide, so two runs in one browser would: the first
-/// run's policy refused the second's start page.)
+/// Two runs at once in one Chromium, one allowed only `localhost`, the
+/// other on `127.0.0.1`: neither policy judges the other run's requests.
+/// (A request filter intercepts on the browser session and sees both runs'
+/// requests; without telling them apart, the first run's policy refused
+/// the second's start page.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_at_once_keep_to_their_own_policies() {
     let env = Env::new().await;
+    let counted = super::pool::Counted::new();
     let mut options = env.options();
+    options.launch.executable = Some(counted.executable.clone());
     options.max_concurrent = 2;
     options.policy.allowed_private_hosts = vec!["127.0.0.1".into(), "localhost".into()];
     let server = Server::start(options).await.unwrap();
@@ -150,6 +153,7 @@ async fn runs_at_once_keep_to_their_own_policies() {
     };
     assert_eq!(run["status"], "running", "{run}");
     assert_eq!(env.requests(), 2, "both runs asked the model");
+    assert_eq!(counted.pids().len(), 1, "both runs in one Chromium");
     for id in [&narrow, &other] {
         c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
         c.wait_status(id, "cancelled").await;

@@ -5,9 +5,9 @@
 //!   like a browser pool. Runs spread over the endpoints; one that refuses
 //!   (a pool's 429) is skipped; a browser killed mid-run fails over to the
 //!   other endpoint and the run resumes from its last completed step.
-//! - Local Chromium: a process per run at once, idle ones reused; one
-//!   killed or stopped mid-run is replaced and the run resumes on a fresh
-//!   one.
+//! - Local Chromium: runs at once share one process (or spread over
+//!   `browser_processes`); a shared process killed mid-run is replaced and
+//!   the run resumes on the new one.
 
 use std::time::Duration;
 
@@ -311,38 +311,93 @@ impl Counted {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runs_at_once_never_share_a_local_chromium_and_idle_ones_are_reused() {
-    let env = Env::new().await;
+/// Two runs at once, `processes` local Chromium allowed: how many were
+/// launched for them.
+async fn launched_for_two_runs(env: &Env, processes: usize) -> (Server, Counted) {
     let counted = Counted::new();
     let mut options = env.options();
     options.max_concurrent = 2;
+    options.browser_processes = processes;
     options.launch.executable = Some(counted.executable.clone());
     let server = Server::start(options).await.unwrap();
     let c = Client::new(server.local_addr());
+    let asked = env.requests();
     env.stall();
     env.stall();
     let body = json!({"instruction": "Wait", "startUrl": env.counter(), "maxSteps": 3});
     let (first, second) = (c.create(body.clone()).await, c.create(body).await);
-    wait_for("both runs ask the model", async || env.requests() == 2).await;
-    assert_eq!(counted.pids().len(), 2, "a Chromium for each run at once");
+    wait_for("both runs ask the model", async || {
+        env.requests() == asked + 2
+    })
+    .await;
     for id in [&first, &second] {
         c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
         c.wait_status(id, "cancelled").await;
     }
-    env.done("reused");
-    let id = c
-        .create(json!({"instruction": "Finish", "startUrl": env.counter(), "maxSteps": 2}))
-        .await;
-    c.wait_status(&id, "completed").await;
-    assert_eq!(counted.pids().len(), 2, "the next run took an idle one");
+    (server, counted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_runs_share_one_chromium_and_fail_over_together_when_it_dies() {
+    let env = Env::new().await;
+    let (server, counted) = launched_for_two_runs(&env, 1).await;
+    assert_eq!(counted.pids().len(), 1, "two runs at once, one Chromium");
+    let c = Client::new(server.local_addr());
+
+    // The shared browser killed while both runs are mid-step: both resume
+    // on one fresh Chromium from their last completed step, each step
+    // recorded once.
+    env.click();
+    env.click();
+    env.mock.push(Route::ChatCompletions, slow_click());
+    env.mock.push(Route::ChatCompletions, slow_click());
+    let body = json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4});
+    let ids = [c.create(body.clone()).await, c.create(body).await];
+    // Two fast clicks and two slow ones, in either run: whichever took the
+    // slow ones, both are inside a model call now.
+    wait_for("both runs in a slow model call", async || {
+        env.requests() == 6
+    })
+    .await;
+    assert_eq!(
+        counted.pids().len(),
+        1,
+        "the next runs took the same browser"
+    );
+    // The answers to the steps asked again.
+    env.done("after the failover");
+    env.done("after the failover");
+    let status = std::process::Command::new("kill")
+        .args(["-9", &counted.pids()[0]])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut steps = 0;
+    for id in &ids {
+        let run = c
+            .wait(id, "ended", |r| {
+                r["status"] != "running" && r["status"] != "queued"
+            })
+            .await;
+        assert_eq!(run["status"], "completed", "{run}");
+        assert_eq!(run["result"], "after the failover");
+        let completed = run["stepsCompleted"].as_u64().unwrap();
+        let events = c.events(id).await;
+        assert_every_step_once(&events, completed);
+        steps += completed;
+    }
+    assert_eq!(steps, 4, "two clicks and two answers, each once");
+    assert_eq!(env.requests(), 8, "each lost step was asked again, once");
+    assert_eq!(counted.pids().len(), 2, "one fresh Chromium took over both");
     server.shutdown().await;
 }
 
-/// A server on local Chromium started through [`Counted`], with one run
-/// inside its second step's model call (a slow answer) and the answer
-/// after a failover queued: returns the server, the launcher and the run.
-async fn run_mid_step(env: &Env) -> (Server, Counted, String) {
+/// A shared Chromium that stops answering (SIGSTOP: its connection stays
+/// open) is not lent again once a run lost it: the run resumes on a fresh
+/// one instead of failing over into the same wedged browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wedged_shared_chromium_is_replaced() {
+    let env = Env::new().await;
     let counted = Counted::new();
     let mut options = env.options();
     options.launch.executable = Some(counted.executable.clone());
@@ -355,48 +410,6 @@ async fn run_mid_step(env: &Env) -> (Server, Counted, String) {
         .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
         .await;
     wait_for("the second model call", async || env.requests() == 2).await;
-    (server, counted, id)
-}
-
-/// Waits for the run to end and checks it completed after a failover.
-async fn completed_after_failover(c: &Client, id: &str) {
-    let run = c
-        .wait(id, "ended", |r| {
-            r["status"] != "running" && r["status"] != "queued"
-        })
-        .await;
-    assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(run["result"], "after the failover");
-}
-
-/// A run whose local Chromium is killed mid-step resumes on a fresh one
-/// from its last completed step, each step recorded once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_local_run_whose_chromium_dies_resumes_on_a_fresh_one() {
-    let env = Env::new().await;
-    let (server, counted, id) = run_mid_step(&env).await;
-    let c = Client::new(server.local_addr());
-    let killed = std::process::Command::new("kill")
-        .args(["-9", &counted.pids()[0]])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    completed_after_failover(&c, &id).await;
-    assert_eq!(env.requests(), 3, "the lost step was asked again, once");
-    assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
-    let events = c.events(&id).await;
-    assert_every_step_once(&events, 2);
-    server.shutdown().await;
-}
-
-/// A local Chromium that stops answering (SIGSTOP: its connection stays
-/// open) is not lent again once a run lost it: the run resumes on a fresh
-/// one instead of failing over into the same wedged browser.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wedged_local_chromium_is_replaced() {
-    let env = Env::new().await;
-    let (server, counted, id) = run_mid_step(&env).await;
-    let c = Client::new(server.local_addr());
     let pid = counted.pids()[0].clone();
     let signal = |name: &str| {
         std::process::Command::new("kill")
@@ -406,7 +419,11 @@ async fn a_wedged_local_chromium_is_replaced() {
             .success()
     };
     assert!(signal("-STOP"));
-    completed_after_failover(&c, &id).await;
+    let run = c
+        .wait(&id, "ended", |r| {
+            r["status"] != "running" && r["status"] != "queued"
+        })
+        .await;
     // Ended once its last run let go (a zombie counts: its parent reaps
     // it). Killed here whatever happened: a stopped process must not
     // outlive the test.
@@ -423,7 +440,17 @@ async fn a_wedged_local_chromium_is_replaced() {
     }
     let gone = ended();
     signal("-KILL");
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"], "after the failover");
     assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
     assert!(gone, "the wedged Chromium was ended with its last run");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_processes_spreads_runs_over_that_many_chromium() {
+    let env = Env::new().await;
+    let (server, counted) = launched_for_two_runs(&env, 2).await;
+    assert_eq!(counted.pids().len(), 2, "a Chromium for each run at once");
     server.shutdown().await;
 }
