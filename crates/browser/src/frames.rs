@@ -59,6 +59,16 @@ async fn cross_origin(
     expression: &str,
 ) -> Result<serde_json::Value> {
     let conn = page.conn;
+    // Only frames of the page's own browser context: the browser lists
+    // every context's targets, and another context's (another agent's)
+    // frame is never ours to run scripts in.
+    let info = conn
+        .browser_raw(
+            "Target.getTargetInfo",
+            serde_json::json!({ "targetId": page.page.target_id().inner() }),
+        )
+        .await?;
+    let context = info["targetInfo"]["browserContextId"].clone();
     let targets = conn
         .browser_raw("Target.getTargets", serde_json::json!({}))
         .await?;
@@ -66,7 +76,11 @@ async fn cross_origin(
         .as_array()
         .into_iter()
         .flatten()
-        .find(|t| t["type"] == "iframe" && t["url"].as_str().is_some_and(|u| u.contains(frame_url)))
+        .find(|t| {
+            t["type"] == "iframe"
+                && t["browserContextId"] == context
+                && t["url"].as_str().is_some_and(|u| u.contains(frame_url))
+        })
         .and_then(|t| t["targetId"].as_str())
         .map(str::to_owned)
     else {

@@ -82,7 +82,8 @@ impl FrameOwners {
         }
     }
 
-    fn owner(&self, frame: &str) -> Option<Arc<str>> {
+    /// The context that claimed `frame`, if any did.
+    pub(crate) fn owner(&self, frame: &str) -> Option<Arc<str>> {
         self.state().frames.get(frame).cloned()
     }
 

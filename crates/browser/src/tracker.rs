@@ -655,10 +655,19 @@ enum BrowserEv {
 }
 
 /// Subscribes to browser-level events (targets, downloads).
+///
+/// Chromium announces both to every connection of the browser, whatever
+/// context they happen in. Only pages created in `context` (the tab's
+/// browser context, once known) and downloads not started by a frame of
+/// another context are recorded, so a tab never takes another context's
+/// popup or download for its own. Every target's frame is claimed for the
+/// context Chromium names in `owners` (`crate::owners`).
 pub(crate) async fn track_browser(
     conn: Arc<Conn>,
     log: Arc<EventLog>,
     download_dir: Option<std::path::PathBuf>,
+    owners: Arc<crate::owners::FrameOwners>,
+    context: Arc<std::sync::OnceLock<String>>,
 ) -> Result<(tokio::task::JoinHandle<()>, Flusher), CallError> {
     let t = conn.call_timeout;
     let b = &conn.browser;
@@ -702,16 +711,38 @@ pub(crate) async fn track_browser(
     // failed.
     let mut received: HashMap<String, f64> = HashMap::new();
     let mut failed: HashMap<String, String> = HashMap::new();
+    // Downloads of other contexts' frames, ignored to the end.
+    let mut foreign: std::collections::HashSet<String> = Default::default();
     let cancel_conn = conn.clone();
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(run_tracker(merged, rx, move |ev| match ev {
-        BrowserEv::Created(e) if e.target_info.r#type == "page" => {
-            log.record(Ev::TargetCreated {
-                id: e.target_info.target_id.inner().clone(),
-                url: e.target_info.url.clone(),
+        BrowserEv::Created(e) => {
+            let info = &e.target_info;
+            if let Some(c) = &info.browser_context_id {
+                owners.claim(info.target_id.inner(), &Arc::from(c.inner().as_str()));
+            }
+            let ours = context.get().is_none_or(|mine| {
+                info.browser_context_id
+                    .as_ref()
+                    .is_none_or(|c| c.inner() == mine)
             });
+            if info.r#type == "page" && ours {
+                log.record(Ev::TargetCreated {
+                    id: info.target_id.inner().clone(),
+                    url: info.url.clone(),
+                });
+            }
         }
-        BrowserEv::Created(_) => {}
+        BrowserEv::DownloadBegin(e)
+            if context.get().is_some_and(|mine| {
+                owners
+                    .owner(e.frame_id.inner())
+                    .is_some_and(|owner| &*owner != mine)
+            }) =>
+        {
+            foreign.insert(e.guid.clone());
+        }
+        BrowserEv::DownloadProgress(e) if foreign.contains(&e.guid) => {}
         BrowserEv::Destroyed(e) => {
             let id = e.target_id.inner().clone();
             log.update(|s| {

@@ -86,12 +86,20 @@ impl CdpTab {
             Some((id, owners)) => (Some(id), owners),
             None => (None, Arc::default()),
         };
+        // The browser context our pages are in: an isolated tab's own, else
+        // the one Chromium places our first page in (below).
+        let context_id: Arc<std::sync::OnceLock<String>> = Arc::default();
+        if let Some(id) = &context {
+            let _ = context_id.set(id.clone());
+        }
         let browser_log = EventLog::new();
         let t = conn.call_timeout;
         let (browser_task, browser_flusher) = tracker::track_browser(
             conn.clone(),
             browser_log.clone(),
             options.download_dir.clone(),
+            owners.clone(),
+            context_id.clone(),
         )
         .await?;
         tasks.push(browser_task);
@@ -155,24 +163,20 @@ impl CdpTab {
             .viewport
             .map(|size| (size, options.device_scale_factor));
         let armed: Arc<crate::tracker::Armed> = Arc::default();
-        // The context our pages are in, for the request guard's attribution
-        // (the browser's default context unless isolated).
-        let context_id = match &context {
-            Some(id) => Some(id.clone()),
-            None => conn
+        if context.is_none()
+            && let Ok(info) = conn
                 .browser_raw(
                     "Target.getTargetInfo",
                     serde_json::json!({ "targetId": page.target_id().inner() }),
                 )
                 .await
-                .ok()
-                .and_then(|v| {
-                    v["targetInfo"]["browserContextId"]
-                        .as_str()
-                        .map(str::to_owned)
-                }),
-        };
-        let seat = context_id.map(|id| owners.seat(Arc::from(id)));
+            && let Some(id) = info["targetInfo"]["browserContextId"].as_str()
+        {
+            let _ = context_id.set(id.to_owned());
+        }
+        let seat = context_id
+            .get()
+            .map(|id| owners.seat(Arc::from(id.as_str())));
         let claims = seat.as_ref().map(Seat::claims);
         let ctx = setup_page(&conn, &options, &armed, emulation, claims, page).await?;
         let shared = Shared {

@@ -1,6 +1,7 @@
 mod bounds;
 mod common;
 mod connect;
+mod contexts;
 mod input;
 mod navigation;
 mod page_link;
