@@ -12,6 +12,7 @@
 //! | [`MAX_AX_TEXT_BYTES`] | 1 MiB | the same |
 //! | [`MAX_AX_FIELD_CHARS`] | 2,000 | a node's name or value is cut, ending in `…` |
 //! | [`MAX_CDP_MESSAGE_BYTES`] | 256 MiB | [`PageLink`](crate::PageLink)'s socket fails with a `BrowserDisconnected` error naming the cap |
+//! | [`MAX_OPEN_TABS`] | 24 | a tab a page opens past it is closed at once and the next receipt says so; `new_tab` is refused (`ok: false`) |
 //!
 //! chromiumoxide's own socket takes messages of any size (its
 //! `Connection::connect` sets no limit and takes no configuration), so on
@@ -35,6 +36,13 @@ pub const MAX_AX_FIELD_CHARS: usize = 2_000;
 /// The ref of the node that ends a snapshot cut at a cap (a `note` whose
 /// name counts the nodes left out). It names no element.
 pub const OMITTED_REF: &str = lumen_core::AxSnapshot::OMITTED_REF;
+
+/// The most page tabs a [`CdpTab`](crate::CdpTab) keeps open in its
+/// browser context. Every tab is a renderer, and a page can open windows
+/// in a loop (a popup blocker would stop one without a click; agents run
+/// without it so the popups their clicks open work): past the cap, a new
+/// tab is closed as soon as Chromium announces it.
+pub const MAX_OPEN_TABS: usize = 24;
 
 /// The most one CDP message may take on `PageLink`'s WebSocket.
 pub const MAX_CDP_MESSAGE_BYTES: usize = 256 << 20;

@@ -149,6 +149,11 @@ pub(crate) struct Seat {
 }
 
 impl Seat {
+    /// The context of the seat's tab.
+    pub(crate) fn context(&self) -> &str {
+        &self.context
+    }
+
     /// What the seat's tab claims its frames with.
     pub(crate) fn claims(&self) -> Claims {
         Claims {

@@ -117,6 +117,9 @@ pub(crate) enum Ev {
     },
     /// A page target appeared.
     TargetCreated { id: String, url: String },
+    /// A page target appeared past [`MAX_OPEN_TABS`](crate::limits::MAX_OPEN_TABS)
+    /// and was closed at once.
+    TabRefused { url: String },
 }
 
 #[derive(Debug)]
@@ -713,6 +716,8 @@ pub(crate) async fn track_browser(
     let mut failed: HashMap<String, String> = HashMap::new();
     // Downloads of other contexts' frames, ignored to the end.
     let mut foreign: std::collections::HashSet<String> = Default::default();
+    // Our context's open pages, to hold them to the cap.
+    let mut open_pages: Vec<String> = Vec::new();
     let cancel_conn = conn.clone();
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(run_tracker(merged, rx, move |ev| match ev {
@@ -726,12 +731,29 @@ pub(crate) async fn track_browser(
                     .as_ref()
                     .is_none_or(|c| c.inner() == mine)
             });
-            if info.r#type == "page" && ours {
+            if info.r#type != "page" || !ours {
+                return;
+            }
+            let id = info.target_id.inner().clone();
+            if open_pages.len() < crate::limits::MAX_OPEN_TABS {
+                open_pages.push(id.clone());
                 log.record(Ev::TargetCreated {
-                    id: info.target_id.inner().clone(),
+                    id,
                     url: info.url.clone(),
                 });
+                return;
             }
+            tracing::warn!(url = %info.url, "a page opened more than {} tabs; closing the new one", crate::limits::MAX_OPEN_TABS);
+            log.record(Ev::TabRefused {
+                url: info.url.clone(),
+            });
+            let conn = cancel_conn.clone();
+            tokio::spawn(async move {
+                let params = serde_json::json!({ "targetId": id });
+                if let Err(err) = conn.browser_raw("Target.closeTarget", params).await {
+                    tracing::debug!("closing a tab past the cap failed: {err}");
+                }
+            });
         }
         BrowserEv::DownloadBegin(e)
             if context.get().is_some_and(|mine| {
@@ -745,6 +767,7 @@ pub(crate) async fn track_browser(
         BrowserEv::DownloadProgress(e) if foreign.contains(&e.guid) => {}
         BrowserEv::Destroyed(e) => {
             let id = e.target_id.inner().clone();
+            open_pages.retain(|p| *p != id);
             log.update(|s| {
                 s.destroyed.insert(id);
             });

@@ -191,6 +191,7 @@ impl CdpTab {
             emulation: Mutex::new(emulation),
             armed,
             receipts: AtomicBool::new(options.receipts),
+            tabs_reported: Default::default(),
             remote,
             context,
             seat,

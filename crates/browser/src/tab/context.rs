@@ -67,11 +67,18 @@ impl CdpTab {
         self.shared.context.as_deref()
     }
 
-    /// `Target.getTargets`' answer cut down to this tab's context (all of
-    /// it for a tab in the default context).
+    /// The browser context of this tab's pages: its own, else the
+    /// browser's default one as Chromium named it (`None` if it did not).
+    fn pages_context(&self) -> Option<&str> {
+        self.browser_context_id()
+            .or_else(|| self.shared.seat.as_ref().map(|s| s.context()))
+    }
+
+    /// `Target.getTargets`' answer cut down to this tab's context: other
+    /// contexts' pages (other agents') are not this tab's to list or drive.
     pub(super) fn own_targets(&self, mut list: Value) -> Value {
         if let (Some(context), Some(infos)) = (
-            self.browser_context_id(),
+            self.pages_context(),
             list.get_mut("targetInfos").and_then(Value::as_array_mut),
         ) {
             infos.retain(|t| t["browserContextId"] == context);
@@ -81,7 +88,7 @@ impl CdpTab {
 
     /// Whether target `id` is in this tab's context.
     pub(super) async fn owns_target(&self, id: &str) -> Result<bool> {
-        if self.browser_context_id().is_none() {
+        if self.pages_context().is_none() {
             return Ok(true);
         }
         let list = self

@@ -106,6 +106,9 @@ struct Shared {
     armed: Arc<crate::tracker::Armed>,
     /// Whether actions measure receipts (starts as `options.receipts`).
     receipts: AtomicBool,
+    /// The browser log's sequence number up to which tabs closed past
+    /// [`MAX_OPEN_TABS`](crate::limits::MAX_OPEN_TABS) were told in a receipt.
+    tabs_reported: std::sync::atomic::AtomicU64,
     remote: Option<RemoteSession>,
     /// The browser context of a tab opened by [`CdpTab::open_isolated`].
     context: Option<String>,

@@ -153,6 +153,12 @@ impl CdpTab {
 
     /// Opens a blank tab and drives it.
     pub(super) async fn open_tab(&self) -> Result<ActionOutcome> {
+        if self.tabs().await?.len() >= crate::limits::MAX_OPEN_TABS {
+            return Ok(ActionOutcome::failed(format!(
+                "{} tabs are open, the most allowed: close one first",
+                crate::limits::MAX_OPEN_TABS
+            )));
+        }
         let created = self
             .conn()
             .browser_raw("Target.createTarget", self.target_params("about:blank"))

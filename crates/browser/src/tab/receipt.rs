@@ -177,7 +177,7 @@ impl CdpTab {
                 let window_open = page.since(seq_page).any(|e| matches!(e, Ev::WindowOpen));
                 let created = browser
                     .since(seq_browser)
-                    .any(|e| matches!(e, Ev::TargetCreated { .. }));
+                    .any(|e| matches!(e, Ev::TargetCreated { .. } | Ev::TabRefused { .. }));
                 let began: Vec<&String> = browser
                     .since(seq_browser)
                     .filter_map(|e| match e {
@@ -246,7 +246,7 @@ impl CdpTab {
                 }
             }
         }
-        let (new_target, download) = {
+        let (new_target, download, refused) = {
             let browser = self.shared.browser_log.lock();
             let known: Vec<String> = lock(&self.shared.pages)
                 .iter()
@@ -255,6 +255,19 @@ impl CdpTab {
             let mut new_target = None;
             let mut download: Option<DownloadInfo> = None;
             let mut guid_of = None;
+            // Tabs closed past the cap since the last receipt that told of
+            // them (a page's timer may open them between actions).
+            let from = self
+                .shared
+                .tabs_reported
+                .swap(browser.seq(), Ordering::Relaxed);
+            let refused: Vec<String> = browser
+                .since(from)
+                .filter_map(|e| match e {
+                    Ev::TabRefused { url } => Some(url.clone()),
+                    _ => None,
+                })
+                .collect();
             for e in browser.since(seq_browser) {
                 match e {
                     Ev::TargetCreated { id, url }
@@ -301,8 +314,15 @@ impl CdpTab {
                     _ => {}
                 }
             }
-            (new_target, download)
+            (new_target, download, refused)
         };
+        if let Some(first) = refused.first() {
+            hints.push(format!(
+                "The page opened {} tab(s) past the limit of {} open tabs; they were closed at once (the first: {first}).",
+                refused.len(),
+                crate::limits::MAX_OPEN_TABS
+            ));
+        }
         let mut download = download;
         if let Some(d) = download.as_mut().filter(|d| d.failed)
             && self.shared.options.download_dir.is_none()

@@ -80,6 +80,10 @@ async fn a_context_neither_reports_nor_follows_another_contexts_tabs_and_downloa
     assert_eq!(a.active_tab_id(), a_page, "A follows only its own tabs");
     assert!(a.url().await.unwrap().ends_with("/counter.html"));
     assert_eq!(a.tabs().await.unwrap().len(), 1);
+    // The tab they were opened from, in the default context, neither
+    // lists nor drives their pages.
+    assert_eq!(e.tab.tabs().await.unwrap().len(), 1);
+    assert!(e.tab.switch_to_tab(&a_page).await.is_err());
     assert!(std::fs::read_dir(dirs.0.path()).unwrap().next().is_none());
     // B's own popup is B's.
     assert_eq!(b.tabs().await.unwrap().len(), 2);
@@ -101,5 +105,54 @@ async fn a_context_neither_reports_nor_follows_another_contexts_tabs_and_downloa
     assert!(crossed.is_err(), "A ran a script in B's frame: {crossed:?}");
     a.close().await.unwrap();
     b.close().await.unwrap();
+    e.close().await;
+}
+
+/// A page that opens windows in a loop keeps at most `MAX_OPEN_TABS`
+/// open: the rest are closed as Chromium announces them, the receipt says
+/// so, and the model's own `new_tab` is refused at the cap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_cannot_open_tabs_past_the_cap() {
+    use lumen_browser::limits::MAX_OPEN_TABS;
+    let e = env().await;
+    let tab = e.tab.open_isolated().await.unwrap();
+    assert!(tab.goto(&e.server.url("counter.html")).await.unwrap().ok);
+    let page = tab.active_tab_id();
+    // No click: popups opened by script alone, as a hostile page would.
+    tab.evaluate("for (let i = 0; i < 60; i++) window.open('about:blank'); 0")
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut hints = Vec::new();
+    loop {
+        let out = tab.hover(Point { x: 5, y: 5 }).await.unwrap();
+        hints.extend(out.hints);
+        if tab.tabs().await.unwrap().len() <= MAX_OPEN_TABS
+            && hints.iter().any(|h| h.contains("past the limit"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} tabs open; hints {hints:?}",
+            tab.tabs().await.unwrap().len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(tab.tabs().await.unwrap().len(), MAX_OPEN_TABS);
+    let refused = tab.new_tab().await.unwrap();
+    assert!(!refused.ok, "{refused:?}");
+    // Closing one makes room again.
+    let other = tab
+        .tabs()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.id != page && t.id != tab.active_tab_id())
+        .unwrap();
+    assert!(tab.close_tab(&other.id).await.unwrap().ok);
+    assert!(tab.new_tab().await.unwrap().ok);
+    tab.close().await.unwrap();
     e.close().await;
 }
