@@ -94,6 +94,16 @@ fn slow_click() -> Reply {
     }
 }
 
+/// Creates a run whose model clicks, then clicks slowly (a step to lose the
+/// browser in), then answers "after the failover" to the step asked again.
+async fn click_twice_slowly(env: &Env, c: &Client) -> String {
+    env.click();
+    env.mock.push(Route::ChatCompletions, slow_click());
+    env.done("after the failover");
+    c.create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
+        .await
+}
+
 async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     while !check().await {
@@ -129,12 +139,7 @@ async fn runs_spread_over_the_endpoints_and_a_lost_browser_fails_over() {
     // A run whose browser dies mid-step goes on in the other one, from its
     // last completed step: the lost step is asked again, each step is
     // recorded once.
-    env.click();
-    env.mock.push(Route::ChatCompletions, slow_click());
-    env.done("after the failover");
-    let id = c
-        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
-        .await;
+    let id = click_twice_slowly(&env, &c).await;
     // A client following the run live, from before the loss.
     let follower = tokio::spawn({
         let c = Client::new(server.local_addr());
@@ -403,12 +408,7 @@ async fn a_wedged_shared_chromium_is_replaced() {
     options.launch.executable = Some(counted.executable.clone());
     let server = Server::start(options).await.unwrap();
     let c = Client::new(server.local_addr());
-    env.click();
-    env.mock.push(Route::ChatCompletions, slow_click());
-    env.done("after the failover");
-    let id = c
-        .create(json!({"instruction": "Click twice", "startUrl": env.counter(), "maxSteps": 4}))
-        .await;
+    let id = click_twice_slowly(&env, &c).await;
     wait_for("the second model call", async || env.requests() == 2).await;
     let pid = counted.pids()[0].clone();
     let signal = |name: &str| {
