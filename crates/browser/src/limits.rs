@@ -12,7 +12,7 @@
 //! | [`MAX_AX_TEXT_BYTES`] | 1 MiB | the same |
 //! | [`MAX_AX_FIELD_CHARS`] | 2,000 | a node's name or value is cut, ending in `…` |
 //! | [`MAX_CDP_MESSAGE_BYTES`] | 256 MiB | [`PageLink`](crate::PageLink)'s socket fails with a `BrowserDisconnected` error naming the cap |
-//! | [`MAX_OPEN_TABS`] | 24 | a tab a page opens past it is closed at once and the next receipt says so; `new_tab` is refused (`ok: false`) |
+//! | [`MAX_OPEN_TABS`] | 24 | in a launched browser or a tab's own context: a tab a page opens past it is closed at once and the next receipt says so; `new_tab` is refused (`ok: false`) |
 //!
 //! chromiumoxide's own socket takes messages of any size (its
 //! `Connection::connect` sets no limit and takes no configuration), so on
@@ -41,7 +41,10 @@ pub const OMITTED_REF: &str = lumen_core::AxSnapshot::OMITTED_REF;
 /// browser context. Every tab is a renderer, and a page can open windows
 /// in a loop (a popup blocker would stop one without a click; agents run
 /// without it so the popups their clicks open work): past the cap, a new
-/// tab is closed as soon as Chromium announces it.
+/// tab is closed as soon as Chromium announces it. Only where every page of
+/// the context is the tab's (a browser it launched, or a context of its
+/// own): a browser reached with [`CdpTab::connect`](crate::CdpTab::connect)
+/// may hold a person's tabs, which are never closed.
 pub const MAX_OPEN_TABS: usize = 24;
 
 /// The most one CDP message may take on `PageLink`'s WebSocket.

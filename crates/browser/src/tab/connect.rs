@@ -100,6 +100,7 @@ impl CdpTab {
             options.download_dir.clone(),
             owners.clone(),
             context_id.clone(),
+            process.is_some() || context.is_some(),
         )
         .await?;
         tasks.push(browser_task);

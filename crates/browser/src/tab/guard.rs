@@ -340,8 +340,12 @@ impl CdpTab {
 /// `continueRequest` or `failRequest`.
 async fn answer(conn: Arc<Conn>, guard: Arc<RequestGuard>, p: Paused) {
     let started = Instant::now();
+    // Bounded like the judging: a browser slow to name a frame's context
+    // leaves the request to be judged.
     let owner = match &guard.claims {
-        Some(c) => c.attribute(&conn, &p.frame_id).await,
+        Some(c) => tokio::time::timeout(JUDGE_DEADLINE, c.attribute(&conn, &p.frame_id))
+            .await
+            .unwrap_or(Owner::Unknown),
         None => Owner::Mine,
     };
     if owner == Owner::Other {
@@ -398,7 +402,10 @@ async fn answer(conn: Arc<Conn>, guard: Arc<RequestGuard>, p: Paused) {
             // from this tab's receipts (and so from its model).
             let ours = match (&guard.claims, owner) {
                 (None, _) | (_, Owner::Mine) => true,
-                (Some(c), _) => !c.shared_with_others(&conn).await,
+                (Some(c), _) => {
+                    tokio::time::timeout(JUDGE_DEADLINE, c.shared_with_others(&conn)).await
+                        == Ok(false)
+                }
             };
             if ours {
                 guard.record(blocked);

@@ -156,3 +156,36 @@ async fn a_page_cannot_open_tabs_past_the_cap() {
     tab.close().await.unwrap();
     e.close().await;
 }
+
+/// A browser reached over CDP may be a person's: its tabs are never closed
+/// for the cap, and the tab opens as many as it is asked to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connected_browser_keeps_every_tab() {
+    use lumen_browser::chromium::{DetachedChromium, DetachedOptions};
+    use lumen_browser::limits::MAX_OPEN_TABS;
+    let profile = tempfile::tempdir().unwrap();
+    let mut options = DetachedOptions::new(profile.path());
+    options.executable = Some(lumen_test_support::locate_chromium().unwrap());
+    let mut chromium = DetachedChromium::spawn(&options).unwrap();
+    let url = chromium
+        .devtools_url(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let tab = lumen_browser::CdpTab::connect(&url, TabOptions::default())
+        .await
+        .unwrap();
+    let before = tab.tabs().await.unwrap().len();
+    for i in 0..MAX_OPEN_TABS + 2 {
+        let out = tab.new_tab().await.unwrap();
+        assert!(out.ok, "tab {i}: {out:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let out = tab.hover(Point { x: 5, y: 5 }).await.unwrap();
+    assert!(
+        !out.hints.iter().any(|h| h.contains("past the limit")),
+        "{out:?}"
+    );
+    assert_eq!(tab.tabs().await.unwrap().len(), before + MAX_OPEN_TABS + 2);
+    tab.close().await.unwrap();
+    chromium.kill(Duration::ZERO);
+}
