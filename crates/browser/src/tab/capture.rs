@@ -101,6 +101,7 @@ impl CdpTab {
         options: &ScreenshotOptions,
     ) -> Result<Screenshot> {
         let ctx = self.active();
+        self.bring_to_front(&ctx).await?;
         let pending = lock(&ctx.unsettled).take();
         let shot = match self.capture(options).await {
             // A navigation that began after the last settle (a form the

@@ -193,6 +193,7 @@ impl CdpTab {
             armed,
             receipts: AtomicBool::new(options.receipts),
             tabs_reported: Default::default(),
+            fronted: Default::default(),
             remote,
             context,
             seat,

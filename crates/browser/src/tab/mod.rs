@@ -109,6 +109,9 @@ struct Shared {
     /// The browser log's sequence number up to which tabs closed past
     /// [`MAX_OPEN_TABS`](crate::limits::MAX_OPEN_TABS) were told in a receipt.
     tabs_reported: std::sync::atomic::AtomicU64,
+    /// The browser log's sequence number when the driven page was last
+    /// brought to the front: a tab opened since may have taken it.
+    fronted: std::sync::atomic::AtomicU64,
     remote: Option<RemoteSession>,
     /// The browser context of a tab opened by [`CdpTab::open_isolated`].
     context: Option<String>,

@@ -107,6 +107,35 @@ impl CdpTab {
         serde_json::from_value(v).map_err(|e| LumenError::invalid_data("page probe", e.to_string()))
     }
 
+    /// Brings the driven page to the front when a tab opened since it was
+    /// last there: the newest window takes the front, and a page behind it
+    /// draws no frames, so every wait for one (settling, the first input)
+    /// would run to its deadline. One CDP call, only after a tab opened.
+    pub(super) async fn bring_to_front(&self, ctx: &PageCtx) -> Result<()> {
+        let (now, opened) = {
+            let browser = self.shared.browser_log.lock();
+            let since = self.shared.fronted.load(Ordering::Relaxed);
+            let opened = browser
+                .since(since)
+                .any(|e| matches!(e, Ev::TargetCreated { id, .. } if *id != ctx.id));
+            (browser.seq(), opened)
+        };
+        if opened {
+            let done = self
+                .conn()
+                .browser_raw(
+                    "Target.activateTarget",
+                    serde_json::json!({ "targetId": ctx.id }),
+                )
+                .await;
+            if let Err(e @ crate::cdp::CallError::Disconnected(_)) = done {
+                return Err(e.into());
+            }
+        }
+        self.shared.fronted.store(now, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Runs an action with a receipt: probe before, act, collect effects.
     pub(super) async fn act<F, Fut>(
         &self,
@@ -127,6 +156,7 @@ impl CdpTab {
                 p.x, p.y, vp.width, vp.height
             )));
         }
+        self.bring_to_front(&ctx).await?;
         // A change the last settle left unchecked holds still first.
         self.finish_settling(&ctx).await?;
         let mark = self.blocked_mark();

@@ -39,6 +39,7 @@ impl CdpTab {
     /// Waits until the page is ready (see [`BrowserTab::settle`](lumen_core::BrowserTab::settle)).
     pub(super) async fn wait_until_settled(&self, options: &SettleOptions) -> Result<SettleReport> {
         let ctx = self.active();
+        self.bring_to_front(&ctx).await?;
         // Settling again supersedes a check left for later.
         lock(&ctx.unsettled).take();
         let probe_call = format!(

@@ -367,7 +367,12 @@ fn handle_page_event(ev: PageEv, page: &Page, main_frame: &str, log: &EventLog, 
             // hears about: child documents do not hold the network busy.
             let child_document = matches!(e.r#type, Some(ResourceType::Document))
                 && e.frame_id.as_ref().is_some_and(|f| f.inner() != main_frame);
-            if !long_lived && !child_document {
+            // A request no document loads (empty `loaderId`) is a worker's
+            // script: the worker's own target hears how it ends, this page
+            // never does, so it would hold the network busy until settling
+            // gave up (5 s on any page that starts a worker).
+            let worker_script = e.loader_id.inner().is_empty();
+            if !long_lived && !child_document && !worker_script {
                 let id = e.request_id.inner().clone();
                 let starts_work = starts_work(e.r#type.as_ref());
                 log.update(|s| {

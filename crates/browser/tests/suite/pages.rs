@@ -328,3 +328,69 @@ async fn accessibility_snapshot_has_stable_refs() {
     assert_eq!(e.tab.ref_center("@e99999").await.unwrap(), None);
     e.close().await;
 }
+
+/// A click that opens two windows: the tab follows the first, and the
+/// second takes the front. The followed page is brought to the front
+/// before the tab waits on it: settling does not run to its deadline (a
+/// page behind another draws no frames), and nor does the next input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followed_tab_behind_a_newer_window_is_brought_to_the_front() {
+    let e = env().await;
+    e.open("counter.html").await;
+    e.tab
+        .evaluate(
+            "document.addEventListener('click', () => { window.open('/links/page2.html'); \
+             window.open('/links/page3.html'); }, { once: true }); 0",
+        )
+        .await
+        .unwrap();
+    let out = click(&e, 1200, 700).await;
+    let followed = receipt(&out).new_tab.clone().unwrap();
+    assert!(followed.followed, "{out:?}");
+    let settled = e
+        .tab
+        .settle(&lumen_core::SettleOptions::default())
+        .await
+        .unwrap();
+    assert!(!settled.timed_out, "{settled:?}");
+    // In front: the page is visible, so it draws frames.
+    assert_eq!(
+        e.tab.evaluate("document.visibilityState").await.unwrap(),
+        "visible"
+    );
+    let hover = e
+        .tab
+        .hover(lumen_core::Point { x: 600, y: 600 })
+        .await
+        .unwrap();
+    assert!(
+        !hover.hints.iter().any(|h| h.contains("settle")),
+        "{hover:?}"
+    );
+    assert_eq!(e.tab.active_tab_id(), followed.id);
+    assert_eq!(e.tab.tabs().await.unwrap().len(), 3);
+    e.close().await;
+}
+
+/// A worker's script is fetched for the page, but only the worker's own
+/// target hears the fetch end: it must not hold the page's network busy
+/// (settling used to run to its deadline on any page that starts one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_starts_a_worker_settles() {
+    let e = env().await;
+    e.open("counter.html").await;
+    e.tab
+        .evaluate(
+            "window.w = new Worker(URL.createObjectURL(new Blob(['postMessage(1)'], \
+             { type: 'text/javascript' }))); 0",
+        )
+        .await
+        .unwrap();
+    let settled = e
+        .tab
+        .settle(&lumen_core::SettleOptions::default())
+        .await
+        .unwrap();
+    assert!(!settled.timed_out, "{settled:?}");
+    e.close().await;
+}

@@ -74,6 +74,7 @@ async fn rig(filter: bool) -> Rig {
         "redirected",
         "oopif",
         "same",
+        "worker",
     ] {
         std::fs::write(blocked_dir.path().join(format!("{name}.html")), page("")).unwrap();
     }
@@ -132,6 +133,15 @@ async fn rig(filter: bool) -> Rig {
         // its own.
         ("same_site.html", "<iframe src='same_inner.html'></iframe>".to_owned()),
         ("same_inner.html", format!("<img src='{}'>", b("same"))),
+        // A dedicated worker's fetch.
+        (
+            "worker.html",
+            format!(
+                "<script>new Worker(URL.createObjectURL(new Blob([\"fetch('{}', {{ mode: 'no-cors' }})\"], \
+                 {{ type: 'text/javascript' }})))</script>",
+                b("worker")
+            ),
+        ),
         (
             "armed.html",
             "<script>b.onclick = () => { addEventListener('beforeunload', e => { e.preventDefault(); \
@@ -218,7 +228,7 @@ impl Rig {
     }
 }
 
-const ATTACKS: [(&str, &str); 9] = [
+const ATTACKS: [(&str, &str); 10] = [
     ("meta", "/meta.html"),
     ("timer", "/timer.html"),
     ("form", "/form.html"),
@@ -228,6 +238,7 @@ const ATTACKS: [(&str, &str); 9] = [
     ("redirect", "/redirected.html"),
     ("oopif", "/oopif.html"),
     ("same_site", "/same.html"),
+    ("worker", "/worker.html"),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,7 +335,7 @@ fn assert_reported(name: &str, path: &str, outs: &[ActionOutcome]) {
     assert!(hinted, "{name}: no hint for the model: {outs:#?}");
     let expected = match name {
         "frame" => BlockKind::Subframe,
-        "oopif" | "same_site" => BlockKind::Subresource,
+        "oopif" | "same_site" | "worker" => BlockKind::Subresource,
         _ => BlockKind::Navigation,
     };
     if let Some(b) = blocked.iter().find(|b| b.url.ends_with(path)) {
