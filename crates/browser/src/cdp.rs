@@ -297,6 +297,22 @@ impl Conn {
             .await
     }
 
+    /// The browser context Chromium places target `id` in (a page, a popup,
+    /// an out-of-process frame); `None` for an id that is no target, or
+    /// when the browser does not answer.
+    pub(crate) async fn context_of(&self, id: &str) -> Option<String> {
+        let info = self
+            .browser_raw(
+                "Target.getTargetInfo",
+                serde_json::json!({ "targetId": id }),
+            )
+            .await
+            .ok()?;
+        info["targetInfo"]["browserContextId"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
     /// A raw command on the browser session.
     pub(crate) async fn browser_raw(
         &self,

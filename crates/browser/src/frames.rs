@@ -62,13 +62,7 @@ async fn cross_origin(
     // Only frames of the page's own browser context: the browser lists
     // every context's targets, and another context's (another agent's)
     // frame is never ours to run scripts in.
-    let info = conn
-        .browser_raw(
-            "Target.getTargetInfo",
-            serde_json::json!({ "targetId": page.page.target_id().inner() }),
-        )
-        .await?;
-    let context = info["targetInfo"]["browserContextId"].clone();
+    let context = conn.context_of(page.page.target_id().inner()).await;
     let targets = conn
         .browser_raw("Target.getTargets", serde_json::json!({}))
         .await?;
@@ -78,7 +72,7 @@ async fn cross_origin(
         .flatten()
         .find(|t| {
             t["type"] == "iframe"
-                && t["browserContextId"] == context
+                && t["browserContextId"].as_str() == context.as_deref()
                 && t["url"].as_str().is_some_and(|u| u.contains(frame_url))
         })
         .and_then(|t| t["targetId"].as_str())

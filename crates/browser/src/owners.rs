@@ -115,14 +115,7 @@ impl FrameOwners {
         }
         // A target (a page, a popup, an out-of-process frame) has a
         // context Chromium can name.
-        if let Ok(info) = conn
-            .browser_raw(
-                "Target.getTargetInfo",
-                serde_json::json!({ "targetId": frame }),
-            )
-            .await
-            && let Some(context) = info["targetInfo"]["browserContextId"].as_str()
-        {
+        if let Some(context) = conn.context_of(frame).await {
             let context: Arc<str> = Arc::from(context);
             self.claim(frame, &context);
             return judge(&context);

@@ -89,6 +89,9 @@ impl CdpTab {
         // The browser context our pages are in: an isolated tab's own, else
         // the one Chromium places our first page in (below).
         let context_id: Arc<std::sync::OnceLock<String>> = Arc::default();
+        // Every page of the context is ours (a browser we launched, or a
+        // context of our own), so it is held to MAX_OPEN_TABS.
+        let tabs_capped = process.is_some() || context.is_some();
         if let Some(id) = &context {
             let _ = context_id.set(id.clone());
         }
@@ -100,7 +103,7 @@ impl CdpTab {
             options.download_dir.clone(),
             owners.clone(),
             context_id.clone(),
-            process.is_some() || context.is_some(),
+            tabs_capped,
         )
         .await?;
         tasks.push(browser_task);
@@ -165,15 +168,9 @@ impl CdpTab {
             .map(|size| (size, options.device_scale_factor));
         let armed: Arc<crate::tracker::Armed> = Arc::default();
         if context.is_none()
-            && let Ok(info) = conn
-                .browser_raw(
-                    "Target.getTargetInfo",
-                    serde_json::json!({ "targetId": page.target_id().inner() }),
-                )
-                .await
-            && let Some(id) = info["targetInfo"]["browserContextId"].as_str()
+            && let Some(id) = conn.context_of(page.target_id().inner()).await
         {
-            let _ = context_id.set(id.to_owned());
+            let _ = context_id.set(id);
         }
         let seat = context_id
             .get()
@@ -194,6 +191,7 @@ impl CdpTab {
             receipts: AtomicBool::new(options.receipts),
             tabs_reported: Default::default(),
             fronted: Default::default(),
+            tabs_capped,
             remote,
             context,
             seat,

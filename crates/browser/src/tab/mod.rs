@@ -112,6 +112,10 @@ struct Shared {
     /// The browser log's sequence number when the driven page was last
     /// brought to the front: a tab opened since may have taken it.
     fronted: std::sync::atomic::AtomicU64,
+    /// Whether the tab holds its context to
+    /// [`MAX_OPEN_TABS`](crate::limits::MAX_OPEN_TABS): when every page in
+    /// it is the tab's (a browser it launched, or a context of its own).
+    tabs_capped: bool,
     remote: Option<RemoteSession>,
     /// The browser context of a tab opened by [`CdpTab::open_isolated`].
     context: Option<String>,

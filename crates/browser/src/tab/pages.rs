@@ -151,16 +151,9 @@ impl CdpTab {
         Ok(ctx)
     }
 
-    /// Whether this tab holds its context to
-    /// [`MAX_OPEN_TABS`](crate::limits::MAX_OPEN_TABS): when every page
-    /// in it is the tab's (a browser it launched, or a context of its own).
-    fn tabs_capped(&self) -> bool {
-        self.browser_context_id().is_some() || lock(&self.shared.process).is_some()
-    }
-
     /// Opens a blank tab and drives it.
     pub(super) async fn open_tab(&self) -> Result<ActionOutcome> {
-        if self.tabs_capped() && self.tabs().await?.len() >= crate::limits::MAX_OPEN_TABS {
+        if self.shared.tabs_capped && self.tabs().await?.len() >= crate::limits::MAX_OPEN_TABS {
             return Ok(ActionOutcome::failed(format!(
                 "{} tabs are open, the most allowed: close one first",
                 crate::limits::MAX_OPEN_TABS
