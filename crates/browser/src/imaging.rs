@@ -4,9 +4,8 @@
 
 use std::io::Cursor;
 
-use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::PngEncoder;
-use image::{DynamicImage, ImageEncoder as _, Rgba, RgbaImage};
+use image::{ImageEncoder as _, Rgba, RgbaImage};
 use lumen_core::{ImageFormat, Size};
 
 /// Reads the pixel size from encoded bytes without decoding the pixels.
@@ -116,14 +115,17 @@ fn encode(rgba: RgbaImage, format: ImageFormat, quality: u8) -> Result<Vec<u8>, 
                 image::ExtendedColorType::Rgba8,
             )
             .map_err(|e| format!("cannot encode PNG: {e}"))?,
+        // `jpeg-encoder` takes RGBA as it is, about three times faster
+        // than `image`'s encoder.
         ImageFormat::Jpeg => {
-            let rgb = DynamicImage::ImageRgba8(rgba).to_rgb8();
-            JpegEncoder::new_with_quality(&mut out, quality.clamp(1, 100))
-                .write_image(
-                    rgb.as_raw(),
-                    size.width,
-                    size.height,
-                    image::ExtendedColorType::Rgb8,
+            let side =
+                |n: u32| u16::try_from(n).map_err(|_| format!("{n} px is too large for JPEG"));
+            jpeg_encoder::Encoder::new(&mut out, quality.clamp(1, 100))
+                .encode(
+                    rgba.as_raw(),
+                    side(size.width)?,
+                    side(size.height)?,
+                    jpeg_encoder::ColorType::Rgba,
                 )
                 .map_err(|e| format!("cannot encode JPEG: {e}"))?
         }
@@ -224,9 +226,14 @@ mod tests {
             assert_eq!(img.get_pixel(x, y), &MASK, "({x}, {y})");
         }
         assert_eq!(img.get_pixel(20, 20), &Rgba([0, 0, 255, 255]));
-        let (jpeg, _) =
+        // A JPEG decodes to the same colours, channels in order (lossy:
+        // within a few levels).
+        let (jpeg, size) =
             process(&src, ImageFormat::Jpeg, 70, Size::new(200, 100), &[], None).unwrap();
-        assert_eq!(&jpeg[..2], &[0xFF, 0xD8]);
+        assert_eq!(dimensions(&jpeg, ImageFormat::Jpeg).unwrap(), size);
+        let img = image::load_from_memory(&jpeg).unwrap().to_rgb8();
+        let [r, g, b] = img.get_pixel(100, 50).0;
+        assert!(r < 8 && g < 8 && b > 247, "{:?}", (r, g, b));
     }
 
     #[test]

@@ -674,15 +674,30 @@ pub fn shrink_image(image: &Image, scale: f64) -> Result<Image> {
     let small = reduce(&decoded, width, height);
     let mut out = Vec::new();
     let encoded = match image.format {
-        lumen_core::ImageFormat::Png => small.write_with_encoder(
-            image::codecs::png::PngEncoder::new(std::io::Cursor::new(&mut out)),
-        ),
-        lumen_core::ImageFormat::Jpeg => small.write_with_encoder(
-            image::codecs::jpeg::JpegEncoder::new_with_quality(std::io::Cursor::new(&mut out), 80),
-        ),
+        lumen_core::ImageFormat::Png => small
+            .write_with_encoder(image::codecs::png::PngEncoder::new(std::io::Cursor::new(
+                &mut out,
+            )))
+            .map_err(|e| e.to_string()),
+        lumen_core::ImageFormat::Jpeg => encode_jpeg(&small, &mut out),
     };
     encoded.map_err(|e| bad(format!("cannot encode the reduced copy: {e}")))?;
     Ok(Image::new(image.format, width, height, out))
+}
+
+/// `rgb` as a JPEG at quality 80, with `jpeg-encoder`: a step's shrink runs
+/// beside a busy Chromium, and it encodes 640 × 360 in about a third of the
+/// time `image`'s encoder takes.
+fn encode_jpeg(rgb: &image::RgbImage, out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    let side = |n: u32| u16::try_from(n).map_err(|_| format!("{n} px is too large for JPEG"));
+    jpeg_encoder::Encoder::new(out, 80)
+        .encode(
+            rgb.as_raw(),
+            side(rgb.width())?,
+            side(rgb.height())?,
+            jpeg_encoder::ColorType::Rgb,
+        )
+        .map_err(|e| e.to_string())
 }
 
 /// `image` shrunk to `width` × `height`: first by the largest whole factor

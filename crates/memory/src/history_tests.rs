@@ -763,6 +763,12 @@ fn older_screenshots_are_swapped_for_reduced_copies_but_never_the_newest() {
     // It really is a JPEG of that size.
     let decoded = image::load_from_memory(&small.data).unwrap();
     assert_eq!((decoded.width(), decoded.height()), (640, 360));
+    // Each pixel averages its 2 × 2 square, channels in order (lossy:
+    // within a few levels of (20.5, 20.5, 128)).
+    let [r, g, b] = decoded.to_rgb8().get_pixel(10, 10).0;
+    for (got, want) in [(r, 20.5), (g, 20.5), (b, 128.0)] {
+        assert!((f64::from(got) - want).abs() < 6.0, "{:?}", (r, g, b));
+    }
 
     let mut h = HistoryManager::new(HistoryConfig::default());
     h.push_screenshot(0, full.clone(), None);
