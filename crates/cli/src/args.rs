@@ -87,6 +87,10 @@ pub(crate) struct ServeArgs {
     /// a process per run).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
     pub(crate) browser_processes: u64,
+    /// Launch Chromium when the server starts, so the first run does not
+    /// wait for it (by default it is launched with the first run).
+    #[arg(long)]
+    pub(crate) prelaunch: bool,
     /// Keep runs in PostgreSQL (`postgres://user:password@host/db`) instead
     /// of SQLite in the data directory: every `lumen serve` given the same
     /// database shares one run queue (docs/deployment.md). Prefer the

@@ -163,6 +163,7 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.allowed_hosts = args.allow_hosts.clone();
     o.max_concurrent = args.max_concurrent.max(1);
     o.browser_processes = usize::try_from(args.browser_processes).unwrap_or(1);
+    o.prelaunch = args.prelaunch;
     o.max_tasks_per_run = args.max_tasks_per_run;
     if let Some(url) = args
         .database_url
@@ -321,6 +322,8 @@ mod tests {
     fn runs_share_one_chromium_unless_the_operator_says_more() {
         assert_eq!(serve(&[]).browser_processes, 1);
         assert_eq!(serve(&["--browser-processes", "4"]).browser_processes, 4);
+        assert!(!serve(&[]).prelaunch);
+        assert!(serve(&["--prelaunch"]).prelaunch);
         assert!(
             crate::args::Cli::try_parse_from(["lumen", "serve", "--browser-processes", "0"])
                 .is_err()

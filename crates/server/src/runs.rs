@@ -274,7 +274,8 @@ pub struct RunManager {
     /// this worker), and the steer would land on a copy that executes
     /// nowhere.
     claims: tokio::sync::Mutex<()>,
-    /// The shared queue's background tasks (claims, leases, notifications).
+    /// Background tasks: the shared queue's (claims, leases,
+    /// notifications) and the prelaunch.
     background: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -395,7 +396,23 @@ impl RunManager {
         if shared {
             manager.join_queue();
         }
+        if manager.options.prelaunch {
+            manager.prelaunch();
+        }
         Ok(manager)
+    }
+
+    /// Launches the first local browser in the background
+    /// ([`ServeOptions::prelaunch`]); a failure is logged, and the first
+    /// run then launches one itself.
+    fn prelaunch(self: &Arc<Self>) {
+        let this = self.clone();
+        let task = tokio::spawn(async move {
+            if let Err(e) = this.pool.prelaunch().await {
+                tracing::warn!("could not launch Chromium ahead of the first run: {e}");
+            }
+        });
+        lock(&self.background).push(task);
     }
 
     /// The run store.

@@ -167,14 +167,7 @@ impl BrowserPool {
                 let least = (0..browsers.len()).min_by_key(|&i| browsers[i].runs());
                 let i = match least {
                     Some(i) if browsers[i].runs() == 0 || browsers.len() >= *processes => i,
-                    _ => {
-                        let browser = Arc::new(CdpTab::launch((**launch).clone()).await?);
-                        browsers.push(Local {
-                            browser,
-                            runs: Arc::new(()),
-                        });
-                        browsers.len() - 1
-                    }
+                    _ => launch_into(&mut browsers, launch).await?,
                 };
                 Ok(Lent {
                     browser: browsers[i].browser.clone(),
@@ -185,6 +178,24 @@ impl BrowserPool {
             }
             Source::Remote { endpoints, state } => take_remote(endpoints, state).await,
         }
+    }
+
+    /// Launches the first local browser now, unless one runs, so that the
+    /// first run does not wait for it (remote endpoints: nothing to do).
+    /// Holds the pool's lock meanwhile: a run that arrives during the
+    /// launch waits for this browser instead of launching another.
+    pub(super) async fn prelaunch(&self) -> lumen::Result<()> {
+        if let Source::Local {
+            launch, browsers, ..
+        } = &self.source
+        {
+            let mut browsers = browsers.lock().await;
+            browsers.retain(|b| !b.browser.is_disconnected());
+            if browsers.is_empty() {
+                launch_into(&mut browsers, launch).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Takes a browser back after an execution. A local one that is gone,
@@ -228,6 +239,16 @@ impl BrowserPool {
             }
         }
     }
+}
+
+/// Launches a local browser into `browsers`; returns its index.
+async fn launch_into(browsers: &mut Vec<Local>, launch: &LaunchOptions) -> lumen::Result<usize> {
+    let browser = Arc::new(CdpTab::launch(launch.clone()).await?);
+    browsers.push(Local {
+        browser,
+        runs: Arc::new(()),
+    });
+    Ok(browsers.len() - 1)
 }
 
 /// Marks a failure: the endpoint rests for 0.5 s, doubling with each

@@ -454,3 +454,36 @@ async fn browser_processes_spreads_runs_over_that_many_chromium() {
     assert_eq!(counted.pids().len(), 2, "a Chromium for each run at once");
     server.shutdown().await;
 }
+
+/// With `prelaunch`, Chromium is running before any run, and the first run
+/// takes that one; without it, an idle server holds no browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prelaunch_starts_chromium_before_the_first_run_which_takes_it() {
+    let env = Env::new().await;
+    let idle = Counted::new();
+    let mut options = env.options();
+    options.launch.executable = Some(idle.executable.clone());
+    let server = Server::start(options).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(idle.pids().is_empty(), "no run, no Chromium by default");
+    server.shutdown().await;
+
+    let counted = Counted::new();
+    let mut options = env.options();
+    options.launch.executable = Some(counted.executable.clone());
+    options.prelaunch = true;
+    let server = Server::start(options).await.unwrap();
+    wait_for("Chromium launched before any run", async || {
+        counted.pids().len() == 1
+    })
+    .await;
+    let c = Client::new(server.local_addr());
+    env.done("ready");
+    let id = c
+        .create(json!({"instruction": "Answer", "startUrl": env.counter(), "maxSteps": 2}))
+        .await;
+    let run = c.wait_status(&id, "completed").await;
+    assert_eq!(run["result"], "ready", "{run}");
+    assert_eq!(counted.pids().len(), 1, "the run took the prelaunched one");
+    server.shutdown().await;
+}
