@@ -47,7 +47,9 @@
 //! when the state file no longer names its browser (checked every second),
 //! and is ended by
 //! `close` (it is checked to be this session's keeper, by command line and
-//! start time, before it is signalled).
+//! start time, before it is signalled). It holds an exclusive lock on
+//! `lock` in its folder, its pid inside, by which a keeper the state file
+//! does not name (its start was interrupted) is found and ended.
 
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
@@ -212,6 +214,7 @@ async fn start(session: &str, state: &mut State) -> Result<(), CliError> {
     }
     let dir = dir(session);
     private_dir(&dir)?;
+    end_unrecorded(session);
     let exe = std::env::current_exe()
         .map_err(|e| CliError::failure(format!("cannot find the lumen binary: {e}")))?;
     let log_path = dir.join("log");
@@ -259,6 +262,69 @@ async fn start(session: &str, state: &mut State) -> Result<(), CliError> {
     super::save(session, state)
 }
 
+/// The file a running keeper holds an exclusive lock on, its pid inside.
+fn lock_path(session: &str) -> PathBuf {
+    dir(session).join("lock")
+}
+
+/// Takes the session's keeper lock, for as long as the returned file is
+/// open (the keeper's life), and writes this process's id into it.
+fn hold_lock(session: &str) -> Result<std::fs::File, CliError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = lock_path(session);
+    let fail = |e: String| CliError::failure(format!("the keeper's lock {}: {e}", path.display()));
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| fail(e.to_string()))?;
+    file.try_lock()
+        .map_err(|_| fail("another keeper of this session holds it".into()))?;
+    file.set_len(0)
+        .and_then(|()| write!(file, "{}", std::process::id()))
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(file)
+}
+
+/// Ends a keeper that still runs although the state file does not name it:
+/// one whose start was interrupted (the command that started it stopped
+/// before recording it). Found by the lock it holds, it would otherwise
+/// follow the page beside the next keeper, both answering its dialogs and
+/// both handling its routes. The caller holds the session's lock.
+fn end_unrecorded(session: &str) {
+    let path = lock_path(session);
+    let Ok(file) = std::fs::File::open(&path) else {
+        return;
+    };
+    if file.try_lock_shared().is_ok() {
+        // Nobody holds it: no keeper runs.
+        return;
+    }
+    // A keeper that has just taken the lock writes its pid a moment later.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let pid = loop {
+        let pid = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        if pid.is_some() || Instant::now() > deadline {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if let Some(pid) = pid
+        && is_ours(session, KeeperProc { pid, started: None })
+    {
+        tracing::debug!("ending the unrecorded keeper {pid}");
+        if let Err(e) = chromium::end_process_group(pid, Duration::from_secs(2)) {
+            tracing::debug!("ending the unrecorded keeper {pid}: {e}");
+        }
+    }
+}
+
 /// Ends the session's keeper, if it is still there, and removes its folder.
 pub(super) fn end(session: &str, state: Option<&State>) {
     if let Some(k) = state.and_then(|s| s.keeper)
@@ -267,6 +333,8 @@ pub(super) fn end(session: &str, state: Option<&State>) {
     {
         tracing::debug!("ending the keeper {}: {e}", k.pid);
     }
+    // Found by its lock, which goes with the folder.
+    end_unrecorded(session);
     let _ = std::fs::remove_dir_all(dir(session));
 }
 
@@ -335,6 +403,7 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     let settings = super::opened(session)?;
     let dir = dir(session);
     private_dir(&dir)?;
+    let _lock = hold_lock(session)?;
     let link = EventLink::connect(&settings.ws_url, super::CALL_TIMEOUT)
         .await
         .map_err(super::fail)?;

@@ -435,6 +435,39 @@ async fn the_keeper_exits_when_the_state_file_is_gone() {
     s.ok(&["close"]).await;
 }
 
+/// A keeper the state file does not name (its start was interrupted before
+/// it was recorded) is ended when the next keeper starts: both would follow
+/// the page, answering its dialogs and handling its routes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrecorded_keeper_is_ended_when_the_next_one_starts() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let first = s.keeper_pid().expect("open started a keeper");
+    // Forgotten, as by a start interrupted before it was recorded: it runs
+    // on, since the state file still names its browser.
+    let path = s.state.path().join("default.json");
+    let mut saved: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    saved.as_object_mut().unwrap().remove("keeper");
+    std::fs::write(&path, saved.to_string()).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(alive(first), "the unrecorded keeper runs on by itself");
+
+    s.ok(&["set", "media", "light"]).await;
+    let second = s.keeper_pid().expect("a keeper was started");
+    assert_ne!(first, second);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while alive(first) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the unrecorded keeper still runs beside the new one"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(alive(second));
+    s.ok(&["close"]).await;
+    assert!(!alive(second));
+}
+
 /// A command whose process goes away (Ctrl-C on a long `wait`) is dropped
 /// by the keeper, as it would have ended with a link of its own: the link
 /// is free again, and a dialog the page opens next is answered between
