@@ -1,7 +1,7 @@
 //! `lumen browser …`: direct control of a background Chromium, agent-browser
 //! style. `open` starts a detached Chromium for a named session, writes its
 //! DevTools endpoint and page id to a state file, and starts the session's
-//! keeper (`direct/keeper.rs`), which keeps one WebSocket straight to that
+//! keeper (`direct/keeper/`), which keeps one WebSocket straight to that
 //! page ([`PageLink`]: no new tab, no setup beyond the calls each command
 //! makes). A page command ([`BrowserCommand::warm`]) is sent to the keeper
 //! over its Unix socket and runs there on that link; any other command, and
@@ -543,7 +543,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
             "closed".to_owned(),
         );
     }
-    // Routes and emulation are the keeper's (direct/keeper.rs): no page link.
+    // Routes and emulation are the keeper's (direct/keeper/): no page link.
     match &args.command {
         BrowserCommand::Network(cmd) => {
             let (value, text) = network::run(&session, cmd).await?;
@@ -573,7 +573,7 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
         state.refs = None;
         save(&session, &state)?;
         // The keeper keeps a link to the page open for the commands that
-        // follow (direct/keeper.rs); without one they attach themselves.
+        // follow (direct/keeper/); without one they attach themselves.
         if let Err(e) = keeper::ensure(&session, &mut state).await {
             tracing::debug!("starting the session's keeper: {}", e.message);
         }

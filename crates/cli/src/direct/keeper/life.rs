@@ -1,0 +1,277 @@
+//! The keeper's life as commands see it: starting it (and recording it in
+//! the state file), asking it, finding a keeper whose start was interrupted
+//! by the lock every keeper holds, and ending it.
+
+use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use lumen::browser::chromium;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{ANSWER, ENV, SUBCOMMAND};
+use crate::direct::State;
+use crate::direct::socket::exchange;
+use crate::exit::CliError;
+
+/// The keeper process, as the state file remembers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(in crate::direct) struct KeeperProc {
+    pid: u32,
+    started: Option<u64>,
+}
+
+/// The keeper's private folder: its socket and its log.
+pub(in crate::direct) fn dir(session: &str) -> PathBuf {
+    crate::direct::state_dir().join(format!("{session}.keeper"))
+}
+
+/// Saves `state` (the session's settings with one change) and has the
+/// session's keeper apply it (starting the keeper if needed). Only a
+/// change the browser took stays saved: when it refuses one, or the
+/// keeper cannot apply it, the settings as they were (`before`) are saved
+/// again and re-applied, so a refused setting is neither kept nor applied
+/// again by a later command. The caller holds the session's lock.
+pub(in crate::direct) async fn apply(
+    session: &str,
+    state: &mut State,
+    before: &State,
+) -> Result<(), CliError> {
+    crate::direct::save(session, state)?;
+    let refused = match ask(session, state, json!({"op": "reload"})).await {
+        Ok(answer) if answer["ok"] == true => return Ok(()),
+        Ok(answer) => CliError::failure(format!(
+            "the browser refused a setting: {}; the session keeps its earlier settings",
+            answer["error"].as_str().unwrap_or("no reason given")
+        )),
+        Err(e) => e,
+    };
+    if let Some(restored) = restore(session, before) {
+        *state = restored;
+        // Undo what the browser did take of the refused change (a keeper
+        // that is not running applies the restored file when it starts).
+        if state.keeper.is_some_and(|k| is_ours(session, k))
+            && let Err(e) = exchange(session, &json!({"op": "reload"})).await
+        {
+            tracing::debug!("re-applying the earlier settings: {e}");
+        }
+    }
+    Err(refused)
+}
+
+/// Saves the settings of `before` again, with the keeper the state file
+/// names now; `None` (nothing saved) when the session was closed or its
+/// browser replaced meanwhile.
+fn restore(session: &str, before: &State) -> Option<State> {
+    let now = crate::direct::load(session).ok().flatten()?;
+    if now.ws_url != before.ws_url {
+        return None;
+    }
+    let mut restored = before.clone();
+    restored.keeper = now.keeper;
+    match crate::direct::save(session, &restored) {
+        Ok(()) => Some(restored),
+        Err(e) => {
+            tracing::debug!("restoring the earlier settings: {}", e.message);
+            None
+        }
+    }
+}
+
+/// Sends one question to the session's keeper (starting it if needed) and
+/// returns its answer.
+pub(in crate::direct) async fn ask(
+    session: &str,
+    state: &mut State,
+    question: Value,
+) -> Result<Value, CliError> {
+    let mut fresh = false;
+    if !state.keeper.is_some_and(|k| is_ours(session, k)) {
+        start(session, state).await?;
+        fresh = true;
+    }
+    match exchange(session, &question).await {
+        Ok(answer) if answer["stale"] != true => Ok(answer),
+        Ok(_) | Err(_) if !fresh => {
+            // A keeper that is there but does not answer, or keeps another
+            // browser than the state file names, is replaced.
+            end(session, Some(state));
+            start(session, state).await?;
+            exchange(session, &question)
+                .await
+                .map_err(|e| CliError::failure(format!("the session's keeper: {e}")))
+        }
+        Err(e) => Err(CliError::failure(format!("the session's keeper: {e}"))),
+        Ok(answer) => Err(CliError::failure(format!(
+            "the session's keeper: {}",
+            answer["error"]
+                .as_str()
+                .unwrap_or("it keeps another browser")
+        ))),
+    }
+}
+
+/// Starts the session's keeper unless it is running. The caller holds the
+/// session's lock.
+pub(in crate::direct) async fn ensure(session: &str, state: &mut State) -> Result<(), CliError> {
+    if state.keeper.is_some_and(|k| is_ours(session, k)) {
+        return Ok(());
+    }
+    start(session, state).await
+}
+
+/// Whether the saved keeper process is still this session's keeper.
+fn is_ours(session: &str, k: KeeperProc) -> bool {
+    let Some(id) = chromium::process_identity(k.pid) else {
+        return cfg!(not(target_os = "linux"));
+    };
+    id.cmdline.contains(SUBCOMMAND)
+        && id.cmdline.contains(&format!("--session {session} "))
+        && k.started.is_none_or(|t| t == id.start_time)
+}
+
+/// Starts the keeper, waits until it answers, and records it.
+async fn start(session: &str, state: &mut State) -> Result<(), CliError> {
+    // A browser that is gone is said so (and its state removed), rather
+    // than a keeper failing to start.
+    if let Err(e) = lumen::browser::page_tabs(&state.ws_url, crate::direct::CALL_TIMEOUT).await {
+        return Err(crate::direct::unreachable_session(session, state, e));
+    }
+    let dir = dir(session);
+    private_dir(&dir)?;
+    end_unrecorded(session);
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::failure(format!("cannot find the lumen binary: {e}")))?;
+    let log_path = dir.join("log");
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log_path.display())))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["browser", "--session", session, SUBCOMMAND])
+        .env(ENV, session)
+        .env("LUMEN_STATE_DIR", crate::direct::state_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| CliError::failure(format!("cannot start the session's keeper: {e}")))?;
+    let deadline = Instant::now() + ANSWER;
+    let pid = loop {
+        // Only the process just started counts: another that answers on
+        // the socket (one whose start was interrupted) is not recorded.
+        if let Ok(answer) = exchange(session, &json!({"op": "ping"})).await
+            && answer["pid"].as_u64() == Some(u64::from(child.id()))
+        {
+            break child.id();
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(CliError::failure(format!(
+                "the session's keeper stopped at start ({status}): {}",
+                said.trim()
+            )));
+        }
+        if Instant::now() > deadline {
+            let _ = chromium::end_process_group(child.id(), Duration::from_secs(1));
+            return Err(CliError::failure(
+                "the session's keeper did not start in time",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    state.keeper = Some(KeeperProc {
+        pid,
+        started: chromium::process_identity(pid).map(|id| id.start_time),
+    });
+    crate::direct::save(session, state)
+}
+
+/// The file a running keeper holds an exclusive lock on, its pid inside.
+fn lock_path(session: &str) -> PathBuf {
+    dir(session).join("lock")
+}
+
+/// Takes the session's keeper lock, for as long as the returned file is
+/// open (the keeper's life), and writes this process's id into it.
+pub(super) fn hold_lock(session: &str) -> Result<std::fs::File, CliError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = lock_path(session);
+    let fail = |e: String| CliError::failure(format!("the keeper's lock {}: {e}", path.display()));
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| fail(e.to_string()))?;
+    file.try_lock()
+        .map_err(|_| fail("another keeper of this session holds it".into()))?;
+    file.set_len(0)
+        .and_then(|()| write!(file, "{}", std::process::id()))
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(file)
+}
+
+/// Ends a keeper that still runs although the state file does not name it:
+/// one whose start was interrupted (the command that started it stopped
+/// before recording it). Found by the lock it holds, it would otherwise
+/// follow the page beside the next keeper, both answering its dialogs and
+/// both handling its routes. The caller holds the session's lock.
+fn end_unrecorded(session: &str) {
+    let path = lock_path(session);
+    let Ok(file) = std::fs::File::open(&path) else {
+        return;
+    };
+    if file.try_lock_shared().is_ok() {
+        // Nobody holds it: no keeper runs.
+        return;
+    }
+    // A keeper that has just taken the lock writes its pid a moment later.
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let pid = loop {
+        let pid = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok());
+        if pid.is_some() || Instant::now() > deadline {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if let Some(pid) = pid
+        && is_ours(session, KeeperProc { pid, started: None })
+    {
+        tracing::debug!("ending the unrecorded keeper {pid}");
+        if let Err(e) = chromium::end_process_group(pid, Duration::from_secs(2)) {
+            tracing::debug!("ending the unrecorded keeper {pid}: {e}");
+        }
+    }
+}
+
+/// Ends the session's keeper, if it is still there, and removes its folder.
+pub(in crate::direct) fn end(session: &str, state: Option<&State>) {
+    if let Some(k) = state.and_then(|s| s.keeper)
+        && is_ours(session, k)
+        && let Err(e) = chromium::end_process_group(k.pid, Duration::from_secs(2))
+    {
+        tracing::debug!("ending the keeper {}: {e}", k.pid);
+    }
+    // Found by its lock, which goes with the folder.
+    end_unrecorded(session);
+    let _ = std::fs::remove_dir_all(dir(session));
+}
+
+/// Creates `dir` readable by its owner only (and makes it so if it exists).
+pub(in crate::direct) fn private_dir(dir: &std::path::Path) -> Result<(), CliError> {
+    let fail =
+        |e: std::io::Error| CliError::failure(format!("cannot create {}: {e}", dir.display()));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(fail)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)
+}
