@@ -1484,6 +1484,7 @@ fn end(state: &State) {
     if let Err(e) = chromium::end_process_group(state.pid, END_GRACE) {
         tracing::debug!("ending the browser's process group {}: {e}", state.pid);
     }
+    chromium::remove_socket_folder(&state.profile);
 }
 
 /// Whether the process now behind `state.pid` (its `identity`, `None` when

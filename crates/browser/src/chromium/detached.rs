@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use lumen_core::{LumenError, Size};
 
 use super::group::end_process_group;
-use super::launch::{devtools_url, log_no_sandbox, prepare_profile};
+use super::launch::{devtools_url, log_no_sandbox, prepare_profile, remove_socket_folder};
 use super::locate::locate;
 
 /// The flags of every detached launch.
@@ -202,13 +202,17 @@ impl DetachedChromium {
     }
 
     /// Ends the browser's whole process group ([`end_process_group`]:
-    /// `SIGTERM`, then `SIGKILL` after `grace`) and reaps it. Blocks for up
-    /// to `grace`.
+    /// `SIGTERM`, then `SIGKILL` after `grace`), reaps it and, if it had
+    /// to be killed, deletes the socket folder it left
+    /// ([`remove_socket_folder`]). Blocks for up to `grace`.
     pub fn kill(mut self, grace: Duration) {
         if let Err(e) = end_process_group(self.pid(), grace) {
             tracing::debug!("ending Chromium's process group {}: {e}", self.pid());
         }
         let _ = self.child.try_wait();
+        if let Some(profile) = self.port_file.parent() {
+            remove_socket_folder(profile);
+        }
     }
 
     /// Lets the browser go and returns its pid (its process group id), to

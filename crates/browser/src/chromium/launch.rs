@@ -323,18 +323,66 @@ impl ChromiumProcess {
         self.watchdog.take();
     }
 
-    /// Deletes the temporary profile, if we created one.
+    /// Deletes the temporary profile, if we created one, and the folder of
+    /// its single-instance socket.
     pub(crate) fn remove_profile(&mut self) {
-        if let Some(dir) = self.temp_profile.take() {
-            // Chromium may still be flushing for a moment after exit.
-            for _ in 0..5 {
-                if std::fs::remove_dir_all(&dir).is_ok() || !dir.exists() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+        let Some(dir) = self.temp_profile.take() else {
+            return;
+        };
+        let socket_dir = singleton_dir(&dir);
+        // Chromium may still be flushing for a moment after exit.
+        let mut removed = false;
+        for _ in 0..5 {
+            if std::fs::remove_dir_all(&dir).is_ok() || !dir.exists() {
+                removed = true;
+                break;
             }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if !removed {
             tracing::debug!("could not delete the temporary profile {}", dir.display());
         }
+        if let Some(socket_dir) = socket_dir {
+            remove_singleton_dir(&socket_dir);
+        }
+    }
+}
+
+/// Deletes the single-instance socket folder a browser on `profile` left
+/// behind when it was killed (one that quit in order deleted its own).
+/// Call it only once that browser is gone: a live one needs the socket.
+pub fn remove_socket_folder(profile: &Path) {
+    if let Some(dir) = singleton_dir(profile) {
+        remove_singleton_dir(&dir);
+    }
+}
+
+/// The folder Chromium keeps its single-instance socket in: one of its own
+/// in the temporary directory (`org.chromium.Chromium.XXXXXX`), linked from
+/// the profile as `SingletonSocket`. Chromium deletes it when it quits in
+/// order, never when it is killed, so a killed browser's folder is ours to
+/// delete, or every killed launch leaves one behind in `/tmp`.
+///
+/// Only a link of that shape is followed: a socket named `SingletonSocket`
+/// in a folder directly inside the temporary directory.
+fn singleton_dir(profile: &Path) -> Option<PathBuf> {
+    let socket = std::fs::read_link(profile.join("SingletonSocket")).ok()?;
+    let dir = socket.parent()?;
+    (socket.file_name()? == "SingletonSocket" && dir.parent()? == std::env::temp_dir())
+        .then(|| dir.to_owned())
+}
+
+/// Deletes the socket and cookie Chromium keeps in `dir`, then `dir`
+/// itself if nothing else is in it.
+fn remove_singleton_dir(dir: &Path) {
+    for name in ["SingletonSocket", "SingletonCookie"] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    if let Err(e) = std::fs::remove_dir(dir) {
+        tracing::debug!(
+            "could not delete Chromium's socket folder {}: {e}",
+            dir.display()
+        );
     }
 }
 
@@ -348,20 +396,28 @@ impl Drop for ChromiumProcess {
 /// Starts `sh` in its own process group (so a terminal's Ctrl-C reaches it
 /// only through us): it blocks reading our pipe and, when the pipe closes
 /// (however our process ends), kills Chromium's group and deletes the
-/// temporary profile, if there is one.
+/// temporary profile, if there is one, with its socket folder (the shape
+/// [`singleton_dir`] accepts).
 fn spawn_watchdog(pid: u32, temp_profile: Option<&Path>) -> (Option<ChildStdin>, Option<Child>) {
     let profile = temp_profile
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let temp = std::env::temp_dir().to_string_lossy().into_owned();
     let mut cmd = Command::new("sh");
     cmd.args([
         "-c",
         // dash's `kill` takes no `--`; the group id is written `-PID`.
         "while read -r _; do :; done; kill -KILL \"-$1\" 2>/dev/null; \
-         if [ -n \"$2\" ]; then sleep 0.3; rm -rf -- \"$2\"; fi",
+         if [ -n \"$2\" ]; then sleep 0.3; \
+           s=$(readlink -- \"$2/SingletonSocket\" 2>/dev/null); \
+           case $s in \"$3\"/*/SingletonSocket) d=${s%/SingletonSocket}; \
+             case ${d#\"$3\"/} in */*) ;; *) rm -f -- \"$s\" \"$d/SingletonCookie\"; \
+               rmdir -- \"$d\" 2>/dev/null;; esac;; esac; \
+           rm -rf -- \"$2\"; fi",
         "lumen-chromium-watchdog",
         &pid.to_string(),
         &profile,
+        &temp,
     ])
     .stdin(Stdio::piped())
     .stdout(Stdio::null())

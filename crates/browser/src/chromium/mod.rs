@@ -17,7 +17,10 @@
 //!   `lumen browser open` needs) and reads its DevTools URL.
 //! - **Ending**: [`end_process_group`] (TERM, then KILL after a grace
 //!   period), [`kill_process_group`] and [`process_group_alive`] send
-//!   signals through `rustix`; nothing runs `kill` as a subprocess.
+//!   signals through `rustix`; nothing runs `kill` as a subprocess. A
+//!   killed Chromium leaves its single-instance socket folder in the
+//!   temporary directory; [`remove_socket_folder`] deletes it (the owned
+//!   launch and [`DetachedChromium::kill`] do so themselves).
 //!
 //! # Example
 //! ```no_run
@@ -33,6 +36,7 @@
 //! let pid = browser.detach();
 //! // … later, from any process:
 //! chromium::end_process_group(pid, Duration::from_secs(5))?;
+//! chromium::remove_socket_folder("/tmp/profile".as_ref());
 //! # let _ = ws_url;
 //! # Ok(())
 //! # }
@@ -48,6 +52,7 @@ pub use detached::{DetachedChromium, DetachedOptions};
 pub use group::{
     ProcessIdentity, end_process_group, kill_process_group, process_group_alive, process_identity,
 };
+pub use launch::remove_socket_folder;
 pub(crate) use launch::{ChromiumProcess, check_executable};
 pub use locate::{
     ChromiumNotFound, is_headless_shell, locate, locate_headless_shell,

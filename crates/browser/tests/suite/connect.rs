@@ -9,16 +9,27 @@ use tokio::io::AsyncBufReadExt as _;
 
 use super::common::{env, launch_options, survivors};
 
+/// The folder Chromium keeps its single-instance socket in, linked from
+/// the profile; asserted to exist while the browser runs.
+fn socket_dir(profile: &std::path::Path) -> std::path::PathBuf {
+    let socket = std::fs::read_link(profile.join("SingletonSocket")).unwrap();
+    let dir = socket.parent().unwrap().to_owned();
+    assert!(dir.exists(), "{}", dir.display());
+    dir
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_leaves_no_chromium_and_no_profile() {
     let e = env().await;
     let dir = e.tab.user_data_dir().unwrap();
     let needle = dir.to_string_lossy().into_owned();
     assert!(!super::common::processes_mentioning(&needle).is_empty());
+    let sockets = socket_dir(&dir);
     e.open("index.html").await;
     e.close().await;
     assert_eq!(survivors(&needle).await, Vec::<u32>::new());
     assert!(!dir.exists(), "the temporary profile was not deleted");
+    assert!(!sockets.exists(), "{} was left behind", sockets.display());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,12 +60,15 @@ async fn dropping_the_tab_kills_chromium() {
         .await
         .unwrap();
     let needle = tab.user_data_dir().unwrap().to_string_lossy().into_owned();
+    let sockets = socket_dir(&tab.user_data_dir().unwrap());
     let clone = tab.clone();
     drop(tab);
     // A clone still owns the browser.
     assert!(!super::common::processes_mentioning(&needle).is_empty());
     drop(clone);
     assert_eq!(survivors(&needle).await, Vec::<u32>::new());
+    // Killed, Chromium leaves its socket folder: the drop deletes it.
+    assert!(!sockets.exists(), "{} was left behind", sockets.display());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -273,6 +287,7 @@ async fn a_sigkilled_owner_leaves_no_chromium() {
         }
     };
     assert!(!super::common::processes_mentioning(&profile).is_empty());
+    let sockets = socket_dir(std::path::Path::new(&profile));
     child.start_kill().unwrap();
     child.wait().await.unwrap();
     assert_eq!(survivors(&profile).await, Vec::<u32>::new());
@@ -285,6 +300,7 @@ async fn a_sigkilled_owner_leaves_no_chromium() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!profile.exists(), "{} was left behind", profile.display());
+    assert!(!sockets.exists(), "{} was left behind", sockets.display());
 }
 
 /// A web page cannot drive the browser through its DevTools port: the
