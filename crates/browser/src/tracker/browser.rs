@@ -11,7 +11,7 @@ use chromiumoxide::cdp::browser_protocol::target::{EventTargetCreated, EventTarg
 use futures::stream::{BoxStream, StreamExt as _};
 use tokio::sync::mpsc;
 
-use super::{Ev, EventLog, Flusher, run_tracker};
+use super::{Ev, EventLog, Flusher, run_tracker, wire_logged};
 use crate::cdp::{CallError, Conn};
 
 enum BrowserEv {
@@ -43,39 +43,20 @@ pub(crate) async fn track_browser(
 ) -> Result<(tokio::task::JoinHandle<()>, Flusher), CallError> {
     let t = conn.call_timeout;
     let b = &conn.browser;
+    macro_rules! listen {
+        ($ty:ty, $map:expr) => {
+            conn.guard("event_listener", t, b.event_listener::<$ty>())
+                .await
+                .map(wire_logged)?
+                .map($map)
+                .boxed()
+        };
+    }
     let streams: Vec<BoxStream<'static, BrowserEv>> = vec![
-        conn.guard(
-            "event_listener",
-            t,
-            b.event_listener::<EventTargetCreated>(),
-        )
-        .await?
-        .map(BrowserEv::Created)
-        .boxed(),
-        conn.guard(
-            "event_listener",
-            t,
-            b.event_listener::<EventTargetDestroyed>(),
-        )
-        .await?
-        .map(BrowserEv::Destroyed)
-        .boxed(),
-        conn.guard(
-            "event_listener",
-            t,
-            b.event_listener::<EventDownloadWillBegin>(),
-        )
-        .await?
-        .map(BrowserEv::DownloadBegin)
-        .boxed(),
-        conn.guard(
-            "event_listener",
-            t,
-            b.event_listener::<EventDownloadProgress>(),
-        )
-        .await?
-        .map(BrowserEv::DownloadProgress)
-        .boxed(),
+        listen!(EventTargetCreated, BrowserEv::Created),
+        listen!(EventTargetDestroyed, BrowserEv::Destroyed),
+        listen!(EventDownloadWillBegin, BrowserEv::DownloadBegin),
+        listen!(EventDownloadProgress, BrowserEv::DownloadProgress),
     ];
     let merged = futures::stream::select_all(streams);
     let mut names: HashMap<String, String> = HashMap::new();

@@ -45,6 +45,22 @@ impl Flusher {
     }
 }
 
+/// Shows each of chromiumoxide's events on the CDP log surface
+/// ([`crate::wirelog`]) as it passes: the events the trackers subscribe to
+/// never cross our own wire.
+fn wire_logged<T, S>(events: S) -> impl futures::Stream<Item = Arc<T>>
+where
+    T: serde::Serialize + chromiumoxide::types::Method,
+    S: futures::Stream<Item = Arc<T>>,
+{
+    events.inspect(|e| {
+        if crate::wirelog::on() {
+            let params = serde_json::to_value(&**e).unwrap_or_default();
+            crate::wirelog::event(&e.identifier(), &params);
+        }
+    })
+}
+
 /// Runs a tracker loop: events first; a flush request is answered only once
 /// every stream is momentarily empty.
 async fn run_tracker<T>(
@@ -291,15 +307,8 @@ pub(crate) async fn track_page(
             hooks
                 .conn
                 .guard("event_listener", t, page.event_listener::<$ty>())
-                .await?
-                // The CDP log surface sees chromiumoxide's events here.
-                .inspect(|e: &Arc<$ty>| {
-                    if crate::wirelog::on() {
-                        let params = serde_json::to_value(&**e).unwrap_or_default();
-                        let method = chromiumoxide::types::Method::identifier(&**e);
-                        crate::wirelog::event(&method, &params);
-                    }
-                })
+                .await
+                .map(wire_logged)?
                 .map($map)
                 .boxed()
         };

@@ -150,12 +150,15 @@ async fn log_surfaces_show_cdp_traffic_and_dispatch_on_stderr_without_the_typed_
             .any(|l| l.contains("← response") && l.contains("Page.captureScreenshot")),
         "{stderr}"
     );
-    // Events too (chromiumoxide's, as the tab's tracker sees them).
-    assert!(
-        cdp.iter()
-            .any(|l| l.contains("← event") && l.contains("Page.loadEventFired")),
-        "{stderr}"
-    );
+    // Events too (chromiumoxide's, as the tab's tracker sees them), the
+    // browser's included.
+    for event in ["Page.loadEventFired", "Target.targetCreated"] {
+        assert!(
+            cdp.iter()
+                .any(|l| l.contains("← event") && l.contains(event)),
+            "{event}: {stderr}"
+        );
+    }
     // Screenshots are cut, typed text is never in clear.
     assert!(cdp.iter().all(|l| l.len() < 2_000), "a line was not cut");
     assert!(!stderr.contains(secret), "{stderr}");
