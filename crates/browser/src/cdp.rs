@@ -190,6 +190,15 @@ impl Conn {
         });
     }
 
+    /// Marks the connection dead and closes its WebSocket now, rather than
+    /// when the last holder lets go. Chromium ends what this client had
+    /// switched on: above all its `Fetch` interception, which holds the
+    /// requests of every context of the browser until it answers them.
+    pub(crate) fn close(&self, reason: impl Into<String>) {
+        self.mark_dead(reason);
+        self.handler_task.abort();
+    }
+
     /// Why the connection is dead, if it is.
     pub(crate) fn dead_reason(&self) -> Option<String> {
         self.dead.borrow().clone()

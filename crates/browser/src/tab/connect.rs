@@ -259,7 +259,7 @@ impl CdpTab {
         {
             tracing::warn!("releasing the Browserbase session failed: {e}");
         }
-        conn.mark_dead("the tab was closed");
+        conn.close("the tab was closed");
         Ok(())
     }
 }

@@ -437,6 +437,36 @@ async fn each_context_of_a_shared_browser_judges_only_its_own_requests() {
     rig.tab.close().await.unwrap();
 }
 
+/// A run's tab closed while something still holds it (the server's live
+/// view of a hand-over does): its connection's interception must not keep
+/// the requests of another context paused, which nobody would answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_context_still_held_does_not_stall_another_contexts_requests() {
+    let rig = rig(false).await;
+    let a = rig.tab.open_isolated().await.unwrap();
+    let b = rig.tab.open_isolated().await.unwrap();
+    assert!(
+        a.install_request_filter(Recording::new(false))
+            .await
+            .unwrap()
+    );
+    assert!(
+        b.install_request_filter(Recording::new(false))
+            .await
+            .unwrap()
+    );
+    let held = a.clone();
+    a.close().await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(15), b.goto(&rig.site.url("ok.html")))
+        .await
+        .expect("B's navigation waited on the closed context's interception")
+        .unwrap();
+    assert!(out.ok, "{out:?}");
+    drop(held);
+    b.close().await.unwrap();
+    rig.tab.close().await.unwrap();
+}
+
 async fn wait_for_blank(tab: &CdpTab) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while tab.url().await.unwrap() != "about:blank" && Instant::now() < deadline {
