@@ -395,8 +395,11 @@ impl RunManager {
         let tab = match browser.open_isolated_with(tab_options).await {
             Ok(tab) => Arc::new(tab),
             Err(e) => {
+                // Lost, as far as the pool can tell: it asks the browser
+                // and forgets one that does not answer (a wedged Chromium
+                // keeps its connection, and would be lent again).
                 if let Some(lent) = lent {
-                    self.pool.give(lent, browser.is_disconnected()).await;
+                    self.pool.give(lent, true).await;
                 }
                 return Err(e);
             }

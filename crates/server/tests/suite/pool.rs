@@ -447,6 +447,52 @@ async fn a_wedged_shared_chromium_is_replaced() {
     server.shutdown().await;
 }
 
+/// A shared Chromium that stops answering while no run holds it is not
+/// lent to every run after: the next run cannot open its context there,
+/// the pool asks the browser, forgets it, and the run fails over to a
+/// fresh one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chromium_wedged_between_runs_is_replaced() {
+    let env = Env::new().await;
+    let counted = Counted::new();
+    let mut options = env.options();
+    options.launch.executable = Some(counted.executable.clone());
+    // The wedged browser's calls time out sooner.
+    options.launch.tab.call_timeout = Duration::from_secs(3);
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let body = json!({"instruction": "Answer", "startUrl": env.counter(), "maxSteps": 2});
+    env.done("first");
+    let first = c.create(body.clone()).await;
+    let run = c
+        .wait(&first, "ended", |r| {
+            r["status"] != "running" && r["status"] != "queued"
+        })
+        .await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let pid = counted.pids()[0].clone();
+    let signal = |name: &str| {
+        std::process::Command::new("kill")
+            .args([name, &pid])
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(signal("-STOP"));
+    env.done("second");
+    let second = c.create(body).await;
+    let run = c
+        .wait(&second, "ended", |r| {
+            r["status"] != "running" && r["status"] != "queued"
+        })
+        .await;
+    signal("-KILL");
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["result"], "second");
+    assert_eq!(counted.pids().len(), 2, "a fresh Chromium took over");
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_processes_spreads_runs_over_that_many_chromium() {
     let env = Env::new().await;
