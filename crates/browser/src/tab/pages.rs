@@ -224,3 +224,53 @@ impl CdpTab {
         Ok(ActionOutcome::ok().with_hint(format!("closed tab {id}; now driving tab {now}")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use lumen_core::BrowserTab;
+
+    use crate::{CdpTab, LaunchOptions};
+
+    fn closed(tab: &CdpTab) -> HashSet<String> {
+        tab.shared.browser_log.lock().destroyed.clone()
+    }
+
+    /// Opens a tab on `tab`, closes it, and returns its id.
+    async fn open_and_close(tab: &CdpTab) -> String {
+        assert!(tab.new_tab().await.unwrap().ok);
+        let id = tab.active_tab_id();
+        assert!(tab.close_tab(&id).await.unwrap().ok);
+        id
+    }
+
+    /// In a shared browser each tab keeps the closings of its own
+    /// context's targets only: another context's tabs coming and going
+    /// (every run's, in a server's pooled browser) do not grow its set.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_tab_keeps_only_its_own_contexts_closed_targets() {
+        let pooled = CdpTab::launch(LaunchOptions {
+            executable: Some(lumen_test_support::locate_chromium().unwrap()),
+            ..LaunchOptions::default()
+        })
+        .await
+        .unwrap();
+        let a = pooled.open_isolated().await.unwrap();
+        let b = pooled.open_isolated().await.unwrap();
+        let mut b_closed = Vec::new();
+        for _ in 0..3 {
+            b_closed.push(open_and_close(&b).await);
+        }
+        let a_closed = open_and_close(&a).await;
+        for id in &b_closed {
+            assert!(closed(&b).contains(id), "B's own closing is kept");
+            assert!(!closed(&a).contains(id), "A keeps B's closed tab {id}");
+            assert!(!closed(&pooled).contains(id), "the pool's tab keeps {id}");
+        }
+        assert!(closed(&a).contains(&a_closed));
+        a.close().await.unwrap();
+        b.close().await.unwrap();
+        pooled.close().await.unwrap();
+    }
+}

@@ -123,13 +123,29 @@ pub(crate) async fn track_browser(
         {
             foreign.insert(e.guid.clone());
         }
-        BrowserEv::DownloadProgress(e) if foreign.contains(&e.guid) => {}
+        BrowserEv::DownloadProgress(e) if foreign.contains(&e.guid) => {
+            if download_state(&e) != "inProgress" {
+                foreign.remove(&e.guid);
+            }
+        }
         BrowserEv::Destroyed(e) => {
             let id = e.target_id.inner().clone();
+            let was_open = open_pages.contains(&id);
             open_pages.retain(|p| *p != id);
-            log.update(|s| {
-                s.destroyed.insert(id);
-            });
+            // Only this context's targets are kept (and unclaimed ones): a
+            // shared browser announces every context's, and the set would
+            // grow for as long as the browser runs.
+            let ours = was_open
+                || context.get().is_none_or(|mine| {
+                    owners
+                        .owner(&id)
+                        .is_none_or(|owner| &*owner == mine.as_str())
+                });
+            if ours {
+                log.update(|s| {
+                    s.destroyed.insert(id);
+                });
+            }
         }
         BrowserEv::DownloadBegin(e) => {
             names.insert(e.guid.clone(), e.suggested_filename.clone());
@@ -140,10 +156,7 @@ pub(crate) async fn track_browser(
             });
         }
         BrowserEv::DownloadProgress(e) => {
-            let state = serde_json::to_value(&e.state)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let state = download_state(&e);
             if state == "inProgress" {
                 // CDP has no "interrupted" state: an interrupted download
                 // stays `inProgress` while Chromium retries it from the
@@ -195,4 +208,13 @@ pub(crate) async fn track_browser(
         }
     }));
     Ok((task, Flusher(tx)))
+}
+
+/// A download's state as CDP names it (`inProgress`, `completed`,
+/// `canceled`).
+fn download_state(e: &EventDownloadProgress) -> String {
+    serde_json::to_value(&e.state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
