@@ -162,6 +162,38 @@ pub(crate) async fn create_browserbase_session(
 
 /// Releases a session: `POST {api}/v1/sessions/{id}` with
 /// `{"projectId": …, "status": "REQUEST_RELEASE"}`.
+/// A created Browserbase session not yet owned by a tab: released (in
+/// the background) when dropped, unless [`disarm`](Self::disarm)ed.
+pub(crate) struct Unreleased(Option<RemoteSession>);
+
+impl Unreleased {
+    pub(crate) fn new(session: RemoteSession) -> Self {
+        Self(Some(session))
+    }
+
+    /// The session has an owner that will release it.
+    pub(crate) fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Unreleased {
+    fn drop(&mut self) {
+        let Some(session) = self.0.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(id = %session.id, "a Browserbase session could not be released (no runtime)");
+            return;
+        };
+        runtime.spawn(async move {
+            if let Err(e) = release_browserbase_session(&session).await {
+                tracing::warn!(id = %session.id, "releasing an unused Browserbase session failed: {e}");
+            }
+        });
+    }
+}
+
 pub(crate) async fn release_browserbase_session(session: &RemoteSession) -> Result<(), LumenError> {
     let url = format!("{}/v1/sessions/{}", session.api_base, session.id);
     let resp = client(Duration::from_secs(10))?

@@ -68,10 +68,16 @@ impl CdpTab {
     /// [`LumenError::BrowserDisconnected`] when it cannot be reached.
     pub async fn browserbase(options: BrowserbaseOptions) -> Result<Self> {
         let session = remote::create_browserbase_session(&options).await?;
+        // Billed from here until released: released if connecting or
+        // setting up fails, or this future is dropped midway.
+        let mut unreleased = remote::Unreleased::new(session.clone());
         let conn = Conn::connect(&session.connect_url, options.tab.call_timeout)
             .await
             .map_err(LumenError::from)?;
-        Self::setup(conn, options.tab, None, Some(session), Vec::new(), None).await
+        let tab = Self::setup(conn, options.tab, None, Some(session), Vec::new(), None).await?;
+        // The tab owns the session now: its close releases it.
+        unreleased.disarm();
+        Ok(tab)
     }
 
     pub(super) async fn setup(

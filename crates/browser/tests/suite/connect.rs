@@ -324,6 +324,31 @@ async fn a_page_cannot_open_the_devtools_websocket() {
     e.close().await;
 }
 
+/// A session created but never connected (its browser cannot be reached)
+/// is released at once, not left running and billed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browserbase_session_that_cannot_be_connected_is_released() {
+    let (api, mut requests) =
+        lumen_test_support::browserbase_stub("ws://127.0.0.1:9/devtools/browser/none".to_owned())
+            .await
+            .unwrap();
+    let mut options = BrowserbaseOptions::new("bb_live_test", "proj_test");
+    options.api_base = api;
+    let err = CdpTab::browserbase(options).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::BrowserDisconnected, "{err}");
+    let create = requests.recv().await.unwrap();
+    assert!(create.starts_with("POST /v1/sessions "), "{create}");
+    let release = tokio::time::timeout(Duration::from_secs(10), requests.recv())
+        .await
+        .expect("the session was never released")
+        .unwrap();
+    assert!(
+        release.starts_with("POST /v1/sessions/sess_0123456789 ")
+            && release.contains("REQUEST_RELEASE"),
+        "{release}"
+    );
+}
+
 /// A session whose browser was lost is still released through the API
 /// (else it runs on, billed, until Browserbase times it out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
