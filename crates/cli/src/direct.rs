@@ -313,10 +313,19 @@ fn state_dir() -> PathBuf {
     }
     let base = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("lumen").join("browser")
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")));
+    match base {
+        Some(base) => base.join("lumen").join("browser"),
+        // No home: a folder of this user's own in the temporary directory
+        // (a shared one would be the first user's, closed to the others).
+        None => std::env::temp_dir()
+            .join(format!("lumen-{}", rustix::process::geteuid().as_raw()))
+            .join("browser"),
+    }
 }
+
+/// The longest path a Unix socket may have (`sun_path` less its NUL).
+const MAX_SOCKET_PATH: usize = if cfg!(target_os = "linux") { 107 } else { 103 };
 
 fn state_path(session: &str) -> Result<PathBuf, CliError> {
     if session.is_empty()
@@ -327,6 +336,17 @@ fn state_path(session: &str) -> Result<PathBuf, CliError> {
         return Err(CliError::config(
             "--session names may use letters, digits, - and _ only",
         ));
+    }
+    // Checked before anything is started: the keeper's socket must fit.
+    let socket = keeper::dir(session).join("sock");
+    let len = socket.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(CliError::config(format!(
+            "the session's socket would be {} ({len} bytes, over the {MAX_SOCKET_PATH} a Unix \
+             socket path may have): use a shorter --session name, or set LUMEN_STATE_DIR to a \
+             shorter folder",
+            socket.display()
+        )));
     }
     Ok(state_dir().join(format!("{session}.json")))
 }
@@ -1341,11 +1361,18 @@ fn opened(session: &str) -> Result<State, CliError> {
 }
 
 /// What to say when the session's page cannot be reached: its tab was
-/// closed, or its browser is gone (then the stale state is removed).
+/// closed, its browser did not answer in time (the session is kept), or
+/// its browser is gone (then the stale state is removed).
 fn unreachable_session(session: &str, state: &State, e: LumenError) -> CliError {
     match e {
         LumenError::InvalidData { .. } => CliError::failure(format!(
             "the page of session {session:?} was closed; run `lumen browser open <url>` again"
+        )),
+        // A busy or stopped browser is no lost one: ending it would throw
+        // away its pages, and its profile with the logins in it.
+        _ if browser_runs(state) => CliError::failure(format!(
+            "the browser of session {session:?} did not answer ({e}); it is still running, so \
+             the session is kept: try again, or end it with `lumen browser close`"
         )),
         _ => {
             // Only while the state still names that browser: a command
@@ -1485,6 +1512,13 @@ fn end(state: &State) {
         tracing::debug!("ending the browser's process group {}: {e}", state.pid);
     }
     chromium::remove_socket_folder(&state.profile);
+}
+
+/// Whether the session's browser still runs: a live process group behind
+/// `state.pid`, and that pid still the session's browser.
+fn browser_runs(state: &State) -> bool {
+    chromium::process_group_alive(state.pid)
+        && is_our_browser(state, chromium::process_identity(state.pid).as_ref())
 }
 
 /// Whether the process now behind `state.pid` (its `identity`, `None` when

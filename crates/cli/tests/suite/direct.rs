@@ -238,6 +238,23 @@ async fn commands_without_an_open_session_say_how_to_open_one() {
         "{}",
         text(&out.stderr)
     );
+
+    // A name whose keeper socket could not exist is refused before any
+    // browser starts, with what to shorten.
+    let long = "s".repeat(120);
+    let out = lumen(Path::new(state.path()))
+        .env("LUMEN_STATE_DIR", state.path())
+        .args(["browser", "--session", &long, "open", "about:blank"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("shorter --session name") && err.contains("LUMEN_STATE_DIR"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -569,4 +586,38 @@ async fn close_never_signals_a_process_that_reused_the_browsers_pid() {
     );
     other.kill().unwrap();
     let _ = other.wait();
+}
+
+/// A browser that does not answer in time (stopped here; on a loaded
+/// machine, busy) is not a gone one: the command fails and says so, and
+/// the session, its browser and its profile are kept for the next command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_that_does_not_answer_in_time_is_kept_with_its_session() {
+    let s = Session::new().await;
+    let url = s.site.url("form.html");
+    s.ok(&["open", &url]).await;
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.state.path().join("default.json")).unwrap(),
+    )
+    .unwrap();
+    let group = format!("-{}", saved["pid"].as_u64().unwrap());
+    let profile = std::path::PathBuf::from(saved["profile"].as_str().unwrap());
+    let signal = |name: &str| {
+        std::process::Command::new("kill")
+            .args([name, "--", &group])
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(signal("-STOP"));
+    let out = s.cmd(&["url"]).await;
+    assert!(signal("-CONT"));
+    assert_ne!(code(&out), 0);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("did not answer") && err.contains("kept"),
+        "{err}"
+    );
+    assert!(profile.exists(), "the profile was deleted");
+    assert_eq!(s.ok(&["url"]).await, url);
 }

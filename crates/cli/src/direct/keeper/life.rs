@@ -208,12 +208,38 @@ pub(super) fn hold_lock(session: &str) -> Result<std::fs::File, CliError> {
         .mode(0o600)
         .open(&path)
         .map_err(|e| fail(e.to_string()))?;
-    file.try_lock()
-        .map_err(|_| fail("another keeper of this session holds it".into()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(fail("another keeper of this session holds it".into()));
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(fail(format!(
+                "cannot lock it ({e}); is the state folder on a file system without locks? Set LUMEN_STATE_DIR to a local folder"
+            )));
+        }
+    }
+    // The session may have been closed between the open and the lock (its
+    // folder removed under the lock, see `end`): a lock on a file that no
+    // longer has this name is nobody's to find.
+    if !same_file(&file, &path) {
+        return Err(fail(
+            "the session was closed while the keeper started".into(),
+        ));
+    }
     file.set_len(0)
         .and_then(|()| write!(file, "{}", std::process::id()))
         .map_err(|e| fail(e.to_string()))?;
     Ok(file)
+}
+
+/// Whether `path` still names the file `file` has open.
+fn same_file(file: &std::fs::File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// Ends a keeper that still runs although the state file does not name it:
@@ -259,9 +285,29 @@ pub(in crate::direct) fn end(session: &str, state: Option<&State>) {
     {
         tracing::debug!("ending the keeper {}: {e}", k.pid);
     }
-    // Found by its lock, which goes with the folder.
-    end_unrecorded(session);
-    let _ = std::fs::remove_dir_all(dir(session));
+    // A keeper whose start was interrupted is found by its lock. The
+    // folder is then removed under that lock: a keeper starting meanwhile
+    // finds the lock taken, or, taking it after, its file gone (it checks,
+    // `hold_lock`), and gives up rather than run where nothing finds it.
+    use std::os::unix::fs::OpenOptionsExt as _;
+    for _ in 0..2 {
+        end_unrecorded(session);
+        let Ok(lock) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(lock_path(session))
+        else {
+            // No folder: nothing to remove.
+            return;
+        };
+        if lock.try_lock().is_ok() {
+            let _ = std::fs::remove_dir_all(dir(session));
+            return;
+        }
+    }
+    tracing::debug!("a keeper of session {session} holds its lock; its folder stays");
 }
 
 /// Creates `dir` readable by its owner only (and makes it so if it exists).
@@ -274,4 +320,23 @@ pub(in crate::direct) fn private_dir(dir: &std::path::Path) -> Result<(), CliErr
         .create(dir)
         .map_err(fail)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_file;
+
+    /// A lock taken on a file whose name was removed (its session closed
+    /// meanwhile), or given to a new file since, is told apart.
+    #[test]
+    fn a_lock_file_removed_or_replaced_is_not_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let file = std::fs::File::create(&path).unwrap();
+        assert!(same_file(&file, &path));
+        std::fs::remove_file(&path).unwrap();
+        assert!(!same_file(&file, &path), "removed");
+        std::fs::write(&path, "").unwrap();
+        assert!(!same_file(&file, &path), "another file under its name");
+    }
 }
