@@ -124,7 +124,10 @@ pub(in crate::direct) async fn ensure(session: &str, state: &mut State) -> Resul
 /// Whether the saved keeper process is still this session's keeper.
 fn is_ours(session: &str, k: KeeperProc) -> bool {
     let Some(id) = chromium::process_identity(k.pid) else {
-        return cfg!(not(target_os = "linux"));
+        // No `/proc` to read: the keeper is known by the lock it holds,
+        // its pid inside (a pid the system gave to another program since
+        // holds no such lock).
+        return cfg!(not(target_os = "linux")) && lock_holder(session) == Some(k.pid);
     };
     id.cmdline.contains(SUBCOMMAND)
         && id.cmdline.contains(&format!("--session {session} "))
@@ -242,6 +245,21 @@ fn same_file(file: &std::fs::File, path: &std::path::Path) -> bool {
     }
 }
 
+/// The pid in the session's keeper lock, while a process holds the lock.
+fn lock_holder(session: &str) -> Option<u32> {
+    holder(&lock_path(session))
+}
+
+/// The pid in the lock file at `path`, while a process holds the lock.
+fn holder(path: &std::path::Path) -> Option<u32> {
+    let file = std::fs::File::open(path).ok()?;
+    if file.try_lock_shared().is_ok() {
+        // Nobody holds it: no keeper runs.
+        return None;
+    }
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
 /// Ends a keeper that still runs although the state file does not name it:
 /// one whose start was interrupted (the command that started it stopped
 /// before recording it). Found by the lock it holds, it would otherwise
@@ -324,7 +342,23 @@ pub(in crate::direct) fn private_dir(dir: &std::path::Path) -> Result<(), CliErr
 
 #[cfg(test)]
 mod tests {
-    use super::same_file;
+    use super::{holder, same_file};
+
+    /// Where `/proc` cannot be read, a keeper is known by its held lock
+    /// and the pid in it; a pid in a lock nobody holds is nobody's.
+    #[test]
+    fn a_keeper_is_known_by_the_lock_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        std::fs::write(&path, "4242").unwrap();
+        assert_eq!(holder(&path), None, "a lock nobody holds");
+        let held = std::fs::File::open(&path).unwrap();
+        held.lock().unwrap();
+        assert_eq!(holder(&path), Some(4242));
+        drop(held);
+        assert_eq!(holder(&path), None);
+        assert_eq!(holder(&dir.path().join("missing")), None);
+    }
 
     /// A lock taken on a file whose name was removed (its session closed
     /// meanwhile), or given to a new file since, is told apart.
