@@ -253,8 +253,11 @@ impl Keeper {
         });
     }
 
-    /// Starts following the pages (once), then applies the state file.
+    /// Starts following the pages (once), then applies the state file,
+    /// all within one [`SETTLE`], so the keeper answers before its caller
+    /// gives up.
     async fn activate(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + SETTLE;
         if !self.active {
             let id = self
                 .link
@@ -265,11 +268,11 @@ impl Keeper {
                 )
                 .await
                 .map_err(|e| e.to_string())?;
-            self.settle(vec![(id, "Target.setAutoAttach", None)])
+            self.settle(vec![(id, "Target.setAutoAttach", None)], deadline)
                 .await?;
             self.active = true;
         }
-        self.reload().await
+        self.reload(deadline).await
     }
 
     /// Takes a warm command: runs it on the shared page link in a task of
@@ -353,8 +356,8 @@ impl Keeper {
     }
 
     /// Re-reads the state file and applies it to the browser and every
-    /// page; `Err` names what the browser refused.
-    async fn reload(&mut self) -> Result<(), String> {
+    /// page, by `deadline`; `Err` names what the browser refused.
+    async fn reload(&mut self, deadline: Instant) -> Result<(), String> {
         let state = match super::load(&self.session) {
             Ok(Some(s)) if s.ws_url == self.ws_url => s,
             _ => {
@@ -383,7 +386,7 @@ impl Keeper {
                 sent.push((id, method, Some(sid.clone())));
             }
         }
-        self.settle(sent).await
+        self.settle(sent, deadline).await
     }
 
     /// What each page gets: the network log, the routes, the emulation.
@@ -404,16 +407,17 @@ impl Keeper {
         out
     }
 
-    /// Waits for the replies to `sent` (handling events meanwhile); `Err`
-    /// names the commands the browser refused, for pages still open.
+    /// Waits until `deadline` for the replies to `sent` (handling events
+    /// meanwhile); `Err` names the commands the browser refused, for pages
+    /// still open.
     async fn settle(
         &mut self,
         sent: Vec<(u64, &'static str, Option<String>)>,
+        deadline: Instant,
     ) -> Result<(), String> {
         let mut waiting: HashMap<u64, (&'static str, Option<String>)> =
             sent.into_iter().map(|(id, m, s)| (id, (m, s))).collect();
         let mut refused = Vec::new();
-        let deadline = Instant::now() + SETTLE;
         while !waiting.is_empty() {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.link.next()).await {
