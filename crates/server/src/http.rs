@@ -330,7 +330,8 @@ pub(crate) fn follow(
     tokio::spawn(async move {
         let id = entry.id().to_string();
         let mut last = after;
-        let next = |last: Option<u64>| last.map_or(0, |l| l + 1);
+        // (A client's Last-Event-ID may be any number: no overflow.)
+        let next = |last: Option<u64>| last.map_or(0, |l| l.saturating_add(1));
         'outer: loop {
             if !send_log(&runs, &id, &mut last, &tx).await {
                 return;
@@ -358,6 +359,10 @@ pub(crate) fn follow(
                 let received = tokio::select! {
                     r = live.recv() => r,
                     _ = tokio::time::sleep(Duration::from_secs(1)), if remote => continue 'outer,
+                    // The client went away: a quiet run (paused, waiting
+                    // for a person) would otherwise keep this task, and
+                    // its polling of a shared store, until it ends.
+                    () = tx.closed() => return,
                 };
                 match received {
                     Ok(Live::Event { run, event }) if *run == *entry.id() => {

@@ -69,6 +69,10 @@ impl HttpAdapter<GoogleCodec> {
     /// An adapter for `model` (`gemini-2.5-computer-use-preview-10-2025`).
     /// Needs `options.api_key`.
     pub fn new(model: &str, options: AdapterOptions) -> Result<Self> {
+        check_model_id("model", model)?;
+        if let Some(summary) = &options.summary_model {
+            check_model_id("summary_model", summary)?;
+        }
         let own = prompt::OwnTools::of(&options);
         options.computer_tools_only(PROVIDER)?;
         let key = options.api_key.clone().ok_or_else(|| {
@@ -105,6 +109,24 @@ impl HttpAdapter<GoogleCodec> {
     /// The request body for one step (public so tests can pin it).
     pub fn request_body(&self, ctx: &StepContext<'_>) -> Value {
         self.codec.request_body(ctx)
+    }
+}
+
+/// A model id goes into the request's path: nothing in it may reach
+/// another path of the host (`../`, `?`, `#`), where the key goes too.
+fn check_model_id(setting: &'static str, id: &str) -> Result<()> {
+    let fine = !id.is_empty()
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if fine {
+        Ok(())
+    } else {
+        Err(LumenError::config(
+            setting,
+            format!("{id:?} is not a Gemini model id (letters, digits, -, _ and . only)"),
+        ))
     }
 }
 
@@ -258,6 +280,7 @@ pub fn image_tokens(width: u32, height: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ApiKey;
 
     #[test]
     fn partial_args_assemble() {
@@ -275,5 +298,27 @@ mod tests {
             args,
             json!({"text": "hello", "x": 500, "press_enter": false, "list": [null, {"a": "z"}]})
         );
+    }
+
+    /// A model id is part of the request's path, and the key goes with
+    /// it: an id that would reach another path of the host is refused.
+    #[test]
+    fn a_model_id_cannot_leave_its_path() {
+        let options = || AdapterOptions {
+            api_key: Some(ApiKey::new("k")),
+            ..AdapterOptions::default()
+        };
+        assert!(GoogleAdapter::new("gemini-3-pro-preview", options()).is_ok());
+        assert!(GoogleAdapter::new("gemini-2.5-flash", options()).is_ok());
+        for bad in ["../../v1beta/other#", "x?key=1", "a/b", "", ".."] {
+            let err = GoogleAdapter::new(bad, options()).unwrap_err();
+            assert!(
+                err.to_string().contains("not a Gemini model id"),
+                "{bad}: {err}"
+            );
+        }
+        let mut o = options();
+        o.summary_model = Some("../x".into());
+        assert!(GoogleAdapter::new("gemini-2.5-flash", o).is_err());
     }
 }

@@ -208,6 +208,31 @@ fn shown(root: &Path, path: &Path) -> String {
 }
 
 impl RunManager {
+    /// With a base URL of the operator's (`--base-url`), every model request
+    /// goes there, with the key of the model's provider: a client's model
+    /// must be of the provider the default model is, or the operator's key
+    /// for another provider (taken from the environment) would be sent to
+    /// a host that is not that provider's.
+    fn check_provider(&self, field: &str, model: &str) -> Result<(), ApiError> {
+        if self.options.adapter.base_url.is_none() {
+            return Ok(());
+        }
+        let default = &self.options.default_model;
+        let provider = |m: &str| lumen::models::registry::split_model(m).0;
+        if provider(model) == provider(default) {
+            return Ok(());
+        }
+        Err(ApiError::invalid_field(
+            field,
+            format!(
+                "`{field}`: this server sends model requests to its operator's base URL, for \
+                 {:?} models like its default `{default}`; `{model}` is a {:?} model",
+                provider(default),
+                provider(model)
+            ),
+        ))
+    }
+
     /// The options of a run as the engine takes them: the folder switches
     /// resolved to the operator's folders (and refused where the operator
     /// allows none), endpoints refused unless the operator allowed them.
@@ -329,9 +354,9 @@ impl RunManager {
             ("plannerModel", options.planner_model.as_ref()),
             ("verifierModel", options.verifier_model.as_ref()),
         ] {
-            if let Some(m) = m
-                && let Err(e) = lumen::models::create_adapter(m, self.options.adapter.clone())
-            {
+            let Some(m) = m else { continue };
+            self.check_provider(field, m)?;
+            if let Err(e) = lumen::models::create_adapter(m, self.options.adapter.clone()) {
                 return Err(ApiError::invalid_field(field, e.to_string()));
             }
         }

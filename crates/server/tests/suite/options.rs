@@ -163,6 +163,26 @@ async fn options_a_client_may_not_choose_are_refused_by_name() {
             "invalid_field",
             "maxSteps",
         ),
+        // The operator's base URL serves the default model's provider: a
+        // model of another provider would take that provider's key there.
+        (
+            json!({"model": "anthropic/claude-sonnet-4-6"}),
+            400,
+            "invalid_field",
+            "model",
+        ),
+        (
+            json!({"plannerModel": "google/gemini-2.5-flash"}),
+            400,
+            "invalid_field",
+            "plannerModel",
+        ),
+        (
+            json!({"verifierModel": "openai/gpt-5"}),
+            400,
+            "invalid_field",
+            "verifierModel",
+        ),
     ] {
         let got = refused(&c, with(extra.clone())).await;
         assert_eq!(got, (status, code.to_owned(), field.to_owned()), "{extra}");
