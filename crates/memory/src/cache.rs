@@ -1,9 +1,12 @@
 //! [`ActionCache`]: successful runs compiled into replayable scripts, so a
 //! repeated task runs again without asking the model.
 //!
-//! - **Key**: the run's start URL (without its fragment) and its
-//!   instruction (whitespace collapsed, case folded). One script a key; a
-//!   later success of the same task replaces it.
+//! - **Key**: the run's start URL (without its fragment), its instruction
+//!   as given (trimmed: its case and spacing can be the very text a step
+//!   types) and a hash of the caller's extra system prompt, which can carry
+//!   the task's data too. The loop keys on the instruction with secret
+//!   values as placeholders. One script a key; a later success of the same
+//!   task replaces it.
 //! - **A script** ([`RunScript`]) is the run's steps in order, each with the
 //!   actions that worked on it and the guards that say whether the page is
 //!   still the one they were taken on:
@@ -23,8 +26,10 @@
 //!   [`replay_kind`]).
 //!
 //! Each script is one JSON file named by a stable hash of its key, written
-//! atomically. An unreadable or foreign file is a miss, never an error.
-//! The loop scrubs secret values out of a script before it is saved.
+//! atomically and readable by its owner only. A script is a program the
+//! browser will run: the cache refuses a folder another user owns or every
+//! user may write to. An unreadable, oversized or foreign file is a miss, never an
+//! error. The loop scrubs secret values out of a script before it is saved.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -39,27 +44,39 @@ pub const DEFAULT_SIMILARITY: f64 = 0.92;
 const SCRIPT_VERSION: u32 = 2;
 const WHAT: &str = "run script";
 
+/// The largest script file read (a real one is a few kilobytes a step).
+const MAX_SCRIPT_BYTES: u64 = 4 << 20;
+
 /// Which task a script belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ScriptKey {
     /// The URL the run started on, without its fragment.
     pub url: String,
-    /// The instruction, whitespace collapsed, lower case.
+    /// The instruction, trimmed.
     pub instruction: String,
+    /// A hash of the caller's extra system prompt, 16 hex digits, when
+    /// there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
 }
 
 impl ScriptKey {
-    /// A normalised key.
+    /// The key of `instruction` started on `url`.
     pub fn new(url: &str, instruction: &str) -> Self {
-        let instruction = instruction
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase();
         Self {
             url: without_fragment(url).to_owned(),
-            instruction,
+            instruction: instruction.trim().to_owned(),
+            prompt: None,
         }
+    }
+
+    /// The key with the caller's extra system prompt (`None`: none).
+    pub fn with_prompt(mut self, prompt: Option<&str>) -> Self {
+        self.prompt = prompt
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| hex(text_hash(p)));
+        self
     }
 
     fn file_name(&self) -> String {
@@ -67,6 +84,10 @@ impl ScriptKey {
         h.write(self.url.as_bytes());
         h.write(&[0]);
         h.write(self.instruction.as_bytes());
+        if let Some(p) = &self.prompt {
+            h.write(&[0]);
+            h.write(p.as_bytes());
+        }
         format!("{:016x}.json", h.finish())
     }
 }
@@ -285,6 +306,11 @@ impl ScriptStep {
         let Ok(stored) = u64::from_str_radix(&self.screen, 16) else {
             return Ok(0.0);
         };
+        // A uniform frame (a blank or loading page) hashes to 0, as every
+        // other does: it guards no action aimed at a point.
+        if stored == 0 && self.actions.iter().any(|a| a.action.point().is_some()) {
+            return Ok(0.0);
+        }
         Ok(similarity(stored, dhash(screenshot)?))
     }
 
@@ -305,15 +331,43 @@ pub struct ActionCache {
 }
 
 impl ActionCache {
-    /// Opens (creating if needed) a cache in `dir`.
+    /// Opens (creating if needed, readable by its owner only) a cache in
+    /// `dir`.
+    ///
+    /// # Errors
+    /// [`LumenError::Config`] when the folder cannot be created, or when
+    /// another user owns it or every user may write to it: whoever can put
+    /// a script there drives the browser.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self> {
         let dir = dir.into();
-        fs::create_dir_all(&dir).map_err(|e| {
-            LumenError::config(
-                dir.display().to_string(),
-                format!("cannot create the action cache directory: {e}"),
-            )
-        })?;
+        let fail = |why: String| LumenError::config(dir.display().to_string(), why);
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder
+            .create(&dir)
+            .map_err(|e| fail(format!("cannot create the action cache directory: {e}")))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            let meta = fs::metadata(&dir)
+                .map_err(|e| fail(format!("cannot read the action cache directory: {e}")))?;
+            if meta.uid() != rustix::process::geteuid().as_raw() {
+                return Err(fail(
+                    "the action cache directory belongs to another user, who could place \
+                     scripts in it for the browser to run; use a folder of your own"
+                        .into(),
+                ));
+            }
+            if meta.mode() & 0o002 != 0 {
+                return Err(fail(format!(
+                    "every user may write to the action cache directory (mode {:o}), and \
+                     whoever can place a script there drives the browser; run `chmod o-w` on it",
+                    meta.mode() & 0o777
+                )));
+            }
+        }
         Ok(Self {
             dir,
             threshold: DEFAULT_SIMILARITY,
@@ -345,12 +399,30 @@ impl ActionCache {
     pub fn save(&self, script: &RunScript) -> Result<()> {
         let text = serde_json::to_vec_pretty(script)
             .map_err(|e| LumenError::invalid_data(WHAT, format!("cannot serialise: {e}")))?;
-        fsutil::write_atomic(&self.path(&script.key), &text, WHAT)
+        let path = self.path(&script.key);
+        fsutil::write_atomic(&path, &text, WHAT)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).map_err(|e| {
+                LumenError::config(
+                    path.display().to_string(),
+                    format!("cannot protect it: {e}"),
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// The script of `key`'s task, if one was saved and can be read.
     pub fn load(&self, key: &ScriptKey) -> Option<RunScript> {
         let path = self.path(key);
+        if let Ok(meta) = fs::metadata(&path)
+            && meta.len() > MAX_SCRIPT_BYTES
+        {
+            tracing::warn!(path = %path.display(), bytes = meta.len(), "run script too large; treated as a miss");
+            return None;
+        }
         let text = match fsutil::read_optional(&path, WHAT) {
             Ok(Some(t)) => t,
             Ok(None) => return None,
@@ -360,8 +432,15 @@ impl ActionCache {
             }
         };
         match serde_json::from_str::<RunScript>(&text) {
-            // A different key under the same file name is a hash collision.
-            Ok(s) if s.version == SCRIPT_VERSION && s.key == *key => Some(s),
+            // A different key under the same file name is a hash collision;
+            // a step without actions is no script's (a crafted file).
+            Ok(s)
+                if s.version == SCRIPT_VERSION
+                    && s.key == *key
+                    && s.steps.iter().all(|step| !step.actions.is_empty()) =>
+            {
+                Some(s)
+            }
             Ok(_) => None,
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "corrupt run script; treated as a miss");

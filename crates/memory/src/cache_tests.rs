@@ -163,18 +163,83 @@ fn dhash_separates_layouts_and_tolerates_small_changes() {
 }
 
 #[test]
-fn keys_are_normalised() {
+fn keys_keep_the_instruction_as_given_and_the_callers_prompt() {
     assert_eq!(
         key(),
         ScriptKey {
             url: URL.into(),
-            instruction: "find green tea".into()
+            instruction: "Find   GREEN tea".into(),
+            prompt: None,
         }
     );
+    // Case and spacing can be what a step types: another task.
+    for other in ["find green tea", "Find GREEN tea", "find black tea"] {
+        assert_ne!(
+            key().file_name(),
+            ScriptKey::new(URL, other).file_name(),
+            "{other}"
+        );
+    }
+    // The caller's extra system prompt can carry the task's data.
+    let with = |p: Option<&str>| key().with_prompt(p);
+    assert_eq!(with(None), key());
+    assert_eq!(with(Some("  ")), key());
+    assert_ne!(with(Some("Ship to 1 Main St")), key());
     assert_ne!(
-        key().file_name(),
-        ScriptKey::new(URL, "find black tea").file_name()
+        with(Some("Ship to 1 Main St")).file_name(),
+        with(Some("Ship to 2 Main St")).file_name()
     );
+    assert!(!format!("{:?}", with(Some("Ship to 1 Main St"))).contains("Main"));
+}
+
+/// A step whose screenshot was a uniform frame (a blank or loading page)
+/// guards no click: every blank frame would match it.
+#[test]
+fn a_blank_frame_guards_no_click() {
+    let blank = png(&RgbImage::from_pixel(320, 180, image::Rgb([255, 255, 255])));
+    assert_eq!(dhash(&blank).unwrap(), 0);
+    let steps = vec![step(
+        0,
+        URL,
+        blank.clone(),
+        vec![worked(click(), Some(button("Go")))],
+    )];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps[0].similarity(&blank).unwrap(), 0.0);
+    // A navigation from a blank page needs no look at it.
+    let goto = Action::Goto {
+        url: "https://shop.test/".into(),
+    };
+    let steps = vec![step(
+        0,
+        "about:blank",
+        blank.clone(),
+        vec![worked(goto, None)],
+    )];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps[0].similarity(&blank).unwrap(), 1.0);
+}
+
+/// Scripts are programs the browser runs: private files in a private
+/// folder, and a folder every user may write to is refused.
+#[cfg(unix)]
+#[test]
+fn the_cache_is_private_and_refuses_a_folder_anyone_may_write() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("cache");
+    let cache = ActionCache::open(&dir).unwrap();
+    assert_eq!(mode(&dir), 0o700);
+    let page = png(&render(&search_page()));
+    let steps = vec![step(0, URL, page, vec![worked(terminate("ok"), None)])];
+    let script = RunScript::compile(key(), &steps, "ok").unwrap().unwrap();
+    cache.save(&script).unwrap();
+    assert_eq!(mode(&cache.path(&key())), 0o600);
+
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = ActionCache::open(&dir).unwrap_err();
+    assert!(err.to_string().contains("chmod o-w"), "{err}");
 }
 
 #[test]
@@ -298,8 +363,13 @@ fn scripts_round_trip_and_unreadable_files_are_misses() {
     assert_eq!(cache.load(&key()), Some(script.clone()));
     assert_eq!(cache.load(&ScriptKey::new(URL, "another task")), None);
 
-    // Corrupt, of another version, or of another key under the same name.
+    // Corrupt, of another version, of another key under the same name,
+    // with a step of no actions (no compiled script has one), or too large.
     let path = cache.path(&key());
+    let mut empty_step = script.clone();
+    empty_step.steps[0].actions.clear();
+    let mut huge = serde_json::to_string(&script).unwrap();
+    huge.push_str(&" ".repeat(5 << 20));
     for text in [
         "{not json".to_string(),
         serde_json::to_string(&RunScript {
@@ -312,6 +382,8 @@ fn scripts_round_trip_and_unreadable_files_are_misses() {
             ..script
         })
         .unwrap(),
+        serde_json::to_string(&empty_step).unwrap(),
+        huge,
     ] {
         std::fs::write(&path, text).unwrap();
         assert_eq!(cache.load(&key()), None);

@@ -487,6 +487,8 @@ impl PerceptionLoop {
         // A sub-task is part of its parent's run: only the parent starts
         // and ends the run for the bus's consumers.
         let top = self.depth == 0;
+        // Only a run of its own history is a script of its task.
+        let fresh = run.history.step_count() == 0;
         if top {
             self.bus
                 .emit(StreamEvent::RunStarted {
@@ -538,7 +540,7 @@ impl PerceptionLoop {
             Err(e) => (RunStatus::Failure, None, Some(e)),
         };
         if status == RunStatus::Success && top && !run.handoffs.any {
-            self.save_script(instruction, run).await;
+            self.save_script(instruction, run, fresh).await;
         }
         if status == RunStatus::Success
             && let Some(w) = &self.workflows

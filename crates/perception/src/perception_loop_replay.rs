@@ -35,7 +35,7 @@ impl PerceptionLoop {
         let script = self
             .cache
             .as_ref()?
-            .load(&ScriptKey::new(url, instruction))?;
+            .load(&self.script_key(url, instruction))?;
         tracing::info!(
             target: lumen_core::logs::LOOP,
             steps = script.steps.len(),
@@ -168,14 +168,29 @@ impl PerceptionLoop {
         Ok(None)
     }
 
+    /// The cache key of `instruction` started on `url`: the instruction
+    /// and the caller's extra system prompt with secret values as their
+    /// placeholders, as the saved script holds them.
+    fn script_key(&self, url: &str, instruction: &str) -> ScriptKey {
+        let secrets = self.pipeline.secrets();
+        let prompt = self
+            .config
+            .user_prompt
+            .as_deref()
+            .map(|p| secrets.redact(p));
+        ScriptKey::new(url, &secrets.redact(instruction)).with_prompt(prompt.as_deref())
+    }
+
     /// Compiles the successful run into the cache's script for its task,
-    /// secrets scrubbed. A run replayed whole leaves the script as it was.
+    /// secrets scrubbed. A run replayed whole leaves the script as it was,
+    /// and one that did not start from an empty history (a continued run:
+    /// its history holds an earlier task's steps; a resumed one) saves none.
     /// Failures are logged: a script is an optimisation, never the run.
-    pub(super) async fn save_script(&self, instruction: &str, run: &RunState) {
+    pub(super) async fn save_script(&self, instruction: &str, run: &RunState, fresh: bool) {
         let Some(cache) = &self.cache else { return };
         let steps = run.history.semantic();
         let Some(first) = steps.first() else { return };
-        if first.step != 0 || run.replayed_steps as usize == steps.len() {
+        if !fresh || first.step != 0 || run.replayed_steps as usize == steps.len() {
             return;
         }
         let text = match self.guarded(self.tab.page_text()).await {
@@ -185,7 +200,7 @@ impl PerceptionLoop {
                 return;
             }
         };
-        let key = ScriptKey::new(&first.url, instruction);
+        let key = self.script_key(&first.url, instruction);
         let steps = steps.to_vec();
         let compiled =
             tokio::task::spawn_blocking(move || RunScript::compile(key, &steps, &text)).await;

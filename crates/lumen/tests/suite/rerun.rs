@@ -255,3 +255,82 @@ async fn a_corrupt_script_is_a_miss_and_the_model_runs_the_task() {
     );
     assert!(Path::new(&path).exists());
 }
+
+/// A second task run on in the same session continues the first's
+/// history: no script is saved under the second instruction (it would
+/// hold the first task's steps and answer, and replay them for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_continued_in_the_same_session_saves_no_script_of_its_own() {
+    let t = Rerun::new().await;
+    t.open().await;
+    let (qty, add) = (t.center("#qty").await, t.center("#add").await);
+    t.script(&[
+        vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
+        vec![ScriptStep::Click(add.x, add.y)],
+        vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+        vec![ScriptStep::Done("3 packs".into())],
+    ])
+    .await;
+    let options = SessionOptions {
+        max_steps: 8,
+        cache: Some(t.cache.clone()),
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
+    assert_success(&session.run(TASK).await, "Basket: 3 × green tea");
+    let follow_up = "How many packs are in the basket?";
+    assert_success(&session.run(follow_up).await, "3 packs");
+    let url = t.site.url("order.html");
+    assert!(
+        t.cache.load(&ScriptKey::new(&url, follow_up)).is_none(),
+        "the follow-up saved the first task's steps as its own"
+    );
+    assert!(t.cache.load(&ScriptKey::new(&url, TASK)).is_some());
+}
+
+/// A secret value in the instruction is kept out of the saved script, key
+/// included, whatever its case, and the next run of the same task still
+/// finds the script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_in_the_instruction_is_not_saved_and_the_script_still_hits() {
+    const SECRET: &str = "Acct-7Qx9Z";
+    let task = format!("{TASK} for account {SECRET}");
+    let t = Rerun::new().await;
+    let run = |turns: Vec<Vec<ScriptStep>>| {
+        let (t, task) = (&t, task.clone());
+        async move {
+            t.open().await;
+            t.script(&turns).await;
+            let before = t.mock.requests().len();
+            let options = SessionOptions {
+                max_steps: 8,
+                cache: Some(t.cache.clone()),
+                secrets: lumen::safety::Secrets::new().with("account", SECRET).unwrap(),
+                ..SessionOptions::default()
+            };
+            let mut session =
+                Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
+            let r = session.run(&task).await;
+            (r, t.mock.requests().len() - before)
+        }
+    };
+    t.open().await;
+    let (qty, add) = (t.center("#qty").await, t.center("#add").await);
+    let (r, _) = run(vec![
+        vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
+        vec![ScriptStep::Click(add.x, add.y)],
+        vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+    ])
+    .await;
+    assert_success(&r, "Basket: 3 × green tea");
+    for entry in std::fs::read_dir(t.cache.dir()).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(
+            !text.to_lowercase().contains(&SECRET.to_lowercase()),
+            "{text}"
+        );
+    }
+    let (r, calls) = run(Vec::new()).await;
+    assert_success(&r, "Basket: 3 × green tea");
+    assert_eq!(calls, 0, "the script was not found again");
+}
