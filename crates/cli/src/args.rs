@@ -376,7 +376,7 @@ pub(crate) struct RunArgs {
     pub(crate) browserbase: bool,
     /// Let a person take over when the model asks (a one-time code, a
     /// CAPTCHA): the run waits, a live view is served on 127.0.0.1 and its
-    /// one-time URL printed.
+    /// URL (valid while the hand-over waits) printed.
     #[arg(long)]
     pub(crate) handoff: bool,
     /// With --handoff: how long to wait for the person (default 600);

@@ -33,7 +33,7 @@ pub(crate) struct Job {
     pub(crate) resume: Option<SerializedHistory>,
 }
 
-/// Serves the live view and announces each hand-over's one-time URL on
+/// Serves the live view and announces each hand-over's own URL on
 /// stderr (also in `--json` mode: a person has to read it).
 async fn handoff_desk(
     control: lumen::perception::control::RunControl,
@@ -46,7 +46,7 @@ async fn handoff_desk(
             let pending = control.handoff_opened().await;
             let line = match server.url(pending.id) {
                 Ok(url) => format!(
-                    "a person is needed: {}\nlive view (one-time link): {url}\n",
+                    "a person is needed: {}\nlive view (this hand-over only): {url}\n",
                     pending.reason
                 ),
                 Err(e) => format!("a person is needed but no live-view link could be made: {e}\n"),

@@ -76,7 +76,7 @@ async fn front_door(State(state): State<AppState>, req: Request, next: Next) -> 
     {
         return e.into_response();
     }
-    // A live view's page and socket carry a one-time ticket instead (a
+    // A live view's page and socket carry a short-lived ticket instead (a
     // browser cannot send the bearer header on a WebSocket).
     let ticketed = req.method() == Method::GET && is_live_view(req.uri().path());
     if req.uri().path() != "/health" && !ticketed && !door.authorized(req.headers()) {
@@ -209,7 +209,7 @@ async fn resume_run(
     Ok(Json(s.runs.resume(&id).await?).into_response())
 }
 
-/// A one-time ticket to the live view of the run's waiting hand-over.
+/// A short-lived ticket (5 minutes, one view at a time) to the live view of the run's waiting hand-over.
 async fn live_ticket(
     State(s): State<AppState>,
     Path(id): Path<String>,

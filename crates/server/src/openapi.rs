@@ -178,7 +178,7 @@ pub(crate) fn document() -> Value {
             "/v1/runs/{id}/tasks": {"post": add_task_operation()},
             "/v1/runs/{id}/live": {
                 "post": control(
-                    "A one-time ticket to the live view of the hand-over the run waits on: {handoff, reason, trigger, url, socket, expiresInSecs}",
+                    "A ticket to the live view (valid 5 minutes, one view at a time) of the hand-over the run waits on: {handoff, reason, trigger, url, socket, expiresInSecs}",
                     None,
                     ("200", json!({"description": "The ticket's page and socket URLs (valid 300 s, the socket redeems it)"})),
                     &[("409", "The run is not waiting for a person")],

@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::harness::{Env, code, done, events, request_human, text};
 
-const LINK: &str = "live view (one-time link): ";
+const LINK: &str = "live view (this hand-over only): ";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_printed_live_view_lets_a_person_finish_and_the_run_goes_on() {

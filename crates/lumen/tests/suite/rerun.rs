@@ -305,7 +305,9 @@ async fn a_secret_in_the_instruction_is_not_saved_and_the_script_still_hits() {
             let options = SessionOptions {
                 max_steps: 8,
                 cache: Some(t.cache.clone()),
-                secrets: lumen::safety::Secrets::new().with("account", SECRET).unwrap(),
+                secrets: lumen::safety::Secrets::new()
+                    .with("account", SECRET)
+                    .unwrap(),
                 ..SessionOptions::default()
             };
             let mut session =

@@ -1,5 +1,5 @@
 //! Handing a run to a person, through the API: the run waits with status
-//! `waiting_for_human`, a one-time ticket opens the live view, the test
+//! `waiting_for_human`, a ticket opens the live view, the test
 //! acts as the person over the view's WebSocket (real Chromium, real
 //! screencast frames, real input), and the run goes on with their note.
 
