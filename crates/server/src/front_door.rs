@@ -90,8 +90,11 @@ impl FrontDoor {
 
     /// Whether `Origin: <value>` is this server itself: `http(s)://` one of
     /// its names with exactly its port, or a name the operator allowed.
-    /// `null` (sandboxed frames, `file:` pages) is foreign.
-    pub(crate) fn origin_allowed(&self, value: &str) -> bool {
+    /// `null` (sandboxed frames, `file:` pages) is foreign. Bound to every
+    /// address, an IP literal is ours only as the request's own `host`
+    /// (the page was loaded from it): another IP with our port number is
+    /// another machine's page.
+    pub(crate) fn origin_allowed(&self, value: &str, host: Option<&str>) -> bool {
         let value = value.trim().to_ascii_lowercase();
         let (rest, default_port) = if let Some(r) = value.strip_prefix("http://") {
             (r, 80)
@@ -104,7 +107,20 @@ impl FrontDoor {
             return false;
         };
         let port = port.unwrap_or(default_port);
-        self.extra_allows(&name, Some(port)) || (self.name_is_ours(&name) && port == self.port)
+        if self.extra_allows(&name, Some(port)) {
+            return true;
+        }
+        if port != self.port {
+            return false;
+        }
+        if self.names.contains(&name) {
+            return true;
+        }
+        self.any_ip
+            && parse_ip(&name).is_some()
+            && host
+                .and_then(|h| split_authority(&h.trim().to_ascii_lowercase()))
+                .is_some_and(|(h, _)| h == name)
     }
 
     /// What the `Host` header may be, for error messages.
@@ -147,9 +163,10 @@ impl FrontDoor {
         if values.peek().is_none() {
             return Ok(());
         }
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
         for v in values {
             let text = v.to_str().unwrap_or("?");
-            if !self.origin_allowed(text) {
+            if !self.origin_allowed(text, host) {
                 return Err(ApiError::forbidden_origin(text));
             }
         }
@@ -323,8 +340,8 @@ mod tests {
         ] {
             assert!(!d.host_allowed(bad), "{bad}");
         }
-        assert!(d.origin_allowed("http://localhost:3001"));
-        assert!(d.origin_allowed("http://[::1]:3001"));
+        assert!(d.origin_allowed("http://localhost:3001", None));
+        assert!(d.origin_allowed("http://[::1]:3001", None));
         for bad in [
             "null",
             "http://localhost",
@@ -334,7 +351,7 @@ mod tests {
             "chrome-extension://abc",
             "https://localhost",
         ] {
-            assert!(!d.origin_allowed(bad), "{bad}");
+            assert!(!d.origin_allowed(bad, None), "{bad}");
         }
     }
 
@@ -347,14 +364,21 @@ mod tests {
         assert!(d.host_allowed("api.example.com:9999"));
         assert!(d.host_allowed("proxy.example:8443"));
         assert!(!d.host_allowed("proxy.example:8444"));
-        assert!(d.origin_allowed("http://10.0.0.5"));
-        assert!(d.origin_allowed("https://proxy.example:8443"));
-        assert!(!d.origin_allowed("https://proxy.example"));
+        assert!(d.origin_allowed("http://10.0.0.5", None));
+        assert!(d.origin_allowed("https://proxy.example:8443", None));
+        assert!(!d.origin_allowed("https://proxy.example", None));
         let any = door("0.0.0.0:3001", &[]);
         assert!(any.host_allowed("192.168.1.9:3001"));
         assert!(any.host_allowed("[fe80::1]:3001"));
         assert!(!any.host_allowed("rebound.example:3001"));
-        assert!(!any.origin_allowed("http://rebound.example:3001"));
+        assert!(!any.origin_allowed("http://rebound.example:3001", None));
+        // Bound to every address: our port on another IP is another
+        // machine's page, unless it is the address this request came to.
+        let to = Some("192.168.1.9:3001");
+        assert!(any.origin_allowed("http://192.168.1.9:3001", to));
+        assert!(!any.origin_allowed("http://203.0.113.5:3001", to));
+        assert!(!any.origin_allowed("http://203.0.113.5:3001", None));
+        assert!(any.origin_allowed("http://localhost:3001", to));
         let v6 = door("[::1]:4000", &[]);
         assert!(v6.host_allowed("[::1]:4000"));
         assert!(v6.host_allowed("127.0.0.1:4000"));
