@@ -261,6 +261,11 @@ impl RunControl {
         }
     }
 
+    /// How many guidance messages wait for the next step.
+    pub fn queued_guidance(&self) -> usize {
+        self.guidance.lock().map(|g| g.len()).unwrap_or(0)
+    }
+
     /// Takes all queued guidance (the loop calls this once per step).
     pub fn take_guidance(&self) -> Vec<String> {
         self.guidance

@@ -565,8 +565,14 @@ async fn step_screenshot(
     Ok(([(header::CONTENT_TYPE, mime)], Body::from(bytes)).into_response())
 }
 
+/// The largest message a `/v1/stream` client may send (a subscription is a
+/// few dozen bytes; axum's default would take 64 MiB).
+const MAX_STREAM_MESSAGE: usize = 64 * 1024;
+
 async fn stream_ws(State(s): State<AppState>, ws: WebSocketUpgrade) -> Response {
-    ws.on_upgrade(move |socket| websocket(s.runs, socket))
+    ws.max_message_size(MAX_STREAM_MESSAGE)
+        .max_frame_size(MAX_STREAM_MESSAGE)
+        .on_upgrade(move |socket| websocket(s.runs, socket))
 }
 
 /// What a WebSocket client may send.

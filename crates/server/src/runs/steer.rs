@@ -309,12 +309,7 @@ impl RunManager {
                     None
                 }
                 Op::Message => {
-                    let obj = control_body(body, &["text"])?;
-                    let text =
-                        opt_string(&obj, "text")?.ok_or_else(|| ApiError::missing_field("text"))?;
-                    if text.trim().is_empty() {
-                        return Err(ApiError::invalid_field("text", "`text` must not be empty"));
-                    }
+                    let text = message_text(body, info.pending_messages.len())?;
                     info.pending_messages.push(text);
                     Some(json!({"id": id, "delivery": "next_step"}))
                 }
@@ -593,19 +588,19 @@ impl RunManager {
     /// run answers 409 (`run_ended`) and the message is not taken.
     async fn message_here(&self, entry: &Arc<RunEntry>, body: &[u8]) -> Result<Value, ApiError> {
         let id = entry.id();
-        let obj = control_body(body, &["text"])?;
-        let text = opt_string(&obj, "text")?.ok_or_else(|| ApiError::missing_field("text"))?;
-        if text.trim().is_empty() {
-            return Err(ApiError::invalid_field("text", "`text` must not be empty"));
-        }
         {
             let mut info = lock(&entry.info);
             match info.status {
                 s if s.is_active() => {
-                    entry.control().inject_guidance(text);
+                    let control = entry.control();
+                    let text = message_text(body, control.queued_guidance())?;
+                    control.inject_guidance(text);
                     return Ok(json!({"id": id, "delivery": "next_step"}));
                 }
-                RunState::Interrupted => info.pending_messages.push(text),
+                RunState::Interrupted => {
+                    let text = message_text(body, info.pending_messages.len())?;
+                    info.pending_messages.push(text);
+                }
                 s => {
                     return Err(ApiError::run_ended(format!(
                         "run {id} has ended ({}); the message was not delivered",
@@ -671,6 +666,34 @@ fn cancel_reason(body: &[u8]) -> Result<String, ApiError> {
         ));
     }
     Ok(reason)
+}
+
+/// The longest guidance message, in characters: it goes into the model's
+/// next prompt, and every character is paid for.
+const MAX_MESSAGE_CHARS: usize = 8_000;
+/// Guidance messages that may wait for a run's next step.
+const MAX_WAITING_MESSAGES: usize = 16;
+
+/// The `text` of a message request, checked: present, not blank, not over
+/// [`MAX_MESSAGE_CHARS`], and room for it beside the `waiting` ones.
+fn message_text(body: &[u8], waiting: usize) -> Result<String, ApiError> {
+    let obj = control_body(body, &["text"])?;
+    let text = opt_string(&obj, "text")?.ok_or_else(|| ApiError::missing_field("text"))?;
+    if text.trim().is_empty() {
+        return Err(ApiError::invalid_field("text", "`text` must not be empty"));
+    }
+    if text.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(ApiError::invalid_field(
+            "text",
+            format!("`text` must be at most {MAX_MESSAGE_CHARS} characters"),
+        ));
+    }
+    if waiting >= MAX_WAITING_MESSAGES {
+        return Err(ApiError::invalid_state(format!(
+            "{waiting} messages already wait for the run's next step; send more once it has taken them"
+        )));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -135,6 +135,35 @@ async fn pause_message_and_resume_steer_a_run() {
         (status, reply["delivery"].as_str()),
         (202, Some("next_step"))
     );
+    // Guidance goes into the model's next prompt: a message of over 8,000
+    // characters is refused, and at most 16 wait at once.
+    let (status, err) = c
+        .post(
+            &format!("/v1/runs/{id}/message"),
+            json!({"text": "x".repeat(8_001)}),
+        )
+        .await;
+    assert_eq!(
+        (status, err["error"]["field"].as_str()),
+        (400, Some("text"))
+    );
+    for _ in 1..16 {
+        let (status, _) = c
+            .post(&format!("/v1/runs/{id}/message"), json!({"text": "more"}))
+            .await;
+        assert_eq!(status, 202);
+    }
+    let (status, err) = c
+        .post(
+            &format!("/v1/runs/{id}/message"),
+            json!({"text": "one too many"}),
+        )
+        .await;
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (409, Some("invalid_state")),
+        "{err}"
+    );
     let run = c
         .wait(&id, "running while paused", |r| r["startedAtMs"].is_u64())
         .await;
