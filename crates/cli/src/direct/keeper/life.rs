@@ -247,17 +247,21 @@ fn same_file(file: &std::fs::File, path: &std::path::Path) -> bool {
 
 /// The pid in the session's keeper lock, while a process holds the lock.
 fn lock_holder(session: &str) -> Option<u32> {
-    holder(&lock_path(session))
+    holder(&lock_path(session)).flatten()
 }
 
-/// The pid in the lock file at `path`, while a process holds the lock.
-fn holder(path: &std::path::Path) -> Option<u32> {
+/// Whether a process holds the lock file at `path` (`None`: nobody does,
+/// or there is no such file), and the pid written in it, once written.
+fn holder(path: &std::path::Path) -> Option<Option<u32>> {
     let file = std::fs::File::open(path).ok()?;
     if file.try_lock_shared().is_ok() {
-        // Nobody holds it: no keeper runs.
         return None;
     }
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    Some(
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok()),
+    )
 }
 
 /// Ends a keeper that still runs although the state file does not name it:
@@ -267,23 +271,16 @@ fn holder(path: &std::path::Path) -> Option<u32> {
 /// both handling its routes. The caller holds the session's lock.
 fn end_unrecorded(session: &str) {
     let path = lock_path(session);
-    let Ok(file) = std::fs::File::open(&path) else {
-        return;
-    };
-    if file.try_lock_shared().is_ok() {
-        // Nobody holds it: no keeper runs.
-        return;
-    }
     // A keeper that has just taken the lock writes its pid a moment later.
     let deadline = Instant::now() + Duration::from_millis(500);
     let pid = loop {
-        let pid = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok());
-        if pid.is_some() || Instant::now() > deadline {
-            break pid;
+        match holder(&path) {
+            // Nobody holds it: no keeper runs.
+            None => return,
+            Some(Some(pid)) => break Some(pid),
+            Some(None) if Instant::now() > deadline => break None,
+            Some(None) => std::thread::sleep(Duration::from_millis(10)),
         }
-        std::thread::sleep(Duration::from_millis(10));
     };
     if let Some(pid) = pid
         && is_ours(session, KeeperProc { pid, started: None })
@@ -354,7 +351,9 @@ mod tests {
         assert_eq!(holder(&path), None, "a lock nobody holds");
         let held = std::fs::File::open(&path).unwrap();
         held.lock().unwrap();
-        assert_eq!(holder(&path), Some(4242));
+        assert_eq!(holder(&path), Some(Some(4242)));
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(holder(&path), Some(None), "held, its pid not written yet");
         drop(held);
         assert_eq!(holder(&path), None);
         assert_eq!(holder(&dir.path().join("missing")), None);
