@@ -104,6 +104,23 @@ async fn click_twice_slowly(env: &Env, c: &Client) -> String {
         .await
 }
 
+/// Waits until run `id` is neither queued nor running.
+async fn ended(c: &Client, id: &str) -> Value {
+    c.wait(id, "ended", |r| {
+        r["status"] != "running" && r["status"] != "queued"
+    })
+    .await
+}
+
+/// Sends signal `name` (`-STOP`, `-KILL`…) to process `pid`.
+fn signal(pid: &str, name: &str) -> bool {
+    std::process::Command::new("kill")
+        .args([name, pid])
+        .status()
+        .unwrap()
+        .success()
+}
+
 async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     while !check().await {
@@ -150,11 +167,7 @@ async fn runs_spread_over_the_endpoints_and_a_lost_browser_fails_over() {
     let on_a = on(a.pages().await) == 1;
     let (lost, other) = if on_a { (&mut a, &b) } else { (&mut b, &a) };
     lost.kill();
-    let run = c
-        .wait(&id, "ended", |r| {
-            r["status"] != "running" && r["status"] != "queued"
-        })
-        .await;
+    let run = ended(&c, &id).await;
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["result"], "after the failover");
     assert_eq!(env.requests(), 5, "the lost step was asked again, once");
@@ -379,11 +392,7 @@ async fn local_runs_share_one_chromium_and_fail_over_together_when_it_dies() {
     assert!(status.success());
     let mut steps = 0;
     for id in &ids {
-        let run = c
-            .wait(id, "ended", |r| {
-                r["status"] != "running" && r["status"] != "queued"
-            })
-            .await;
+        let run = ended(&c, id).await;
         assert_eq!(run["status"], "completed", "{run}");
         assert_eq!(run["result"], "after the failover");
         let completed = run["stepsCompleted"].as_u64().unwrap();
@@ -411,19 +420,9 @@ async fn a_wedged_shared_chromium_is_replaced() {
     let id = click_twice_slowly(&env, &c).await;
     wait_for("the second model call", async || env.requests() == 2).await;
     let pid = counted.pids()[0].clone();
-    let signal = |name: &str| {
-        std::process::Command::new("kill")
-            .args([name, &pid])
-            .status()
-            .unwrap()
-            .success()
-    };
+    let signal = |name: &str| signal(&pid, name);
     assert!(signal("-STOP"));
-    let run = c
-        .wait(&id, "ended", |r| {
-            r["status"] != "running" && r["status"] != "queued"
-        })
-        .await;
+    let run = ended(&c, &id).await;
     // Ended once its last run let go (a zombie counts: its parent reaps
     // it). Killed here whatever happened: a stopped process must not
     // outlive the test.
@@ -464,28 +463,14 @@ async fn a_chromium_wedged_between_runs_is_replaced() {
     let body = json!({"instruction": "Answer", "startUrl": env.counter(), "maxSteps": 2});
     env.done("first");
     let first = c.create(body.clone()).await;
-    let run = c
-        .wait(&first, "ended", |r| {
-            r["status"] != "running" && r["status"] != "queued"
-        })
-        .await;
+    let run = ended(&c, &first).await;
     assert_eq!(run["status"], "completed", "{run}");
     let pid = counted.pids()[0].clone();
-    let signal = |name: &str| {
-        std::process::Command::new("kill")
-            .args([name, &pid])
-            .status()
-            .unwrap()
-            .success()
-    };
+    let signal = |name: &str| signal(&pid, name);
     assert!(signal("-STOP"));
     env.done("second");
     let second = c.create(body).await;
-    let run = c
-        .wait(&second, "ended", |r| {
-            r["status"] != "running" && r["status"] != "queued"
-        })
-        .await;
+    let run = ended(&c, &second).await;
     signal("-KILL");
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["result"], "second");
