@@ -67,11 +67,21 @@ impl CdpTab {
     /// # Errors
     /// Only fatal ones (`BROWSER_DISCONNECTED`).
     pub async fn tabs(&self) -> Result<Vec<TabInfo>> {
-        let active = self.active_tab_id();
         let list = self
             .conn()
             .browser_raw("Target.getTargets", serde_json::json!({}))
             .await?;
+        let mut active = self.active_tab_id();
+        let listed = list["targetInfos"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|t| t["targetId"] == active.as_str()));
+        if !listed {
+            // The browser no longer has the driven tab: it closed and the
+            // event saying so is still on its way. Hand over now, as that
+            // event would, so the list never lacks the tab being driven.
+            self.shared.browser_log.mark_destroyed(&active);
+            active = self.active_tab_id();
+        }
         Ok(pages::page_tabs(&self.own_targets(list), Some(&active)))
     }
 

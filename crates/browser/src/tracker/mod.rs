@@ -231,6 +231,14 @@ impl EventLog {
         self.changed.notify_waiters();
     }
 
+    /// Records target `id` as closed before its event arrives (the
+    /// browser already no longer lists it).
+    pub(crate) fn mark_destroyed(&self, id: &str) {
+        self.update(|s| {
+            s.destroyed.insert(id.to_owned());
+        });
+    }
+
     fn update(&self, f: impl FnOnce(&mut LogState)) {
         f(&mut self.lock());
         self.changed.notify_waiters();
