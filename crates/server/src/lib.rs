@@ -150,6 +150,7 @@ impl Server {
         let data_dir = options.data_dir.clone();
         let allowed_hosts = options.allowed_hosts.clone();
         let max_body = options.max_body_bytes;
+        let live_silence = options.test_hooks.live_silence.unwrap_or(live::SILENCE);
         let limits = listen::Limits {
             max_connections: options.max_connections,
             header_read_timeout: options.header_read_timeout,
@@ -180,7 +181,7 @@ impl Server {
         let app = http::router(http::AppState {
             runs: runs.clone(),
             door: Arc::new(door),
-            tickets: Arc::default(),
+            tickets: Arc::new(live::Tickets::new(live_silence)),
         });
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(listen::serve(listener, app, limits, stopped));

@@ -21,6 +21,12 @@
 //!   (`mouseMove`, `mouseDown`, `mouseUp`, `wheel`, `keyDown`, `keyUp`,
 //!   `text`) and finally `{"type":"done","note":"…"}`; a message that is
 //!   not one of these is answered with `{"type":"error"}` and dropped.
+//! - **A client that went away** gives its place back: the server pings
+//!   every [`SILENCE`]/3 and closes a view that has sent nothing (not even
+//!   a pong) for [`SILENCE`], or has not taken a message within
+//!   [`SEND_WAIT`]. A phone that changed networks mid-hand-over leaves a
+//!   connection nothing will ever close; the person's reload would be
+//!   refused as a second view until it is.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -50,14 +56,28 @@ pub(crate) const MAX_NOTE_CHARS: usize = 2000;
 const MAX_MESSAGE: usize = 64 * 1024;
 /// The widest frame sent (the browser scales down to it).
 const FRAME_WIDTH: u32 = 1280;
+/// A view whose client has sent nothing (pongs count) for this long is
+/// closed, and its place given back.
+pub(crate) const SILENCE: Duration = Duration::from_secs(30);
+/// The longest one message may take to leave: a client that stopped
+/// reading is closed.
+const SEND_WAIT: Duration = Duration::from_secs(10);
 
 /// The live view's page: a canvas, input capture, a note and "done".
 pub(crate) const PAGE: &str = include_str!("live.html");
 
 /// Tickets to live views, and the views open.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Tickets {
     inner: Mutex<Inner>,
+    /// How long a view's client may stay silent ([`SILENCE`]).
+    silence: Duration,
+}
+
+impl Default for Tickets {
+    fn default() -> Self {
+        Self::new(SILENCE)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -112,6 +132,13 @@ impl Drop for View {
 }
 
 impl Tickets {
+    pub(crate) fn new(silence: Duration) -> Self {
+        Self {
+            inner: Mutex::default(),
+            silence,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -239,7 +266,7 @@ pub(crate) fn upgrade(
     ws.max_message_size(MAX_MESSAGE)
         .max_frame_size(MAX_MESSAGE)
         .on_upgrade(move |socket| async move {
-            session(socket, control, handoff).await;
+            session(socket, control, handoff, view.tickets.silence).await;
             drop(view);
         })
 }
@@ -255,12 +282,13 @@ enum Finish {
     },
 }
 
-/// One live-view connection: frames out, input in, until done or the
-/// hand-over ends.
-async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
-    let (mut sink, mut source) = socket.split();
+/// One live-view connection: frames out, input in, until done, the
+/// hand-over ends, or the client has gone quiet for `silence`.
+async fn session(socket: WebSocket, control: RunControl, handoff: u64, silence: Duration) {
+    let (sink, mut source) = socket.split();
+    let mut sink = Outbox(sink);
     let Some(pending) = control.handoff().filter(|h| h.id == handoff) else {
-        let _ = sink.send(text(&json!({"type": "closed"}))).await;
+        sink.send(&json!({"type": "closed"})).await;
         return;
     };
     let hello = json!({
@@ -269,39 +297,52 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
         "reason": pending.reason,
         "trigger": pending.trigger,
     });
-    if sink.send(text(&hello)).await.is_err() {
+    if !sink.send(&hello).await {
         return;
     }
     let mut frames = match pending.tab.screencast(FRAME_WIDTH).await {
         Ok(Some(frames)) => frames,
         Ok(None) => {
             let e = json!({"type": "error", "message": "this browser cannot stream its page"});
-            let _ = sink.send(text(&e)).await;
+            sink.send(&e).await;
             Box::pin(futures::stream::pending())
         }
         Err(e) => {
             let e = json!({"type": "error", "message": format!("the screencast failed: {e}")});
-            let _ = sink.send(text(&e)).await;
+            sink.send(&e).await;
             Box::pin(futures::stream::pending())
         }
     };
     let closed = control.handoff_closed(handoff);
     tokio::pin!(closed);
+    let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + silence / 3, silence / 3);
+    let mut heard = Instant::now();
     loop {
         // The hand-over's end first: no input may land once the agent
         // drives again.
         tokio::select! {
             biased;
             () = &mut closed => {
-                let _ = sink.send(text(&json!({"type": "closed"}))).await;
+                sink.send(&json!({"type": "closed"})).await;
                 break;
+            }
+            _ = ping.tick() => {
+                if heard.elapsed() >= silence {
+                    tracing::debug!("live view of hand-over {handoff}: the client went quiet");
+                    break;
+                }
+                if !sink.message(Message::Ping(Default::default())).await {
+                    break;
+                }
             }
             frame = frames.next() => {
                 let Some(frame) = frame else {
                     // The page or the browser went away; a stream that
                     // ended is never polled again.
                     let e = json!({"type": "error", "message": "the screencast ended"});
-                    let _ = sink.send(text(&e)).await;
+                    if !sink.send(&e).await {
+                        break;
+                    }
                     frames = Box::pin(futures::stream::pending());
                     continue;
                 };
@@ -312,18 +353,21 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
                     "height": frame.css_height,
                     "data": data,
                 });
-                if sink.send(text(&msg)).await.is_err() {
+                if !sink.send(&msg).await {
                     break;
                 }
             }
             msg = source.next() => {
                 let Some(Ok(msg)) = msg else { break };
+                heard = Instant::now();
                 let Message::Text(body) = msg else { continue };
                 let value: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
                 if let Ok(Finish::Done { note }) = serde_json::from_value::<Finish>(value.clone()) {
                     if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
                         let e = json!({"type": "error", "message": format!("the note is longer than {MAX_NOTE_CHARS} characters")});
-                        let _ = sink.send(text(&e)).await;
+                        if !sink.send(&e).await {
+                            break;
+                        }
                         continue;
                     }
                     let finished = control.finish_handoff(Some(handoff), note);
@@ -331,12 +375,12 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
                         true => json!({"type": "finished"}),
                         false => json!({"type": "closed"}),
                     };
-                    let _ = sink.send(text(&reply)).await;
+                    sink.send(&reply).await;
                     break;
                 }
                 let answer = match serde_json::from_value::<LiveInput>(value) {
                     Ok(_) if control.handoff().is_none_or(|h| h.id != handoff) => {
-                        let _ = sink.send(text(&json!({"type": "closed"}))).await;
+                        sink.send(&json!({"type": "closed"})).await;
                         break;
                     }
                     Ok(input) => match pending.tab.live_input(&input).await {
@@ -348,14 +392,33 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64) {
                 };
                 if let Some(message) = answer {
                     let e = json!({"type": "error", "message": message});
-                    if sink.send(text(&e)).await.is_err() {
+                    if !sink.send(&e).await {
                         break;
                     }
                 }
             }
         }
     }
-    let _ = sink.close().await;
+    let _ = tokio::time::timeout(SEND_WAIT, sink.0.close()).await;
+}
+
+/// The sending half of a live view's socket, each message bounded by
+/// [`SEND_WAIT`].
+struct Outbox(futures::stream::SplitSink<WebSocket, Message>);
+
+impl Outbox {
+    /// Sends `v` as text; `false` when the client is gone or did not take
+    /// it in time (the view should end).
+    async fn send(&mut self, v: &Value) -> bool {
+        self.message(text(v)).await
+    }
+
+    async fn message(&mut self, msg: Message) -> bool {
+        matches!(
+            tokio::time::timeout(SEND_WAIT, self.0.send(msg)).await,
+            Ok(Ok(()))
+        )
+    }
 }
 
 fn text(v: &Value) -> Message {

@@ -232,6 +232,9 @@ pub struct TestHooks {
     /// (the record says how the run ended) and before it is saved, so a
     /// test can look at the run in between.
     pub ending_gate: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    /// How long a live view's client may stay silent before it is closed
+    /// (30 s otherwise), so a test need not wait that long.
+    pub live_silence: Option<Duration>,
 }
 
 impl Default for ServeOptions {

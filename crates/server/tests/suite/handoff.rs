@@ -399,3 +399,61 @@ async fn ipc_hands_back_with_handoff_done() {
     drop(client_in);
     service.await.unwrap().unwrap();
 }
+
+/// A person whose connection died without closing (a phone that changed
+/// networks) must be able to open the view again: the server closes a
+/// view whose client answers nothing, not even its pings, and gives the
+/// place back. A client that keeps reading stays connected.
+#[tokio::test]
+async fn a_view_whose_client_went_quiet_gives_its_place_back() {
+    let env = Env::new().await;
+    let mut options = env.options();
+    let silence = Duration::from_millis(1500);
+    options.test_hooks.live_silence = Some(silence);
+    let server = Server::start(options).await.unwrap();
+    let addr = server.local_addr();
+    let c = Client::new(addr);
+    env.done("ok");
+    let id = c
+        .create(json!({
+            "instruction": "Sign in",
+            "startUrl": env.site.url("handoff/otp.html"),
+            "maxSteps": 3,
+            "handoff": {"urls": ["*/handoff/otp.html"], "timeoutSecs": 120}
+        }))
+        .await;
+    c.wait_status(&id, "waiting_for_human").await;
+    let (_, ticket) = c.post(&format!("/v1/runs/{id}/live"), json!({})).await;
+    let path = ticket["socket"].as_str().unwrap().to_owned();
+
+    // The first client says hello, then is never read again: no pongs.
+    let mut gone = connect(addr, &path, None).await.unwrap();
+    assert_eq!(next(&mut gone, false).await["type"], "handoff");
+    assert_eq!(connect(addr, &path, None).await.err(), Some(409));
+    let since = std::time::Instant::now();
+    let mut again = loop {
+        match connect(addr, &path, None).await {
+            Ok(socket) => break socket,
+            Err(409) if since.elapsed() < silence * 8 => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(status) => panic!("the quiet view kept its place: {status}"),
+        }
+    };
+    assert_eq!(next(&mut again, false).await["type"], "handoff");
+
+    // This one reads (and so answers pings) for well past the silence.
+    let until = tokio::time::Instant::now() + silence * 3;
+    while let Ok(msg) = tokio::time::timeout_at(until, again.next()).await {
+        match msg {
+            Some(Ok(Message::Close(_))) | None => panic!("a client that reads was closed"),
+            Some(Ok(_)) => {}
+            Some(Err(e)) => panic!("{e}"),
+        }
+    }
+    send(&mut again, json!({"type": "done"})).await;
+    assert_eq!(next(&mut again, false).await["type"], "finished");
+    c.wait_status(&id, "completed").await;
+    drop(gone);
+    server.shutdown().await;
+}
