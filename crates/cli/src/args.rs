@@ -149,6 +149,11 @@ pub(crate) struct ServeArgs {
     /// other endpoint is refused: this machine would connect to it.
     #[arg(long = "allow-cdp-url", value_name = "URL")]
     pub(crate) allowed_cdp_urls: Vec<String>,
+    /// A model a request may choose for its run, planner or verifier
+    /// (repeatable; `provider/id`, a trailing `*` matches every id it
+    /// begins). Without it, any model; the default model is always allowed.
+    #[arg(long = "allow-model", value_name = "MODEL")]
+    pub(crate) allowed_models: Vec<String>,
     /// Let a request run in Browserbase (`browserbase: true`) with this
     /// server's BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID.
     #[arg(long)]

@@ -190,6 +190,17 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.cache_root = args.cache_root.clone();
     o.workflows_file = args.workflows_file.clone();
     o.allowed_cdp_urls = args.allowed_cdp_urls.clone();
+    if let Some(bad) = args
+        .allowed_models
+        .iter()
+        .find(|m| m.trim().is_empty() || m.trim_end_matches('*').contains('*'))
+    {
+        return Err(CliError::config(format!(
+            "--allow-model {bad:?}: give a model as provider/id, with `*` only at its end \
+             (anthropic/claude-haiku-*)"
+        )));
+    }
+    o.allowed_models = args.allowed_models.clone();
     o.allow_browserbase = args.allow_browserbase;
     o.browser_endpoints = args
         .browser_endpoints

@@ -123,6 +123,11 @@ pub struct ServeOptions {
     /// endpoint this machine connects to, so a client never picks one the
     /// operator has not named.
     pub allowed_cdp_urls: Vec<String>,
+    /// The models a request may choose for `model`, `plannerModel` and
+    /// `verifierModel`, as `provider/id` (an entry ending in `*` allows
+    /// every id it begins: `anthropic/claude-haiku-*`). The default model
+    /// is always allowed. Empty by default: any model the engine knows.
+    pub allowed_models: Vec<String>,
     /// Whether a request may run in Browserbase (`browserbase: true`) with
     /// the operator's `BROWSERBASE_API_KEY` (off by default).
     pub allow_browserbase: bool,
@@ -271,6 +276,7 @@ impl Default for ServeOptions {
             cache_root: None,
             workflows_file: None,
             allowed_cdp_urls: Vec::new(),
+            allowed_models: Vec::new(),
             allow_browserbase: false,
             test_hooks: TestHooks::default(),
         }

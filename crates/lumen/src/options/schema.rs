@@ -20,7 +20,7 @@ pub(super) const SCHEMA: &[(&str, SchemaFn)] = &[
     ),
     (
         "model",
-        || json!({"type": "string", "description": "The model, e.g. anthropic/claude-sonnet-4-6 (the server's default when absent)."}),
+        || json!({"type": "string", "description": "The model, e.g. anthropic/claude-sonnet-4-6 (the server's default when absent; a server accepts only the models its operator allows with --allow-model)."}),
     ),
     (
         "plannerModel",

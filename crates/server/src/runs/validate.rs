@@ -201,6 +201,19 @@ pub(super) fn confine(
     Ok(PathSetting::Path(real))
 }
 
+/// Whether `model` is one an operator's `entry` names: the same provider
+/// and the same id, or for an entry ending in `*`, an id it begins
+/// (`anthropic/claude-haiku-*`).
+pub(crate) fn model_allowed(entry: &str, model: &str) -> bool {
+    use lumen::models::registry::split_model;
+    let ((want, pattern), (provider, id)) = (split_model(entry.trim()), split_model(model));
+    want == provider
+        && match pattern.strip_suffix('*') {
+            Some(prefix) => id.starts_with(prefix),
+            None => id == pattern,
+        }
+}
+
 /// `path` relative to the operator's `root`, for messages (the operator's
 /// own paths are not shown to clients).
 fn shown(root: &Path, path: &Path) -> String {
@@ -233,10 +246,49 @@ impl RunManager {
         ))
     }
 
+    /// The models a run names (its own, its planner's and its verifier's):
+    /// each one the operator allows (403 otherwise), of the provider the
+    /// operator's base URL serves, and one the engine can build an adapter
+    /// for (400 otherwise).
+    fn check_models(&self, o: &RunOptions) -> Result<(), ApiError> {
+        let default = &self.options.default_model;
+        for (field, m) in [
+            ("model", Some(o.model.as_ref().unwrap_or(default))),
+            ("plannerModel", o.planner_model.as_ref()),
+            ("verifierModel", o.verifier_model.as_ref()),
+        ] {
+            let Some(m) = m else { continue };
+            let allowed = &self.options.allowed_models;
+            if !allowed.is_empty()
+                && !model_allowed(default, m)
+                && !allowed.iter().any(|entry| model_allowed(entry, m))
+            {
+                return Err(policy_denied(
+                    field,
+                    format!(
+                        "`{field}`: `{m}` is not a model this server's operator allows; it allows \
+                         `{default}` and {}",
+                        allowed
+                            .iter()
+                            .map(|a| format!("`{a}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            self.check_provider(field, m)?;
+            if let Err(e) = lumen::models::create_adapter(m, self.options.adapter.clone()) {
+                return Err(ApiError::invalid_field(field, e.to_string()));
+            }
+        }
+        Ok(())
+    }
+
     /// The options of a run as the engine takes them: the folder switches
     /// resolved to the operator's folders (and refused where the operator
     /// allows none), endpoints refused unless the operator allowed them.
     pub(super) fn operator_options(&self, mut o: RunOptions) -> Result<RunOptions, ApiError> {
+        self.check_models(&o)?;
         let ops = &self.options;
         if let Some(url) = &o.cdp_url {
             let same = |a: &str| a.trim_end_matches('/') == url.trim_end_matches('/');
@@ -345,21 +397,14 @@ impl RunManager {
             OptionError::Invalid(k, why) => ApiError::invalid_field(&k, format!("`{k}`: {why}")),
         })?;
         options.check().map_err(|e| option_error(&e))?;
+        // The operator's rules on models, folders and endpoints, and whether
+        // the engine takes the options (a workflow file that cannot be read,
+        // a verifier model without a key…), before anything else.
+        self.agent_options(&options)?;
         let model = options
             .model
             .clone()
             .unwrap_or_else(|| self.options.default_model.clone());
-        for (field, m) in [
-            ("model", Some(&model)),
-            ("plannerModel", options.planner_model.as_ref()),
-            ("verifierModel", options.verifier_model.as_ref()),
-        ] {
-            let Some(m) = m else { continue };
-            self.check_provider(field, m)?;
-            if let Err(e) = lumen::models::create_adapter(m, self.options.adapter.clone()) {
-                return Err(ApiError::invalid_field(field, e.to_string()));
-            }
-        }
         let max_steps = options.max_steps.unwrap_or(self.options.default_max_steps);
         if max_steps > self.options.max_steps_limit {
             return Err(ApiError::invalid_field(
@@ -389,10 +434,6 @@ impl RunManager {
         if let Some(u) = &options.start_url {
             Self::judge_url(&session_policy, "startUrl", u).await?;
         }
-        // The operator's rules on folders and endpoints, and whether the
-        // engine takes the options (a workflow file that cannot be read, a
-        // verifier model without a key…), before the run is accepted.
-        self.agent_options(&options)?;
         Ok(NewRun {
             instruction,
             start_url: options.start_url.clone(),
@@ -423,6 +464,43 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn an_allowed_model_is_the_same_provider_and_id_or_a_prefix() {
+        for (entry, model, allowed) in [
+            (
+                "anthropic/claude-haiku-4-5",
+                "anthropic/claude-haiku-4-5",
+                true,
+            ),
+            (
+                "anthropic/claude-haiku-4-5",
+                "anthropic/claude-haiku-4-5x",
+                false,
+            ),
+            (
+                "anthropic/claude-haiku-*",
+                "anthropic/claude-haiku-4-5",
+                true,
+            ),
+            (
+                "anthropic/claude-haiku-*",
+                "anthropic/claude-opus-4-7",
+                false,
+            ),
+            // The provider counts: the same id elsewhere is another model.
+            (
+                "anthropic/claude-haiku-*",
+                "compatible/claude-haiku-4-5",
+                false,
+            ),
+            ("google/gemini-3-flash", "gemini/gemini-3-flash", true),
+            (" openai/gpt-5 ", "openai/gpt-5", true),
+            ("openai/*", "openai/gpt-5-mini", true),
+        ] {
+            assert_eq!(model_allowed(entry, model), allowed, "{entry} / {model}");
+        }
+    }
+
     #[test]
     fn nothing_is_created_behind_a_symlink_out_of_the_operators_folder() {
         let dir = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use lumen_server::Server;
 use serde_json::{Value, json};
 
-use super::{Client, Env, McpClient, Stored};
+use super::{Client, Env, MODEL, McpClient, Stored};
 
 fn bodies(env: &Env) -> Vec<String> {
     env.mock
@@ -73,6 +73,50 @@ async fn refused(c: &Client, body: Value) -> (u16, String, String) {
         .to_owned();
     assert!((400..500).contains(&status), "{body} → {status} {answer}");
     (status, code, field)
+}
+
+/// An operator's model list holds for a run's model, its planner's and its
+/// verifier's, before any other check; the default model is always allowed.
+#[tokio::test]
+async fn only_the_models_the_operator_allows_are_accepted() {
+    let env = Env::new().await;
+    let mut options = env.options();
+    options.allowed_models = vec!["compatible/qwen3-vl-*".into()];
+    let server = Server::start(options).await.unwrap();
+    let c = Client::new(server.local_addr());
+    let with = |extra: Value| {
+        let mut body = json!({"instruction": "x", "startUrl": env.counter()});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    for extra in [
+        json!({"model": "compatible/llama-3.2-vision"}),
+        json!({"plannerModel": "compatible/qwen2-vl"}),
+        json!({"verifierModel": "compatible/qwen3-vl"}),
+        // Refused for the list before the provider check (400) is reached.
+        json!({"model": "anthropic/claude-opus-4-7"}),
+    ] {
+        let field = extra.as_object().unwrap().keys().next().unwrap().clone();
+        let (status, answer) = c.post("/v1/runs", with(extra.clone())).await;
+        assert_eq!(status, 403, "{extra} → {answer}");
+        assert_eq!(answer["error"]["code"], "policy_denied", "{answer}");
+        assert_eq!(answer["error"]["field"], field, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("compatible/qwen3-vl-*"), "{message}");
+    }
+    for extra in [
+        json!({"verifierModel": "compatible/qwen3-vl-8b", "plannerModel": MODEL}),
+        json!({"model": MODEL}),
+    ] {
+        env.stall();
+        let (status, run) = c.post("/v1/runs", with(extra.clone())).await;
+        assert_eq!(status, 201, "{extra} → {run}");
+        let id = run["id"].as_str().unwrap().to_owned();
+        c.post(&format!("/v1/runs/{id}/cancel"), json!({})).await;
+    }
+    server.shutdown().await;
 }
 
 #[tokio::test]
