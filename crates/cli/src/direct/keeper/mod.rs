@@ -84,7 +84,8 @@ const MAX_URL: usize = 1000;
 /// How long the keeper may take to start, and to answer.
 pub(super) const ANSWER: Duration = Duration::from_secs(20);
 
-/// How long the keeper waits for the browser to take its settings: under
+/// How long the keeper waits for the browser to take its settings, and
+/// at start for the browser's link and its settings together: under
 /// [`ANSWER`], so a slow browser is reported by the keeper rather than
 /// taken for a keeper that hangs (which the caller would restart).
 const SETTLE: Duration = Duration::from_secs(15);
@@ -146,7 +147,10 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
     let dir = dir(session);
     private_dir(&dir)?;
     let _lock = hold_lock(session)?;
-    let link = EventLink::connect(&settings.ws_url, super::CALL_TIMEOUT)
+    // Connecting and taking the settings share one budget: their caller
+    // waits ANSWER for the keeper, no more.
+    let deadline = Instant::now() + SETTLE;
+    let link = EventLink::connect(&settings.ws_url, SETTLE)
         .await
         .map_err(super::fail)?;
     let active = settings.emulation != emulate::Emulation::default() || !settings.routes.is_empty();
@@ -163,7 +167,7 @@ pub(super) async fn serve(session: &str) -> Result<u8, CliError> {
         warm: warm::WarmLink::default(),
     };
     if active {
-        k.activate().await.map_err(CliError::failure)?;
+        k.activate(deadline).await.map_err(CliError::failure)?;
     }
 
     let sock = dir.join("sock");
@@ -218,7 +222,7 @@ impl Keeper {
         let answer = match question["op"].as_str() {
             Some("ping") => json!({"ok": true, "pid": std::process::id()}),
             Some("run") => return self.run(question, read, write),
-            Some("reload") => match self.activate().await {
+            Some("reload") => match self.activate(Instant::now() + SETTLE).await {
                 Ok(()) => json!({"ok": true, "pages": self.pages.len()}),
                 // `stale`: this keeper is on its way out.
                 Err(why) => json!({"ok": false, "error": why, "stale": self.stop}),
@@ -228,7 +232,7 @@ impl Keeper {
                 let started = if self.active {
                     Ok(())
                 } else {
-                    self.activate().await
+                    self.activate(Instant::now() + SETTLE).await
                 };
                 match started {
                     Ok(()) => {
@@ -254,10 +258,9 @@ impl Keeper {
     }
 
     /// Starts following the pages (once), then applies the state file,
-    /// all within one [`SETTLE`], so the keeper answers before its caller
-    /// gives up.
-    async fn activate(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + SETTLE;
+    /// all by `deadline` (at most [`SETTLE`] away), so the keeper answers
+    /// before its caller gives up.
+    async fn activate(&mut self, deadline: Instant) -> Result<(), String> {
         if !self.active {
             let id = self
                 .link
