@@ -144,6 +144,8 @@ pub(crate) const PROBE_FN: &str = r#"((x, y) => {
     const role = roleOf(el); if (role) d.role = role;
     const name = nameOf(el); if (name) d.name = name;
     if (frame) d.frameUrl = frame;
+    const row = el.closest('tr, li, [role=row], [role=listitem], [role=article], article');
+    if (row) { const context = textOf(row.innerText || row.textContent); if (context) d.context = context; }
     return d;
   };
   const at = (doc, px, py, frameUrl) => {

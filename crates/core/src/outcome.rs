@@ -33,6 +33,11 @@ pub struct ElementInfo {
     /// Whether it lives in a child frame, with that frame's URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_url: Option<String>,
+    /// The visible text of the table row, list item or article it sits
+    /// in (cut to 80 characters), when it sits in one: what tells apart
+    /// identical controls on different rows (each row's "Delete").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 /// A JavaScript dialog that opened during an action.

@@ -351,6 +351,7 @@ fn receipt() -> EffectReceipt {
             interactive: true,
             editable: false,
             frame_url: None,
+            context: None,
         }),
         focus: None,
         page_changed: Some(true),

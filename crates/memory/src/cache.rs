@@ -41,7 +41,9 @@ use crate::fsutil;
 
 /// The default similarity a screenshot must reach for its step to replay.
 pub const DEFAULT_SIMILARITY: f64 = 0.92;
-const SCRIPT_VERSION: u32 = 2;
+/// 3: targets keep a hash of their row's text (scripts without it could
+/// not tell one row's control from another's, and are misses).
+const SCRIPT_VERSION: u32 = 3;
 const WHAT: &str = "run script";
 
 /// The largest script file read (a real one is a few kilobytes a step).
@@ -152,6 +154,12 @@ pub struct ScriptTarget {
     /// Accessible name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// A hash of the text of the row the element sits in
+    /// ([`ElementInfo::context`]), 16 hex digits: the same "Delete" on
+    /// another row is another target. A hash, so the script file does not
+    /// keep more of the page than it needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 impl From<&ElementInfo> for ScriptTarget {
@@ -160,6 +168,7 @@ impl From<&ElementInfo> for ScriptTarget {
             tag: e.tag.clone(),
             role: e.role.clone(),
             name: e.name.clone(),
+            context: e.context.as_deref().map(|c| hex(text_hash(c))),
         }
     }
 }

@@ -102,6 +102,7 @@ fn button(name: &str) -> ElementInfo {
         interactive: true,
         editable: false,
         frame_url: None,
+        context: None,
     }
 }
 
@@ -342,13 +343,31 @@ fn a_step_that_needs_the_model_ends_the_script_before_it() {
 }
 
 #[test]
-fn targets_match_on_tag_role_and_name() {
+fn targets_match_on_tag_role_name_and_row() {
     let t = ScriptTarget::from(&button("Search"));
     assert!(t.matches(&button("Search")));
     assert!(!t.matches(&button("Clear")));
     let mut link = button("Search");
     link.tag = "a".into();
     assert!(!t.matches(&link));
+
+    // The same "Delete" on another row is another target.
+    let in_row = |text: &str| ElementInfo {
+        context: Some(text.into()),
+        ..button("Delete")
+    };
+    let t = ScriptTarget::from(&in_row("Green tea × 3 Delete"));
+    assert!(
+        t.matches(&in_row("Green tea  × 3\nDelete")),
+        "spacing aside"
+    );
+    assert!(!t.matches(&in_row("Black tea × 1 Delete")));
+    assert!(!t.matches(&button("Delete")), "no longer in a row");
+    let json = serde_json::to_string(&t).unwrap();
+    assert!(
+        !json.contains("Green"),
+        "the row's words are not kept: {json}"
+    );
 }
 
 #[test]

@@ -145,6 +145,7 @@ mod tests {
             interactive,
             editable,
             frame_url: None,
+            context: None,
         }
     }
 

@@ -17,9 +17,13 @@ use lumen_test_support::mock_provider::trajectory::{ScriptStep, Wire};
 use lumen_test_support::{FixtureServer, element_center, fixtures_root};
 
 const TASK: &str = "Order three packs of tea and say what the basket holds";
+/// Where the page under test is served: each test copies its fixture (and
+/// later a variant of it) there.
+const PAGE: &str = "page.html";
 const WIRE: Wire = Wire::Anthropic;
 
 struct Rerun {
+    task: &'static str,
     root: tempfile::TempDir,
     site: FixtureServer,
     mock: MockProvider,
@@ -29,11 +33,18 @@ struct Rerun {
 }
 
 impl Rerun {
+    /// The order page and its task.
     async fn new() -> Rerun {
+        Self::on("order.html", TASK).await
+    }
+
+    /// Fixture `page` of the rerun fixtures, and `task` to run on it.
+    async fn on(page: &str, task: &'static str) -> Rerun {
         let root = tempfile::tempdir().unwrap();
         let site = FixtureServer::start_at(root.path()).await.unwrap();
         let cache_dir = tempfile::tempdir().unwrap();
         let rerun = Rerun {
+            task,
             site,
             mock: lumen_test_support::mock_provider().await.unwrap(),
             tab: Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap()),
@@ -41,24 +52,18 @@ impl Rerun {
             _cache_dir: cache_dir,
             root,
         };
-        rerun.serve("order.html");
+        rerun.serve(page);
         rerun
     }
 
-    /// Serves `variant` of the rerun fixtures as `order.html`.
+    /// Serves `variant` of the rerun fixtures at [`PAGE`].
     fn serve(&self, variant: &str) {
         let from = fixtures_root().join("rerun").join(variant);
-        std::fs::copy(from, self.root.path().join("order.html")).unwrap();
+        std::fs::copy(from, self.root.path().join(PAGE)).unwrap();
     }
 
     async fn open(&self) {
-        assert!(
-            self.tab
-                .goto(&self.site.url("order.html"))
-                .await
-                .unwrap()
-                .ok
-        );
+        assert!(self.tab.goto(&self.site.url(PAGE)).await.unwrap().ok);
     }
 
     async fn center(&self, selector: &str) -> Point {
@@ -90,7 +95,7 @@ impl Rerun {
             ..SessionOptions::default()
         };
         let mut session = Session::new(self.tab.clone(), adapter, options).unwrap();
-        let result = session.run(TASK).await;
+        let result = session.run(self.task).await;
         assert!(
             self.mock.violations().is_empty(),
             "{:?}",
@@ -128,7 +133,7 @@ impl Rerun {
 
     fn script_file(&self) -> lumen::memory::RunScript {
         self.cache
-            .load(&ScriptKey::new(&self.site.url("order.html"), TASK))
+            .load(&ScriptKey::new(&self.site.url(PAGE), self.task))
             .expect("a script was saved")
     }
 }
@@ -220,6 +225,45 @@ async fn a_moved_button_falls_back_to_the_model_at_that_step_and_the_new_path_is
     assert_eq!(replayed(&r), vec![true, true, true]);
 }
 
+/// Two look-alike rows, each with its own "Remove": when they change
+/// places the page looks the same, but the button at the recorded place is
+/// the other row's. The replay stops there and the model removes the
+/// right one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_button_on_another_row_is_not_clicked_on_replay() {
+    const REMOVE: &str = "Remove the green tea from the basket and say what is left";
+    const GREEN: &str = "li[data-name='green tea'] button";
+    let t = Rerun::on("basket.html", REMOVE).await;
+    t.open().await;
+    let green = t.center(GREEN).await;
+    t.script(&[
+        vec![ScriptStep::Click(green.x, green.y)],
+        vec![ScriptStep::Done("Left: black tea".into())],
+    ])
+    .await;
+    let (r, calls) = t.run().await;
+    assert_success(&r, "Left: black tea");
+    assert_eq!(calls, 2);
+    let script = t.script_file();
+    let target = script.steps[0].actions[0].target.as_ref().unwrap();
+    assert!(target.context.is_some(), "the row is kept: {target:?}");
+
+    t.serve("basket-swapped.html");
+    t.open().await;
+    let green = t.center(GREEN).await;
+    t.script(&[
+        vec![ScriptStep::Click(green.x, green.y)],
+        vec![ScriptStep::Done("Left: black tea".into())],
+    ])
+    .await;
+    let (r, calls) = t.run().await;
+    assert_success(&r, "Left: black tea");
+    assert_eq!(calls, 2, "the model from the swapped rows' step on");
+    assert_eq!(replayed(&r), vec![false, false], "{:?}", call_ids(&r));
+    let removed = t.tab.evaluate("window.lumen.removed").await.unwrap();
+    assert_eq!(removed, serde_json::json!(["green tea"]), "the right row");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_is_not_replayed_on_a_page_that_reads_differently() {
     let t = Rerun::new().await;
@@ -238,7 +282,7 @@ async fn an_answer_is_not_replayed_on_a_page_that_reads_differently() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_script_is_a_miss_and_the_model_runs_the_task() {
     let t = Rerun::new().await;
-    let key = ScriptKey::new(&t.site.url("order.html"), TASK);
+    let key = ScriptKey::new(&t.site.url(PAGE), TASK);
     t.first_run().await;
     let path = std::fs::read_dir(t.cache.dir())
         .unwrap()
@@ -280,7 +324,7 @@ async fn a_task_continued_in_the_same_session_saves_no_script_of_its_own() {
     assert_success(&session.run(TASK).await, "Basket: 3 × green tea");
     let follow_up = "How many packs are in the basket?";
     assert_success(&session.run(follow_up).await, "3 packs");
-    let url = t.site.url("order.html");
+    let url = t.site.url(PAGE);
     assert!(
         t.cache.load(&ScriptKey::new(&url, follow_up)).is_none(),
         "the follow-up saved the first task's steps as its own"
