@@ -29,6 +29,10 @@ pub struct RunControl {
     finish: Arc<Mutex<Option<Answer>>>,
     /// Hand-overs opened so far.
     handoffs: Arc<AtomicU64>,
+    /// Held shared while a person's input goes into the page, taken
+    /// exclusively by the loop once a hand-over closed: no input lands
+    /// after the agent drives again.
+    live_input: Arc<tokio::sync::RwLock<()>>,
 }
 
 /// The open hand-over's number and where the person's note goes.
@@ -73,6 +77,7 @@ impl RunControl {
             handoff: Arc::new(watch::Sender::new(None)),
             finish: Arc::default(),
             handoffs: Arc::default(),
+            live_input: Arc::default(),
         }
     }
 
@@ -123,6 +128,23 @@ impl RunControl {
                 false
             }
         }
+    }
+
+    /// Runs `send` (a person's input into the page) if hand-over `id` is
+    /// still waiting; the hand-over's end waits until it has landed.
+    /// `None`, sending nothing, when the hand-over is over.
+    pub async fn live_input<T>(&self, id: u64, send: impl Future<Output = T>) -> Option<T> {
+        let _held = self.live_input.read().await;
+        if self.handoff().is_none_or(|h| h.id != id) {
+            return None;
+        }
+        Some(send.await)
+    }
+
+    /// Waits until every input sent during a hand-over that has just
+    /// closed has landed (later ones find it closed).
+    pub(crate) async fn drain_live_input(&self) {
+        drop(self.live_input.write().await);
     }
 
     /// Opens a hand-over (the loop calls this); the receiver resolves with
@@ -297,6 +319,47 @@ mod tests {
             c.cancelled().await,
             "user_explicit_cancel",
             "already cancelled resolves at once"
+        );
+    }
+
+    /// A person's input that started before the hand-over closed lands
+    /// before the loop goes on; input after the close is not sent.
+    #[tokio::test]
+    async fn a_closed_handoff_waits_for_input_in_flight_and_refuses_more() {
+        let c = RunControl::new();
+        let tab: Arc<dyn BrowserTab> = Arc::new(crate::fake::FakeTab::new("about:blank"));
+        let (id, _answer) = c.open_handoff("code".into(), HandoffTrigger::Model, tab);
+        let (landed_tx, landed_rx) = oneshot::channel::<()>();
+        let (release_tx, release_rx) = oneshot::channel::<()>();
+        let input = tokio::spawn({
+            let c = c.clone();
+            async move {
+                c.live_input(id, async move {
+                    let _ = release_rx.await;
+                    let _ = landed_tx.send(());
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        c.close_handoff(id);
+        let drained = tokio::spawn({
+            let c = c.clone();
+            async move { c.drain_live_input().await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(
+            !drained.is_finished(),
+            "the loop waits for the input in flight"
+        );
+        release_tx.send(()).unwrap();
+        drained.await.unwrap();
+        assert!(landed_rx.await.is_ok(), "it landed before the loop went on");
+        assert_eq!(input.await.unwrap(), Some(()));
+        assert_eq!(
+            c.live_input(id, async {}).await,
+            None,
+            "none after the close"
         );
     }
 

@@ -262,6 +262,9 @@ impl PerceptionLoop {
             },
         };
         self.control.close_handoff(id);
+        // Input the person sent before the close lands before the agent
+        // looks at the page again.
+        self.control.drain_live_input().await;
         // A "done" that raced the deadline or the stop still counts: it
         // either landed before the close (and is in the channel) or was
         // told that nothing waits any more.

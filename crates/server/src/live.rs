@@ -52,6 +52,8 @@ use crate::front_door::{FrontDoor, constant_time_eq};
 pub(crate) const TICKET_TTL: Duration = Duration::from_secs(300);
 /// The longest note a person may leave (the same over HTTP).
 pub(crate) const MAX_NOTE_CHARS: usize = 2000;
+/// The most live tickets a hand-over has at once.
+const MAX_TICKETS: usize = 8;
 /// The largest message a person's client may send.
 const MAX_MESSAGE: usize = 64 * 1024;
 /// The widest frame sent (the browser scales down to it).
@@ -160,6 +162,14 @@ impl Tickets {
         let mut inner = self.lock();
         let now = Instant::now();
         inner.tickets.retain(|t| t.expires.is_none_or(|e| e > now));
+        // A few per hand-over (the oldest go first), however often a
+        // client asks: every lookup compares them all.
+        let same = |t: &Ticket| t.run == run && t.handoff == handoff;
+        if inner.tickets.iter().filter(|t| same(t)).count() >= MAX_TICKETS
+            && let Some(oldest) = inner.tickets.iter().position(same)
+        {
+            inner.tickets.remove(oldest);
+        }
         inner.tickets.push(Ticket {
             secret: secret.clone(),
             run: run.to_owned(),
@@ -337,14 +347,12 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64, silence: 
             }
             frame = frames.next() => {
                 let Some(frame) = frame else {
-                    // The page or the browser went away; a stream that
-                    // ended is never polled again.
-                    let e = json!({"type": "error", "message": "the screencast ended"});
-                    if !sink.send(&e).await {
-                        break;
-                    }
-                    frames = Box::pin(futures::stream::pending());
-                    continue;
+                    // The page went away (a popup the person closed) or the
+                    // browser did: input would go to a page nobody sees. A
+                    // reload streams the page driven now.
+                    let e = json!({"type": "error", "message": "the screencast ended: reload to see the page now driven"});
+                    sink.send(&e).await;
+                    break;
                 };
                 let data = base64::engine::general_purpose::STANDARD.encode(&frame.jpeg);
                 let msg = json!({
@@ -379,14 +387,15 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64, silence: 
                     break;
                 }
                 let answer = match serde_json::from_value::<LiveInput>(value) {
-                    Ok(_) if control.handoff().is_none_or(|h| h.id != handoff) => {
-                        sink.send(&json!({"type": "closed"})).await;
-                        break;
-                    }
-                    Ok(input) => match pending.tab.live_input(&input).await {
-                        Ok(true) => None,
-                        Ok(false) => Some("this browser cannot take input".to_owned()),
-                        Err(e) => Some(e.to_string()),
+                    // Sent only while the hand-over waits; its end waits for it.
+                    Ok(input) => match control.live_input(handoff, pending.tab.live_input(&input)).await {
+                        None => {
+                            sink.send(&json!({"type": "closed"})).await;
+                            break;
+                        }
+                        Some(Ok(true)) => None,
+                        Some(Ok(false)) => Some("this browser cannot take input".to_owned()),
+                        Some(Err(e)) => Some(e.to_string()),
                     },
                     Err(e) => Some(format!("not a live-view message: {e}")),
                 };
@@ -560,5 +569,19 @@ mod tests {
         assert_eq!(t.open_view("r1", &second).err(), Some(Refused::Unknown));
         let expired = t.mint("r1", 4, Some(Duration::ZERO)).unwrap();
         assert_eq!(t.peek("r1", &expired), None);
+    }
+
+    /// A client asking again and again keeps a few tickets, the newest.
+    #[test]
+    fn a_handover_keeps_only_its_newest_tickets() {
+        let t = Tickets::default();
+        let other = t.mint("r2", 1, Some(TICKET_TTL)).unwrap();
+        let minted: Vec<String> = (0..100)
+            .map(|_| t.mint("r1", 1, Some(TICKET_TTL)).unwrap())
+            .collect();
+        assert_eq!(t.lock().tickets.len(), MAX_TICKETS + 1);
+        assert_eq!(t.peek("r1", &minted[0]), None, "the oldest went");
+        assert_eq!(t.peek("r1", &minted[99]), Some(1));
+        assert_eq!(t.peek("r2", &other), Some(1), "another run's stays");
     }
 }

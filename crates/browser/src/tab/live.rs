@@ -35,6 +35,14 @@ impl CdpTab {
                 ctx.page.event_listener::<EventScreencastFrame>(),
             )
             .await?;
+        // A new view starts with nothing held, and only the newest
+        // screencast may stop the page's screencast when it ends: the
+        // generation moves on before this one starts, so an older view's
+        // task that ends meanwhile leaves it running.
+        let live = self.shared.live.clone();
+        live.buttons.store(0, Ordering::Relaxed);
+        live.modifiers.store(0, Ordering::Relaxed);
+        let generation = live.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let side = max_width.clamp(160, 4096);
         conn.page_raw(
             &ctx.page,
@@ -42,12 +50,6 @@ impl CdpTab {
             json!({"format": "jpeg", "quality": QUALITY, "maxWidth": side, "maxHeight": side}),
         )
         .await?;
-        // A new view starts with nothing held, and only the newest
-        // screencast may stop the page's screencast when it ends.
-        let live = self.shared.live.clone();
-        live.buttons.store(0, Ordering::Relaxed);
-        live.modifiers.store(0, Ordering::Relaxed);
-        let generation = live.generation.fetch_add(1, Ordering::SeqCst) + 1;
         let (tx, rx) = tokio::sync::mpsc::channel::<LiveFrame>(1);
         let page = ctx.page.clone();
         let interval = Duration::from_millis(1000 / MAX_FPS);
