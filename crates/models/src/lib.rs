@@ -368,8 +368,8 @@ impl std::str::FromStr for Provider {
 /// URLs from the process environment.
 ///
 /// `anthropic/<model>` (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL),
-/// `openai/<model>` (OPENAI_API_KEY, OPENAI_BASE_URL), `google/<model>`
-/// (GEMINI_API_KEY or GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL). Any other
+/// `openai/<model>` (OPENAI_API_KEY, OPENAI_BASE_URL), `google/<model>` or
+/// `gemini/<model>` (GEMINI_API_KEY or GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL). Any other
 /// string (optionally prefixed `compatible/`) is a model on an
 /// OpenAI-compatible server, which needs a base URL (options or
 /// OPENAI_BASE_URL; the key, OPENAI_API_KEY, is optional). A missing key or
@@ -400,40 +400,46 @@ pub fn create_adapter_with_env(
         }
         Ok(())
     };
-    if let Some(id) = model.strip_prefix("anthropic/") {
-        need_key(&mut options, &["ANTHROPIC_API_KEY"], "anthropic")?;
-        if options.base_url.is_none() {
-            options.base_url = env("ANTHROPIC_BASE_URL");
+    // The registry's reading of the prefix, so that what is checked (an
+    // operator's model list, the provider behind a base URL) is what runs:
+    // `gemini/…` is a Google model here too.
+    match registry::split_model(model) {
+        (Provider::Anthropic, id) => {
+            need_key(&mut options, &["ANTHROPIC_API_KEY"], "anthropic")?;
+            if options.base_url.is_none() {
+                options.base_url = env("ANTHROPIC_BASE_URL");
+            }
+            Ok(Arc::new(anthropic::AnthropicAdapter::new(id, options)?))
         }
-        return Ok(Arc::new(anthropic::AnthropicAdapter::new(id, options)?));
-    }
-    if let Some(id) = model.strip_prefix("openai/") {
-        need_key(&mut options, &["OPENAI_API_KEY"], "openai")?;
-        if options.base_url.is_none() {
-            options.base_url = env("OPENAI_BASE_URL");
+        (Provider::OpenAi, id) => {
+            need_key(&mut options, &["OPENAI_API_KEY"], "openai")?;
+            if options.base_url.is_none() {
+                options.base_url = env("OPENAI_BASE_URL");
+            }
+            Ok(Arc::new(openai::OpenAiAdapter::new(id, options)?))
         }
-        return Ok(Arc::new(openai::OpenAiAdapter::new(id, options)?));
-    }
-    if let Some(id) = model.strip_prefix("google/") {
-        need_key(
-            &mut options,
-            &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-            "google",
-        )?;
-        if options.base_url.is_none() {
-            options.base_url = env("GOOGLE_GEMINI_BASE_URL");
+        (Provider::Google, id) => {
+            need_key(
+                &mut options,
+                &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+                "google",
+            )?;
+            if options.base_url.is_none() {
+                options.base_url = env("GOOGLE_GEMINI_BASE_URL");
+            }
+            Ok(Arc::new(google::GoogleAdapter::new(id, options)?))
         }
-        return Ok(Arc::new(google::GoogleAdapter::new(id, options)?));
+        // Anything else: a model on an OpenAI-compatible server.
+        (Provider::Compatible, id) => {
+            if options.base_url.is_none() {
+                options.base_url = env("OPENAI_BASE_URL");
+            }
+            if options.api_key.is_none() {
+                options.api_key = env("OPENAI_API_KEY").map(ApiKey::new);
+            }
+            Ok(Arc::new(compatible::CompatibleAdapter::new(id, options)?))
+        }
     }
-    // Anything else: a model on an OpenAI-compatible server.
-    let id = model.strip_prefix("compatible/").unwrap_or(model);
-    if options.base_url.is_none() {
-        options.base_url = env("OPENAI_BASE_URL");
-    }
-    if options.api_key.is_none() {
-        options.api_key = env("OPENAI_API_KEY").map(ApiKey::new);
-    }
-    Ok(Arc::new(compatible::CompatibleAdapter::new(id, options)?))
 }
 
 /// A temperature as JSON, without f32 noise (0.2, not 0.20000000298…).

@@ -61,6 +61,14 @@ struct Entry {
     domains: Vec<DomainPattern>,
 }
 
+/// The most secrets one set holds: each is looked for in everything the
+/// run records, and a request is untrusted.
+pub const MAX_SECRETS: usize = 64;
+/// The longest secret name, in characters (names reach the model's prompt).
+pub const MAX_SECRET_NAME: usize = 64;
+/// The longest secret value, in bytes.
+pub const MAX_SECRET_VALUE: usize = 4096;
+
 /// Named secrets. Values are only ever given out by
 /// [`substitute`](Self::substitute).
 #[derive(Clone, Default)]
@@ -93,18 +101,25 @@ impl Secrets {
     }
 
     /// Registers (or replaces) a secret. Names use letters, digits, `_`,
-    /// `.` and `-`; values must not be empty.
+    /// `.` and `-` (at most [`MAX_SECRET_NAME`]); values must not be empty
+    /// (nor over [`MAX_SECRET_VALUE`] bytes); a set holds at most
+    /// [`MAX_SECRETS`].
     pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) -> Result<()> {
         let name = name.into();
         let value = value.into();
         let valid = !name.is_empty()
+            && name.chars().count() <= MAX_SECRET_NAME
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
         if !valid {
             return Err(LumenError::config(
                 "secrets",
-                format!("`{name}` is not a valid secret name (letters, digits, `_`, `.`, `-`)"),
+                format!(
+                    "`{}` is not a valid secret name (letters, digits, `_`, `.`, `-`; at most \
+                     {MAX_SECRET_NAME})",
+                    name.chars().take(MAX_SECRET_NAME).collect::<String>()
+                ),
             ));
         }
         if value.is_empty() {
@@ -112,6 +127,19 @@ impl Secrets {
             return Err(LumenError::config(
                 "secrets",
                 format!("the secret `{name}` is empty"),
+            ));
+        }
+        if value.len() > MAX_SECRET_VALUE {
+            return Err(LumenError::config(
+                "secrets",
+                format!("the secret `{name}` is longer than {MAX_SECRET_VALUE} bytes"),
+            ));
+        }
+        let replaces = self.entries.iter().any(|e| e.name == name);
+        if !replaces && self.entries.len() >= MAX_SECRETS {
+            return Err(LumenError::config(
+                "secrets",
+                format!("more than {MAX_SECRETS} secrets: give only the ones the task needs"),
             ));
         }
         self.entries.retain(|e| e.name != name);
@@ -173,10 +201,11 @@ impl Secrets {
 
     fn rebuild(&mut self) {
         let mut out: Vec<(String, String)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for e in &self.entries {
             let placeholder = Self::placeholder(&e.name);
             for spelling in spellings(&e.value) {
-                if !out.iter().any(|(s, _)| *s == spelling) {
+                if seen.insert(spelling.clone()) {
                     out.push((spelling, placeholder.clone()));
                 }
             }
@@ -560,6 +589,32 @@ mod tests {
             .unwrap()
             .with("email", "alice@example.test")
             .unwrap()
+    }
+
+    /// A request is untrusted: how many secrets, and how long, is bounded,
+    /// and a refused one leaves the set as it was.
+    #[test]
+    fn a_set_holds_a_bounded_number_of_bounded_secrets() {
+        let mut s = Secrets::new();
+        for i in 0..MAX_SECRETS {
+            s.insert(format!("s{i}"), format!("value-{i}")).unwrap();
+        }
+        let e = s.insert("one-more", "x").unwrap_err().to_string();
+        assert!(e.contains("more than 64 secrets"), "{e}");
+        s.insert("s3", "replaced").unwrap();
+        assert_eq!(
+            s.names().count(),
+            MAX_SECRETS,
+            "a replacement is no new one"
+        );
+        assert_eq!(s.redact("replaced value-3"), "<secret:s3> value-3");
+        let e = Secrets::new()
+            .insert("big", "v".repeat(MAX_SECRET_VALUE + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("longer than 4096 bytes"), "{e}");
+        assert!(Secrets::new().insert("n".repeat(65), "v").is_err());
+        assert!(Secrets::new().insert("n".repeat(64), "v").is_ok());
     }
 
     #[test]

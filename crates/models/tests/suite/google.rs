@@ -362,6 +362,12 @@ fn google_keys_come_from_either_variable() {
     let a = create_adapter_with_env(&format!("google/{MODEL}"), AdapterOptions::default(), env)
         .unwrap();
     assert_eq!(a.info().provider, "google");
+    // `gemini/` names Google too, as the registry (and so an operator's
+    // model list and the base-URL provider check) reads it: never a model
+    // on an OpenAI-compatible server.
+    let a = create_adapter_with_env(&format!("gemini/{MODEL}"), AdapterOptions::default(), env)
+        .unwrap();
+    assert_eq!(a.info().provider, "google");
     let e = create_adapter_with_env("google/x", AdapterOptions::default(), |_| None)
         .err()
         .unwrap();

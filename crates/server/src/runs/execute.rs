@@ -442,12 +442,21 @@ impl RunManager {
             // their scopes go with them, and the run goes on without them.
             options.secret_domains = None;
         }
-        self.agent_options(&options).map_err(|e| {
+        let refused = |e: crate::error::ApiError| {
             LumenError::config(
                 e.field.clone().unwrap_or_else(|| "options".into()),
                 e.message,
             )
-        })
+        };
+        // The operator's limit now (a queued run may come from a worker
+        // that allowed more, or from before the limit was lowered).
+        super::validate::check_step_budget(
+            info.max_steps,
+            info.attempts,
+            self.options.max_steps_limit,
+        )
+        .map_err(refused)?;
+        self.agent_options(&options).map_err(refused)
     }
 
     async fn drive_on(

@@ -201,6 +201,27 @@ pub(super) fn confine(
     Ok(PathSetting::Path(real))
 }
 
+/// The operator's step limit holds for a run's steps in all: each attempt
+/// of an exec run has `max_steps` of its own.
+pub(super) fn check_step_budget(max_steps: u32, attempts: u32, limit: u32) -> Result<(), ApiError> {
+    if max_steps > limit {
+        return Err(ApiError::invalid_field(
+            "maxSteps",
+            format!("`maxSteps` must be an integer from 1 to {limit}"),
+        ));
+    }
+    if max_steps.saturating_mul(attempts) > limit {
+        return Err(ApiError::invalid_field(
+            "attempts",
+            format!(
+                "{attempts} attempts of {max_steps} steps each are more than this server's \
+                 {limit} steps a run: lower `attempts` or `maxSteps`"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `model` is one an operator's `entry` names: the same provider
 /// and the same id, or for an entry ending in `*`, an id it begins
 /// (`anthropic/claude-haiku-*`).
@@ -406,20 +427,12 @@ impl RunManager {
             .clone()
             .unwrap_or_else(|| self.options.default_model.clone());
         let max_steps = options.max_steps.unwrap_or(self.options.default_max_steps);
-        if max_steps > self.options.max_steps_limit {
-            return Err(ApiError::invalid_field(
-                "maxSteps",
-                format!(
-                    "`maxSteps` must be an integer from 1 to {}",
-                    self.options.max_steps_limit
-                ),
-            ));
-        }
         let (mode, attempts) = match options.run_mode() {
             RunMode::Agent => (Mode::Agent, 1),
             RunMode::Plan => (Mode::Plan, 1),
             RunMode::Exec { attempts } => (Mode::Exec, attempts),
         };
+        check_step_budget(max_steps, attempts, self.options.max_steps_limit)?;
         // The run gets the operator policy, narrowed by the request's.
         let requested = options.policy.clone().unwrap_or_default();
         let policy = self

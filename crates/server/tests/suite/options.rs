@@ -207,6 +207,13 @@ async fn options_a_client_may_not_choose_are_refused_by_name() {
             "invalid_field",
             "maxSteps",
         ),
+        // Each attempt has its own steps: the limit (500) holds for all.
+        (
+            json!({"mode": "exec", "attempts": 10, "maxSteps": 100}),
+            400,
+            "invalid_field",
+            "attempts",
+        ),
         // The operator's base URL serves the default model's provider: a
         // model of another provider would take that provider's key there.
         (
