@@ -13,12 +13,15 @@
 //!   - the step's URL and screenshot size must be the same;
 //!   - a perceptual hash of its screenshot ([`dhash`]) must be at least as
 //!     similar as the threshold (default 0.92: at most 5 of 64 bits differ);
-//!   - each action aimed at a point keeps the element it hit (tag, role and
-//!     accessible name, from the effect receipt): the element at that point
-//!     must be the same before the action is replayed, so a moved button is
-//!     never clicked blind;
+//!   - each action aimed at a point keeps the element it hit (tag, role,
+//!     accessible name and the text of its row, from the effect receipt):
+//!     the element at that point must be the same before the action is
+//!     replayed, so a moved button, or the same button on another row, is
+//!     never clicked blind; a pointer action whose element is unknown ends
+//!     the script before its step;
 //!   - the step that ends the run keeps a hash of the page's visible text:
-//!     the answer is replayed only on a page that reads the same.
+//!     the answer, and state written on that step, are replayed only on a
+//!     page that reads the same (state written earlier ends the script).
 //! - **What is kept**: actions that ran and worked (blocked and failed ones
 //!   are left out). Observations (screenshots, page reads, zooms) need no
 //!   replay and are dropped; a step that needs a live page reference, a tab,
@@ -27,14 +30,15 @@
 //!
 //! Each script is one JSON file named by a stable hash of its key, written
 //! atomically and readable by its owner only. A script is a program the
-//! browser will run: the cache refuses a folder another user owns or every
-//! user may write to. An unreadable, oversized or foreign file is a miss, never an
-//! error. The loop scrubs secret values out of a script before it is saved.
+//! browser will run: the cache refuses a folder another user owns or others
+//! may write to. An unreadable, oversized or foreign file (another owner,
+//! writable by others, an action no recorder keeps, a pointer action
+//! without its element) is a miss, never an error. The loop scrubs secret values out of a script before it is saved.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use lumen_core::{Action, ElementInfo, Image, LumenError, Result, SemanticStep};
+use lumen_core::{Action, ActionRecord, ElementInfo, Image, LumenError, Result, SemanticStep};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil;
@@ -142,6 +146,15 @@ pub struct ScriptAction {
     pub target: Option<ScriptTarget>,
 }
 
+impl ScriptAction {
+    /// Whether a recorder could have kept it: a kind that is replayed, and
+    /// for a pointer action, the element it hit.
+    fn recordable(&self) -> bool {
+        replay_kind(&self.action) == ReplayKind::Replay
+            && (self.action.point().is_none() || self.target.is_some())
+    }
+}
+
 /// The accessible identity of an element: enough to tell a moved or
 /// replaced control from the one an action was aimed at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -233,6 +246,13 @@ pub fn replay_kind(action: &Action) -> ReplayKind {
     }
 }
 
+/// Whether a step gave the run's answer (a `Terminate` that ran).
+fn step_ends_run(actions: &[ActionRecord]) -> bool {
+    actions.iter().any(|r| {
+        r.blocked.is_none() && r.execution.ok && matches!(r.call.action, Action::Terminate { .. })
+    })
+}
+
 impl RunScript {
     /// Compiles a successful run: `steps` is its semantic history and
     /// `final_text` the visible text of the page it ended on. `Ok(None)`
@@ -269,6 +289,18 @@ impl RunScript {
                     .and(record.execution.effect.as_ref())
                     .and_then(|e| e.target.as_ref())
                     .map(ScriptTarget::from);
+                // A pointer action whose element is unknown (receipts off, a
+                // probe that could not run) could only be replayed blind.
+                if record.call.action.point().is_some() && target.is_none() {
+                    break 'steps;
+                }
+                // State written mid-run holds what the page said then; only
+                // the answer's step has its page's text checked.
+                if matches!(record.call.action, Action::WriteState { .. })
+                    && !step_ends_run(&step.actions)
+                {
+                    break 'steps;
+                }
                 actions.push(ScriptAction {
                     action: record.call.action.clone(),
                     target,
@@ -369,10 +401,10 @@ impl ActionCache {
                         .into(),
                 ));
             }
-            if meta.mode() & 0o002 != 0 {
+            if meta.mode() & 0o022 != 0 {
                 return Err(fail(format!(
-                    "every user may write to the action cache directory (mode {:o}), and \
-                     whoever can place a script there drives the browser; run `chmod o-w` on it",
+                    "other users may write to the action cache directory (mode {:o}), and \
+                     whoever can place a script there drives the browser; run `chmod go-w` on it",
                     meta.mode() & 0o777
                 )));
             }
@@ -426,11 +458,19 @@ impl ActionCache {
     /// The script of `key`'s task, if one was saved and can be read.
     pub fn load(&self, key: &ScriptKey) -> Option<RunScript> {
         let path = self.path(key);
-        if let Ok(meta) = fs::metadata(&path)
-            && meta.len() > MAX_SCRIPT_BYTES
-        {
-            tracing::warn!(path = %path.display(), bytes = meta.len(), "run script too large; treated as a miss");
-            return None;
+        if let Ok(meta) = fs::metadata(&path) {
+            if meta.len() > MAX_SCRIPT_BYTES {
+                tracing::warn!(path = %path.display(), bytes = meta.len(), "run script too large; treated as a miss");
+                return None;
+            }
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt as _;
+                if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+                    tracing::warn!(path = %path.display(), "run script of another user, or writable by others; treated as a miss");
+                    return None;
+                }
+            }
         }
         let text = match fsutil::read_optional(&path, WHAT) {
             Ok(Some(t)) => t,
@@ -442,11 +482,16 @@ impl ActionCache {
         };
         match serde_json::from_str::<RunScript>(&text) {
             // A different key under the same file name is a hash collision;
-            // a step without actions is no script's (a crafted file).
+            // a step without actions, an action no recorder keeps, or a
+            // pointer action without its element is no script's (a crafted
+            // file).
             Ok(s)
                 if s.version == SCRIPT_VERSION
                     && s.key == *key
-                    && s.steps.iter().all(|step| !step.actions.is_empty()) =>
+                    && s.steps.iter().all(|step| {
+                        !step.actions.is_empty()
+                            && step.actions.iter().all(ScriptAction::recordable)
+                    }) =>
             {
                 Some(s)
             }

@@ -238,9 +238,106 @@ fn the_cache_is_private_and_refuses_a_folder_anyone_may_write() {
     cache.save(&script).unwrap();
     assert_eq!(mode(&cache.path(&key())), 0o600);
 
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let err = ActionCache::open(&dir).unwrap_err();
-    assert!(err.to_string().contains("chmod o-w"), "{err}");
+    // A script file others may write to is no script of ours.
+    let file = cache.path(&key());
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o620)).unwrap();
+    assert_eq!(cache.load(&key()), None);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(cache.load(&key()), Some(script));
+
+    for open in [0o777, 0o770] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(open)).unwrap();
+        let err = ActionCache::open(&dir).unwrap_err();
+        assert!(err.to_string().contains("chmod go-w"), "{open:o}: {err}");
+    }
+}
+
+/// What a recorder never keeps is never replayed, whoever wrote the file:
+/// a pointer action without its element, a kind that is not replayed.
+#[test]
+fn a_script_file_with_what_no_recorder_keeps_is_a_miss() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = ActionCache::open(root.path().join("cache")).unwrap();
+    let page = png(&render(&search_page()));
+    let steps = vec![step(
+        0,
+        URL,
+        page,
+        vec![worked(click(), Some(button("Search")))],
+    )];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    cache.save(&script).unwrap();
+    assert!(cache.load(&key()).is_some());
+
+    let mut blind = script.clone();
+    blind.steps[0].actions[0].target = None;
+    cache.save(&blind).unwrap();
+    assert_eq!(cache.load(&key()), None, "a click without its element");
+
+    let mut scripted = script;
+    scripted.steps[0].actions[0] = ScriptAction {
+        action: Action::JavascriptExec {
+            text: "document.body.remove()".into(),
+        },
+        target: None,
+    };
+    cache.save(&scripted).unwrap();
+    assert_eq!(cache.load(&key()), None, "a page script");
+}
+
+/// A click whose element is unknown (receipts off) ends the script before
+/// its step; state written before the answer's step ends it too (the page's
+/// words it holds are not checked), while the answer's step keeps its own.
+#[test]
+fn blind_clicks_and_early_state_end_the_script() {
+    let page = png(&render(&search_page()));
+    let mut data = lumen_core::TaskState::new();
+    data.insert("price".into(), "4.20".into());
+    let state = Action::WriteState { data };
+    let steps = vec![
+        step(
+            0,
+            URL,
+            page.clone(),
+            vec![worked(click(), Some(button("Search")))],
+        ),
+        step(1, URL, page.clone(), vec![worked(click(), None)]),
+        step(2, URL, page.clone(), vec![worked(terminate("done"), None)]),
+    ];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps.len(), 1, "{script:?}");
+
+    let steps = vec![
+        step(
+            0,
+            URL,
+            page.clone(),
+            vec![worked(click(), Some(button("Search")))],
+        ),
+        step(1, URL, page.clone(), vec![worked(state.clone(), None)]),
+        step(2, URL, page.clone(), vec![worked(terminate("done"), None)]),
+    ];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps.len(), 1, "{script:?}");
+
+    let steps = vec![
+        step(
+            0,
+            URL,
+            page.clone(),
+            vec![worked(click(), Some(button("Search")))],
+        ),
+        step(
+            1,
+            URL,
+            page,
+            vec![worked(state.clone(), None), worked(terminate("done"), None)],
+        ),
+    ];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps.len(), 2, "{script:?}");
+    assert_eq!(script.steps[1].actions[0].action, state);
+    assert!(script.steps[1].page_text.is_some());
 }
 
 #[test]
@@ -313,7 +410,12 @@ fn a_run_compiles_to_its_working_actions_with_their_guards() {
 fn a_step_that_needs_the_model_ends_the_script_before_it() {
     let page = png(&render(&search_page()));
     let steps = vec![
-        step(0, URL, page.clone(), vec![worked(click(), None)]),
+        step(
+            0,
+            URL,
+            page.clone(),
+            vec![worked(click(), Some(button("Search")))],
+        ),
         step(
             1,
             URL,
@@ -417,6 +519,11 @@ fn an_undecodable_screenshot_is_an_error_not_a_panic() {
     let bad = Image::new(ImageFormat::Png, 4, 4, vec![1u8, 2, 3]);
     let err = dhash(&bad).unwrap_err();
     assert_eq!(err.code(), lumen_core::ErrorCode::InvalidData);
-    let steps = vec![step(0, URL, bad, vec![worked(click(), None)])];
+    let steps = vec![step(
+        0,
+        URL,
+        bad,
+        vec![worked(click(), Some(button("Search")))],
+    )];
     assert!(RunScript::compile(key(), &steps, "").is_err());
 }

@@ -194,6 +194,9 @@ pub struct RunState {
     step_span: tracing::Span,
     /// Hand-overs to a person so far.
     handoffs: handoff::Handoffs,
+    /// Whether guidance steered the run: like a hand-over, something a
+    /// replay of its actions would lack, so no script is saved.
+    guided: bool,
 }
 
 impl RunState {
@@ -265,6 +268,7 @@ impl RunState {
             replayed_steps: 0,
             step_span: tracing::Span::none(),
             handoffs: handoff::Handoffs::default(),
+            guided: false,
         }
     }
 }
@@ -487,8 +491,9 @@ impl PerceptionLoop {
         // A sub-task is part of its parent's run: only the parent starts
         // and ends the run for the bus's consumers.
         let top = self.depth == 0;
-        // Only a run of its own history is a script of its task.
-        let fresh = run.history.step_count() == 0;
+        // Only a run of its own history, and of no state carried in from
+        // an earlier task (the model reads it), is a script of its task.
+        let fresh = run.history.step_count() == 0 && run.state.get().is_none();
         if top {
             self.bus
                 .emit(StreamEvent::RunStarted {
@@ -539,7 +544,7 @@ impl PerceptionLoop {
             }
             Err(e) => (RunStatus::Failure, None, Some(e)),
         };
-        if status == RunStatus::Success && top && !run.handoffs.any {
+        if status == RunStatus::Success && top && !run.handoffs.any && !run.guided {
             self.save_script(instruction, run, fresh).await;
         }
         if status == RunStatus::Success
@@ -652,6 +657,7 @@ impl PerceptionLoop {
         let started = Instant::now();
         let started_at_ms = now_ms();
         let guidance = self.control.take_guidance();
+        run.guided |= !guidance.is_empty();
 
         let mut url = self.guarded(self.tab.url()).await?;
         if let Some(n) = run.repeat.record_url(&url) {
@@ -720,7 +726,9 @@ impl PerceptionLoop {
                 Err(e) => tracing::debug!("could not list the tabs: {e}"),
             }
         }
-        if step == 0 && self.depth == 0 {
+        // (A task that starts with state carried in from an earlier one
+        // reads it: no script knows it.)
+        if step == 0 && self.depth == 0 && run.state.get().is_none() {
             run.script = self.load_script(instruction, &url);
         }
         self.shrink_older_screenshots(step, &shot, run).await;

@@ -142,9 +142,18 @@ impl PerceptionLoop {
         planned: &ScriptStep,
         action: &lumen_memory::cache::ScriptAction,
     ) -> Result<Option<String>> {
-        if let (Some(at), Some(target)) = (action.action.point(), &action.target) {
+        if let Some(at) = action.action.point() {
+            let Some(target) = &action.target else {
+                return Ok(Some(format!(
+                    "the script kept no element for the point ({}, {})",
+                    at.x, at.y
+                )));
+            };
             let now = match soft(self.guarded(self.tab.element_at(at)).await)? {
-                Ok(now) => now,
+                // Seen as the script saw it: with the run's secrets masked.
+                Ok(now) => now.map(|e| match self.pipeline.secrets().redact_serde(e) {
+                    Ok(e) | Err(e) => e,
+                }),
                 Err(e) => return Ok(Some(format!("the element at the point is unknown: {e}"))),
             };
             if !now.as_ref().is_some_and(|e| target.matches(e)) {
@@ -154,7 +163,12 @@ impl PerceptionLoop {
                 )));
             }
         }
-        if matches!(action.action, Action::Terminate { .. }) {
+        // The answer, and state written on its step, come from the page's
+        // words, which the screenshot's hash cannot see.
+        if matches!(
+            action.action,
+            Action::Terminate { .. } | Action::WriteState { .. }
+        ) {
             let text = match soft(self.guarded(self.tab.page_text()).await)? {
                 Ok(text) => text,
                 Err(e) => return Ok(Some(format!("the page text is unknown: {e}"))),

@@ -264,6 +264,81 @@ async fn the_same_button_on_another_row_is_not_clicked_on_replay() {
     assert_eq!(removed, serde_json::json!(["green tea"]), "the right row");
 }
 
+/// The element a click hit is saved with the run's secrets masked (the
+/// receipt is); on replay the element now at the point is masked the same
+/// way before the two are compared, so a row that shows a secret still
+/// matches itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_showing_a_secret_still_matches_on_replay() {
+    const REMOVE: &str = "Remove the first item from the basket and say what is left";
+    let t = Rerun::on("basket.html", REMOVE).await;
+    let run = |turns: Vec<Vec<ScriptStep>>| {
+        let t = &t;
+        async move {
+            t.open().await;
+            t.script(&turns).await;
+            let before = t.mock.requests().len();
+            let options = SessionOptions {
+                max_steps: 8,
+                cache: Some(t.cache.clone()),
+                secrets: lumen::safety::Secrets::new()
+                    .with("item", "Green tea")
+                    .unwrap(),
+                ..SessionOptions::default()
+            };
+            let mut session =
+                Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
+            let r = session.run(REMOVE).await;
+            (r, t.mock.requests().len() - before)
+        }
+    };
+    t.open().await;
+    let green = t.center("li[data-name='green tea'] button").await;
+    let (r, calls) = run(vec![
+        vec![ScriptStep::Click(green.x, green.y)],
+        vec![ScriptStep::Done("Left: black tea".into())],
+    ])
+    .await;
+    assert_success(&r, "Left: black tea");
+    assert_eq!(calls, 2);
+    let (r, calls) = run(Vec::new()).await;
+    assert_success(&r, "Left: black tea");
+    assert_eq!(calls, 0, "{:?}", call_ids(&r));
+    let removed = t.tab.evaluate("window.lumen.removed").await.unwrap();
+    assert_eq!(removed, serde_json::json!(["green tea"]));
+}
+
+/// Guidance a person gave mid-run is something a replay would not have:
+/// such a run saves no script, as a handed-over one does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_steered_by_guidance_saves_no_script() {
+    let t = Rerun::new().await;
+    t.open().await;
+    let (qty, add) = (t.center("#qty").await, t.center("#add").await);
+    t.script(&[
+        vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
+        vec![ScriptStep::Click(add.x, add.y)],
+        vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+    ])
+    .await;
+    let options = SessionOptions {
+        max_steps: 8,
+        cache: Some(t.cache.clone()),
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
+    session
+        .control()
+        .inject_guidance("Three packs, not two: the user changed their mind");
+    assert_success(&session.run(TASK).await, "Basket: 3 × green tea");
+    assert!(
+        t.cache
+            .load(&ScriptKey::new(&t.site.url(PAGE), TASK))
+            .is_none(),
+        "a guided run was saved"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_is_not_replayed_on_a_page_that_reads_differently() {
     let t = Rerun::new().await;

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use lumen_core::{
-    Action, ActionCall, ActionExecution, ActionRecord, Image, ImageFormat, Modifiers, MouseButton,
-    SemanticStep, TokenUsage,
+    Action, ActionCall, ActionExecution, ActionRecord, EffectReceipt, ElementInfo, Image,
+    ImageFormat, Modifiers, MouseButton, SemanticStep, TokenUsage,
 };
 use lumen_memory::{ActionCache, RunScript, ScriptKey, cache};
 use lumen_test_support::{FixtureServer, locate_chromium};
@@ -72,7 +72,14 @@ async fn a_script_step_holds_on_the_same_fixture_page_and_not_on_another() {
         modifiers: Modifiers::NONE,
     };
     let mut execution = ActionExecution::ok();
-    execution.effect = Some(Box::default());
+    execution.effect = Some(Box::new(EffectReceipt {
+        target: Some(ElementInfo {
+            tag: "input".into(),
+            role: Some("textbox".into()),
+            ..ElementInfo::default()
+        }),
+        ..EffectReceipt::default()
+    }));
     let step = SemanticStep {
         step: 0,
         url: server.url("form.html"),
