@@ -416,6 +416,10 @@ impl BrowserTab for StartingTab {
         self.act().await?.element_at(at).await
     }
 
+    async fn focused_element(&self) -> Result<Option<ElementInfo>> {
+        self.act().await?.focused_element().await
+    }
+
     async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {
         self.act().await?.set_scroll_offset(offset).await
     }

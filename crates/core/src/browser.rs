@@ -451,6 +451,13 @@ pub trait BrowserTab: Send + Sync {
         let _ = at;
         Ok(None)
     }
+    /// The element that has the keyboard focus (what typing would go
+    /// into), described as effect receipts describe `focus`. `Ok(None)`
+    /// when nothing but the page itself has it, the page is navigating, or
+    /// this browser cannot tell (the default).
+    async fn focused_element(&self) -> Result<Option<ElementInfo>> {
+        Ok(None)
+    }
     /// Scrolls the driven page to `offset` (as [`scroll_offset`](Self::scroll_offset)
     /// read it), without moving the pointer.
     async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {

@@ -17,8 +17,9 @@
 //!     accessible name and the text of its row, from the effect receipt):
 //!     the element at that point must be the same before the action is
 //!     replayed, so a moved button, or the same button on another row, is
-//!     never clicked blind; a pointer action whose element is unknown ends
-//!     the script before its step;
+//!     never clicked blind; typing keeps the element with the focus it went
+//!     into, which must have the focus before the text is replayed; an
+//!     action whose element is unknown ends the script before its step;
 //!   - the step that ends the run keeps a hash of the page's visible text:
 //!     the answer, and state written on that step, are replayed only on a
 //!     page that reads the same (state written earlier ends the script).
@@ -141,17 +142,24 @@ pub struct ScriptStep {
 pub struct ScriptAction {
     /// The action, as the model gave it (secrets as placeholders).
     pub action: Action,
-    /// The element under the action's point when it ran.
+    /// The element under the action's point when it ran (for typing, the
+    /// element with the focus).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<ScriptTarget>,
 }
 
+/// Whether `action` is replayed only onto the element it was taken on: the
+/// one at its point, or for typing, the one with the focus.
+pub fn guarded_by_element(action: &Action) -> bool {
+    action.point().is_some() || matches!(action, Action::Type { .. })
+}
+
 impl ScriptAction {
     /// Whether a recorder could have kept it: a kind that is replayed, and
-    /// for a pointer action, the element it hit.
+    /// for an action guarded by its element, that element.
     fn recordable(&self) -> bool {
         replay_kind(&self.action) == ReplayKind::Replay
-            && (self.action.point().is_none() || self.target.is_some())
+            && (!guarded_by_element(&self.action) || self.target.is_some())
     }
 }
 
@@ -282,16 +290,18 @@ impl RunScript {
                     ReplayKind::Replay => {}
                 }
                 ends_run |= matches!(record.call.action, Action::Terminate { .. });
-                let target = record
-                    .call
-                    .action
-                    .point()
-                    .and(record.execution.effect.as_ref())
-                    .and_then(|e| e.target.as_ref())
-                    .map(ScriptTarget::from);
-                // A pointer action whose element is unknown (receipts off, a
-                // probe that could not run) could only be replayed blind.
-                if record.call.action.point().is_some() && target.is_none() {
+                let effect = record.execution.effect.as_ref();
+                let target = match &record.call.action {
+                    a if a.point().is_some() => effect.and_then(|e| e.target.as_ref()),
+                    // Typing keeps the focus it went into.
+                    Action::Type { .. } => effect.and_then(|e| e.focus.as_ref()),
+                    _ => None,
+                }
+                .map(ScriptTarget::from);
+                // An action whose element is unknown (receipts off, a probe
+                // that could not run, typing into the page itself) could
+                // only be replayed blind.
+                if guarded_by_element(&record.call.action) && target.is_none() {
                     break 'steps;
                 }
                 // State written mid-run holds what the page said then; only

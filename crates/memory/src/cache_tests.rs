@@ -120,6 +120,24 @@ fn worked(action: Action, target: Option<ElementInfo>) -> ActionRecord {
     }
 }
 
+/// A record of typing that worked, into `focus`.
+fn typed(text: &str, focus: Option<ElementInfo>) -> ActionRecord {
+    let mut record = worked(Action::Type { text: text.into() }, None);
+    if let Some(effect) = record.execution.effect.as_mut() {
+        effect.focus = focus;
+    }
+    record
+}
+
+fn search_box() -> ElementInfo {
+    ElementInfo {
+        tag: "input".into(),
+        role: Some("searchbox".into()),
+        editable: true,
+        ..button("Search for")
+    }
+}
+
 fn step(n: u32, url: &str, shot: Image, actions: Vec<ActionRecord>) -> SemanticStep {
     SemanticStep {
         step: n,
@@ -307,6 +325,20 @@ fn blind_clicks_and_early_state_end_the_script() {
     let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
     assert_eq!(script.steps.len(), 1, "{script:?}");
 
+    // Typing with no field focused could land in whatever has the focus
+    // on a replay.
+    let steps = vec![
+        step(
+            0,
+            URL,
+            page.clone(),
+            vec![worked(click(), Some(button("Search")))],
+        ),
+        step(1, URL, page.clone(), vec![typed("tea", None)]),
+    ];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps.len(), 1, "{script:?}");
+
     let steps = vec![
         step(
             0,
@@ -362,7 +394,7 @@ fn a_run_compiles_to_its_working_actions_with_their_guards() {
             page.clone(),
             vec![
                 worked(click(), Some(button("Search"))),
-                worked(typing.clone(), None),
+                typed("green tea", Some(search_box())),
             ],
         ),
         // Only observations, a failure and a blocked call: nothing to replay.
@@ -390,7 +422,7 @@ fn a_run_compiles_to_its_working_actions_with_their_guards() {
             },
             ScriptAction {
                 action: typing,
-                target: None,
+                target: Some(ScriptTarget::from(&search_box())),
             },
         ]
     );

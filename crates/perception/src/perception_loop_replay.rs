@@ -142,24 +142,30 @@ impl PerceptionLoop {
         planned: &ScriptStep,
         action: &lumen_memory::cache::ScriptAction,
     ) -> Result<Option<String>> {
-        if let Some(at) = action.action.point() {
-            let Some(target) = &action.target else {
-                return Ok(Some(format!(
-                    "the script kept no element for the point ({}, {})",
-                    at.x, at.y
-                )));
+        if lumen_memory::cache::guarded_by_element(&action.action) {
+            let point = action.action.point();
+            let place = match point {
+                Some(at) => format!("at ({}, {})", at.x, at.y),
+                None => "with the focus".to_owned(),
             };
-            let now = match soft(self.guarded(self.tab.element_at(at)).await)? {
+            let Some(target) = &action.target else {
+                return Ok(Some(format!("the script kept no element {place}")));
+            };
+            let now = match point {
+                Some(at) => self.guarded(self.tab.element_at(at)).await,
+                None => self.guarded(self.tab.focused_element()).await,
+            };
+            let now = match soft(now)? {
                 // Seen as the script saw it: with the run's secrets masked.
                 Ok(now) => now.map(|e| match self.pipeline.secrets().redact_serde(e) {
                     Ok(e) | Err(e) => e,
                 }),
-                Err(e) => return Ok(Some(format!("the element at the point is unknown: {e}"))),
+                Err(e) => return Ok(Some(format!("the element {place} is unknown: {e}"))),
             };
             if !now.as_ref().is_some_and(|e| target.matches(e)) {
                 return Ok(Some(format!(
-                    "the element at ({}, {}) is not the <{}> the script clicked",
-                    at.x, at.y, target.tag
+                    "the element {place} is not the <{}> the script acted on",
+                    target.tag
                 )));
             }
         }

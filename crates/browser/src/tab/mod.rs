@@ -466,6 +466,10 @@ impl BrowserTab for CdpTab {
         self.element_at_point(at).await
     }
 
+    async fn focused_element(&self) -> Result<Option<ElementInfo>> {
+        self.focused_now().await
+    }
+
     async fn set_scroll_offset(&self, offset: ScrollOffset) -> Result<ActionOutcome> {
         self.scroll_page_to(offset).await
     }

@@ -85,6 +85,12 @@ impl CdpTab {
             .and_then(|p| p.target))
     }
 
+    /// The focused element, read with the receipt's own probe.
+    pub(super) async fn focused_now(&self) -> Result<Option<ElementInfo>> {
+        let ctx = self.active();
+        Ok(self.probe_soft(&ctx, None).await?.and_then(|p| p.focus))
+    }
+
     pub(super) async fn flush(&self, ctx: &PageCtx) {
         tokio::join!(ctx.flusher.flush(), self.shared.browser_flusher.flush());
     }

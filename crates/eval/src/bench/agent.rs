@@ -225,6 +225,9 @@ impl BrowserTab for TimedTab {
     async fn element_at(&self, at: Point) -> lumen::Result<Option<lumen::ElementInfo>> {
         timed!(self, other, self.inner.element_at(at))
     }
+    async fn focused_element(&self) -> lumen::Result<Option<lumen::ElementInfo>> {
+        timed!(self, other, self.inner.focused_element())
+    }
     async fn page_text(&self) -> lumen::Result<String> {
         timed!(self, other, self.inner.page_text())
     }

@@ -264,6 +264,28 @@ async fn the_same_button_on_another_row_is_not_clicked_on_replay() {
     assert_eq!(removed, serde_json::json!(["green tea"]), "the right row");
 }
 
+/// Typing is replayed only into the element it went into: on a page whose
+/// quantity field hands the focus to another (the screenshot and the
+/// clicked element the same), the text is not typed blind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_is_not_replayed_into_another_field() {
+    let t = Rerun::new().await;
+    t.first_run().await;
+    t.serve("order-focus.html");
+    t.script(&[vec![ScriptStep::Done("Basket: empty".into())]])
+        .await;
+    let (r, calls) = t.run().await;
+    assert_success(&r, "Basket: empty");
+    assert_eq!(calls, 1, "{:?}", call_ids(&r));
+    let note = t
+        .tab
+        .evaluate("document.getElementById('note').value")
+        .await
+        .unwrap();
+    assert_eq!(note, "", "the quantity was typed into the other field");
+    assert_eq!(t.basket().await, 0);
+}
+
 /// The element a click hit is saved with the run's secrets masked (the
 /// receipt is); on replay the element now at the point is masked the same
 /// way before the two are compared, so a row that shows a secret still
