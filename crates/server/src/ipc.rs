@@ -26,12 +26,17 @@
 //!
 //! At end of input the service shuts down like `shutdown` does: active runs
 //! are cancelled with reason `server_shutdown` and persisted as
-//! `interrupted`.
+//! `interrupted`. A line longer than `ServeOptions::max_body_bytes` is
+//! read to its end without being kept and answered with an error, as the
+//! HTTP API answers a body over the limit.
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite,
+    AsyncWriteExt as _, BufReader,
+};
 use tokio::sync::mpsc;
 
 use crate::error::ApiError;
@@ -45,6 +50,7 @@ where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let max_line = options.max_body_bytes;
     let runs = RunManager::new(options).await?;
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     let writer = tokio::spawn(async move {
@@ -57,27 +63,20 @@ where
             }
         }
     });
-    let mut lines = BufReader::new(input).lines();
-    while let Some(line) = lines.next_line().await? {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (id, reply) = match serde_json::from_str::<Value>(&line) {
-            Ok(req) => {
-                let id = req.get("id").cloned().unwrap_or(Value::Null);
-                let method = req.get("method").and_then(Value::as_str).unwrap_or("");
-                if method == "shutdown" {
-                    let _ = tx.send(json!({"id": id, "result": {}})).await;
-                    break;
-                }
-                let params = req.get("params").cloned().unwrap_or_else(|| json!({}));
-                (id, handle(&runs, &tx, method, &params).await)
-            }
-            Err(e) => (
+    let mut input = BufReader::new(input);
+    let mut buf = Vec::new();
+    while let Some(read) = next_line(&mut input, max_line, &mut buf).await? {
+        let (id, reply) = match read {
+            Line::TooLong => (
                 Value::Null,
-                Err(ApiError::invalid_json(format!("not a JSON request: {e}"))),
+                Some(Err(ApiError::invalid_json(format!(
+                    "a request line is longer than {max_line} bytes"
+                )))),
             ),
+            Line::Read if buf.trim_ascii().is_empty() => continue,
+            Line::Read => request(&runs, &tx, &buf).await,
         };
+        let Some(reply) = reply else { break };
         let line = match reply {
             Ok(result) => json!({"id": id, "result": result}),
             Err(e) => json!({"id": id, "error": e}),
@@ -90,6 +89,72 @@ where
     drop(tx);
     let _ = writer.await;
     Ok(())
+}
+
+/// What [`next_line`] read.
+enum Line {
+    /// A line, in the buffer (without its newline).
+    Read,
+    /// A line over the limit, read to its end and dropped.
+    TooLong,
+}
+
+/// Reads the next line of `input` into `buf`, keeping at most `max` bytes
+/// of it; `None` at end of input.
+async fn next_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    max: usize,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<Line>> {
+    buf.clear();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    if (&mut *input).take(limit).read_until(b'\n', buf).await? == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok(Some(Line::Read));
+    }
+    if buf.len() <= max {
+        // The last line, without a newline.
+        return Ok(Some(Line::Read));
+    }
+    // Over the limit: the rest of the line is read in pieces and dropped.
+    loop {
+        buf.clear();
+        let n = (&mut *input).take(64 * 1024).read_until(b'\n', buf).await?;
+        if n == 0 || buf.last() == Some(&b'\n') {
+            buf.clear();
+            return Ok(Some(Line::TooLong));
+        }
+    }
+}
+
+/// Answers one request line: its id and its reply, or `None` for the reply
+/// to `shutdown` (sent here; the service then ends).
+async fn request(
+    runs: &Arc<RunManager>,
+    tx: &mpsc::Sender<Value>,
+    line: &[u8],
+) -> (Value, Option<Result<Value, ApiError>>) {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(req) => {
+            let id = req.get("id").cloned().unwrap_or(Value::Null);
+            let method = req.get("method").and_then(Value::as_str).unwrap_or("");
+            if method == "shutdown" {
+                let _ = tx.send(json!({"id": id, "result": {}})).await;
+                return (id, None);
+            }
+            let params = req.get("params").cloned().unwrap_or_else(|| json!({}));
+            (id, Some(handle(runs, tx, method, &params).await))
+        }
+        Err(e) => (
+            Value::Null,
+            Some(Err(ApiError::invalid_json(format!(
+                "not a JSON request: {e}"
+            )))),
+        ),
+    }
 }
 
 fn run_id(params: &Value) -> Result<String, ApiError> {

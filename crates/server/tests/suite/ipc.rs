@@ -90,3 +90,44 @@ async fn ipc_runs_a_task_and_streams_its_events_as_lines() {
     drop(client_in);
     service.await.unwrap().unwrap();
 }
+
+/// A line over the body limit is not kept: it is answered with an error,
+/// and the requests after it are served.
+#[tokio::test]
+async fn a_line_over_the_limit_is_refused_and_the_next_is_served() {
+    let env = Env::new().await;
+    let mut options = env.options();
+    options.max_body_bytes = 1024;
+    let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, client_out) = tokio::io::duplex(1 << 16);
+    let service = tokio::spawn(lumen_server::ipc(options, server_in, server_out));
+    let mut lines = BufReader::new(client_out).lines();
+    let huge = format!("{{\"id\": 1, \"method\": \"{}\"}}\n", "x".repeat(200_000));
+    let writer = tokio::spawn(async move {
+        client_in.write_all(huge.as_bytes()).await.unwrap();
+        client_in
+            .write_all(b"{\"id\": 2, \"method\": \"health\"}\n")
+            .await
+            .unwrap();
+        client_in
+    });
+    let mut next = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("ipc went quiet")
+            .unwrap()
+            .expect("ipc closed");
+        serde_json::from_str(&line).unwrap()
+    };
+    let refused = next().await;
+    assert_eq!(refused["error"]["code"], "invalid_json", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("longer than 1024 bytes"), "{message}");
+    let health = next().await;
+    assert_eq!(
+        (health["id"].clone(), health["result"]["status"].clone()),
+        (json!(2), json!("ok"))
+    );
+    drop(writer.await.unwrap());
+    service.await.unwrap().unwrap();
+}
