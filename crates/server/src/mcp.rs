@@ -142,6 +142,13 @@ impl LumenMcp {
             return Ok(t.clone());
         }
         let tab = Arc::new(CdpTab::launch(self.runs.options().launch.clone()).await?);
+        // The operator policy holds on every request of this browser, as
+        // in a run's: what a page loads, fetches and redirects to, and
+        // where its own script takes it, not only where a tool sends it.
+        let policy = SessionPolicy::new(&self.runs.operator_policy())?;
+        if let Some(filter) = lumen::safety::request_filter(&policy) {
+            tab.install_request_filter(filter).await?;
+        }
         *slot = Some(tab.clone());
         Ok(tab)
     }
@@ -273,6 +280,19 @@ impl LumenMcp {
             Ok(t) => t,
             Err(e) => return failed(format!("the browser could not start: {e}")),
         };
+        // Nothing is shown of a page the policy refuses, however the tab
+        // got there.
+        let url = tab.url().await.unwrap_or_default();
+        match SessionPolicy::new(&self.runs.operator_policy()).map(|p| p.check_url(&url)) {
+            Ok(PolicyDecision::Deny(d)) => {
+                return failed(format!(
+                    "the page is one the operator policy refuses: {}",
+                    d.reason
+                ));
+            }
+            Err(e) => return failed(format!("the operator policy is invalid: {e}")),
+            Ok(_) => {}
+        }
         if name == "screenshot" {
             match tab.screenshot(&ScreenshotOptions::default()).await {
                 Ok(shot) => {

@@ -140,3 +140,44 @@ async fn mcp_direct_tools_get_a_fresh_browser_after_a_crash() {
     assert_eq!(counted.pids().len(), 2, "a fresh Chromium");
     mcp.close(Duration::from_secs(60)).await;
 }
+
+/// The direct tools' browser holds the operator policy on every request,
+/// as a run's does: a page a tool opened cannot take the tab to a blocked
+/// host by its own script (`redirect.html?auto=cross` goes to the
+/// `localhost` name of the fixture server 300 ms after loading).
+#[tokio::test]
+async fn mcp_direct_tools_hold_the_policy_on_what_a_page_does() {
+    let env = Env::new().await;
+    let mut options = env.options();
+    options.policy.blocked_domains = vec!["localhost".into()];
+    let mut mcp = McpClient::start(options);
+    mcp.initialize().await;
+    let url = format!("{}?auto=cross", env.site.url("redirect.html"));
+    let opened = mcp
+        .call(
+            "tools/call",
+            json!({"name": "open", "arguments": {"url": url}}),
+        )
+        .await;
+    assert!(
+        opened
+            .to_string()
+            .contains("blocked by policy before it was sent"),
+        "{opened}"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let paths: Vec<String> = env.site.requests().into_iter().map(|r| r.path).collect();
+    assert!(
+        !paths.iter().any(|p| p == "/links/page1.html"),
+        "the page's navigation to the blocked host was sent: {paths:?}"
+    );
+    let snap = mcp
+        .call("tools/call", json!({"name": "snapshot", "arguments": {}}))
+        .await;
+    // The tab keeps trying; whatever it shows is not the blocked page.
+    let shown = snap["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(!shown.contains("localhost"), "{shown}");
+    mcp.close(Duration::from_secs(60)).await;
+}
