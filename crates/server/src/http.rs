@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -17,7 +17,7 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
-use futures::{SinkExt as _, Stream, StreamExt as _};
+use futures::{Stream, StreamExt as _};
 use lumen::{RecordedEvent, StreamEvent};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -63,6 +63,14 @@ pub(crate) fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// `r`, ending its connection once sent: a client the front door turned
+/// away keeps no connection slot open.
+fn closing(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
 /// Every request, whatever its route (the WebSocket upgrade and SSE
 /// included), in this order: a `Host` naming this server (421), no foreign
 /// `Origin` (403), the bearer token except on `/health` (401), and for
@@ -74,7 +82,7 @@ async fn front_door(State(state): State<AppState>, req: Request, next: Next) -> 
         .check_host(req.headers())
         .and_then(|()| door.check_origin(req.headers()))
     {
-        return e.into_response();
+        return closing(e.into_response());
     }
     // A live view's page and socket carry a short-lived ticket instead (a
     // browser cannot send the bearer header on a WebSocket).
@@ -83,7 +91,7 @@ async fn front_door(State(state): State<AppState>, req: Request, next: Next) -> 
         let mut r = ApiError::unauthorized().into_response();
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return r;
+        return closing(r);
     }
     if matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH) {
         match json_body(req, door.max_body).await {
@@ -575,6 +583,9 @@ async fn stream_ws(State(s): State<AppState>, ws: WebSocketUpgrade) -> Response 
         .on_upgrade(move |socket| websocket(s.runs, socket))
 }
 
+/// The most runs one `/v1/stream` connection follows at once.
+const MAX_SUBSCRIPTIONS: usize = 64;
+
 /// What a WebSocket client may send.
 #[derive(Debug, Deserialize)]
 #[serde(
@@ -598,18 +609,31 @@ enum ClientMessage {
     },
 }
 
-/// One WebSocket connection: subscriptions to any number of runs, each fed
-/// by [`follow`], plus ping/pong (the server also pings every 20 s).
+/// One WebSocket connection: subscriptions to at most
+/// [`MAX_SUBSCRIPTIONS`] runs, each fed by [`follow`], plus ping/pong. The
+/// server pings every 20 s and closes a connection that has sent nothing
+/// (not even a pong) for 60 s, or has not taken a message within
+/// [`live::SEND_WAIT`]: an upgraded socket is past the listener's idle
+/// limit, and a client that stopped reading would hold its slot and its
+/// followers for good.
 async fn websocket(runs: Arc<RunManager>, socket: WebSocket) {
-    let (mut sink, mut source) = socket.split();
+    let silence = runs
+        .options()
+        .test_hooks
+        .stream_silence
+        .unwrap_or(Duration::from_secs(60));
+    let (sink, mut source) = socket.split();
+    let mut sink = live::Outbox(sink);
     let (out_tx, mut out_rx) = mpsc::channel::<Value>(256);
     let mut subs: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
-    let mut ping = tokio::time::interval(Duration::from_secs(20));
+    let mut ping = tokio::time::interval(silence / 3);
     ping.tick().await;
+    let mut heard = Instant::now();
     loop {
         tokio::select! {
             msg = source.next() => {
                 let Some(Ok(msg)) = msg else { break };
+                heard = Instant::now();
                 let text = match msg {
                     Message::Text(t) => t.to_string(),
                     Message::Close(_) => break,
@@ -620,6 +644,15 @@ async fn websocket(runs: Arc<RunManager>, socket: WebSocket) {
                     Ok(ClientMessage::Unsubscribe { run_id }) => {
                         if let Some(t) = subs.remove(&run_id) { t.abort(); }
                         json!({"type": "unsubscribed", "runId": run_id})
+                    }
+                    Ok(ClientMessage::Subscribe { run_id, .. })
+                        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains_key(&run_id) =>
+                    {
+                        let e = ApiError::invalid_field(
+                            "runId",
+                            format!("a connection follows at most {MAX_SUBSCRIPTIONS} runs: unsubscribe from one first"),
+                        );
+                        json!({"type": "error", "runId": run_id, "error": e})
                     }
                     Ok(ClientMessage::Subscribe { run_id, after }) => match runs.entry(&run_id).await {
                         Ok(entry) => {
@@ -641,18 +674,20 @@ async fn websocket(runs: Arc<RunManager>, socket: WebSocket) {
                     },
                     Err(e) => json!({"type": "error", "error": ApiError::invalid_json(format!("not a client message: {e}"))}),
                 };
-                if sink.send(Message::Text(reply.to_string().into())).await.is_err() {
+                if !sink.send(&reply).await {
                     break;
                 }
             }
             out = out_rx.recv() => {
                 let Some(v) = out else { break };
-                if sink.send(Message::Text(v.to_string().into())).await.is_err() {
+                if !sink.send(&v).await {
                     break;
                 }
             }
             _ = ping.tick() => {
-                if sink.send(Message::Ping(Bytes::from_static(b"lumen"))).await.is_err() {
+                if heard.elapsed() >= silence
+                    || !sink.message(Message::Ping(Bytes::from_static(b"lumen"))).await
+                {
                     break;
                 }
             }

@@ -62,8 +62,8 @@ const FRAME_WIDTH: u32 = 1280;
 /// closed, and its place given back.
 pub(crate) const SILENCE: Duration = Duration::from_secs(30);
 /// The longest one message may take to leave: a client that stopped
-/// reading is closed.
-const SEND_WAIT: Duration = Duration::from_secs(10);
+/// reading is closed (here and on the API's `/v1/stream`).
+pub(crate) const SEND_WAIT: Duration = Duration::from_secs(10);
 
 /// The live view's page: a canvas, input capture, a note and "done".
 pub(crate) const PAGE: &str = include_str!("live.html");
@@ -411,18 +411,19 @@ async fn session(socket: WebSocket, control: RunControl, handoff: u64, silence: 
     let _ = tokio::time::timeout(SEND_WAIT, sink.0.close()).await;
 }
 
-/// The sending half of a live view's socket, each message bounded by
-/// [`SEND_WAIT`].
-struct Outbox(futures::stream::SplitSink<WebSocket, Message>);
+/// The sending half of a server WebSocket (a live view's, `/v1/stream`),
+/// each message bounded by [`SEND_WAIT`].
+pub(crate) struct Outbox(pub(crate) futures::stream::SplitSink<WebSocket, Message>);
 
 impl Outbox {
     /// Sends `v` as text; `false` when the client is gone or did not take
-    /// it in time (the view should end).
-    async fn send(&mut self, v: &Value) -> bool {
+    /// it in time (the connection should end).
+    pub(crate) async fn send(&mut self, v: &Value) -> bool {
         self.message(text(v)).await
     }
 
-    async fn message(&mut self, msg: Message) -> bool {
+    /// Sends `msg`, as [`send`](Self::send).
+    pub(crate) async fn message(&mut self, msg: Message) -> bool {
         matches!(
             tokio::time::timeout(SEND_WAIT, self.0.send(msg)).await,
             Ok(Ok(()))

@@ -240,6 +240,8 @@ pub struct TestHooks {
     /// How long a live view's client may stay silent before it is closed
     /// (30 s otherwise), so a test need not wait that long.
     pub live_silence: Option<Duration>,
+    /// The same for a `/v1/stream` client (60 s otherwise).
+    pub stream_silence: Option<Duration>,
 }
 
 impl Default for ServeOptions {

@@ -482,3 +482,53 @@ async fn slow_and_idle_connections_are_closed_and_their_number_capped() {
     assert!(waited >= Duration::from_millis(150), "{waited:?}");
     server.shutdown().await;
 }
+
+/// A client the front door turns away keeps no connection: asked to keep
+/// it alive, it is closed after the refusal all the same (so clients
+/// without the token cannot hold every connection slot), while an
+/// authorized keep-alive connection stays open.
+#[tokio::test]
+async fn a_refused_request_ends_its_connection() {
+    let env = Env::new().await;
+    let server = Server::start(env.options()).await.unwrap();
+    let addr = server.local_addr();
+    let host = format!("127.0.0.1:{}", addr.port());
+    for request in [
+        // No token.
+        format!("GET /v1/runs HTTP/1.1\r\nHost: {host}\r\nConnection: keep-alive\r\n\r\n"),
+        // A foreign Host (DNS rebinding).
+        format!(
+            "GET /v1/runs HTTP/1.1\r\nHost: attacker.example:{}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: keep-alive\r\n\r\n",
+            addr.port()
+        ),
+    ] {
+        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+        sock.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), sock.read_to_end(&mut answer))
+            .await
+            .expect("the refused connection was kept open")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 401") || answer.starts_with("HTTP/1.1 421"),
+            "{answer}"
+        );
+    }
+    let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let ok = format!(
+        "GET /health HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: keep-alive\r\n\r\n"
+    );
+    sock.write_all(ok.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = sock.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let mut more = [0u8; 1];
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), sock.read(&mut more))
+            .await
+            .is_err(),
+        "an authorized keep-alive connection stays open"
+    );
+    server.shutdown().await;
+}

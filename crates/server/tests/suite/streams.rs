@@ -103,3 +103,45 @@ async fn websocket_subscribers_get_backlog_then_live_events_and_pongs() {
     assert_eq!(tail, events[4..].to_vec());
     server.shutdown().await;
 }
+
+/// A `/v1/stream` client that stopped answering (not even pings) is
+/// closed: an upgraded socket is past the listener's idle limit, and it
+/// would hold its connection slot and its followers for good. One that
+/// reads stays.
+#[tokio::test]
+async fn a_websocket_client_that_went_quiet_is_closed() {
+    let env = Env::new().await;
+    let mut options = env.options();
+    let silence = Duration::from_millis(1500);
+    options.test_hooks.stream_silence = Some(silence);
+    let server = Server::start(options).await.unwrap();
+    let connect = || {
+        tokio_tungstenite::connect_async(super::ws_request(
+            server.local_addr(),
+            &[("authorization", format!("Bearer {}", super::TOKEN))],
+        ))
+    };
+    let (mut quiet, _) = connect().await.unwrap();
+    let (mut reading, _) = connect().await.unwrap();
+    // `reading` is read (and so answers pings) for well past the silence;
+    // `quiet` is left alone.
+    let until = tokio::time::Instant::now() + silence * 3;
+    while let Ok(msg) = tokio::time::timeout_at(until, reading.next()).await {
+        match msg {
+            Some(Ok(Message::Close(_))) | None => panic!("a client that reads was closed"),
+            Some(Ok(_)) => {}
+            Some(Err(e)) => panic!("{e}"),
+        }
+    }
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match quiet.next().await {
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the quiet client is still connected");
+    server.shutdown().await;
+}
