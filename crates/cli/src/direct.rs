@@ -317,10 +317,13 @@ fn state_dir() -> PathBuf {
     match base {
         Some(base) => base.join("lumen").join("browser"),
         // No home: a folder of this user's own in the temporary directory
-        // (a shared one would be the first user's, closed to the others).
-        None => std::env::temp_dir()
-            .join(format!("lumen-{}", rustix::process::geteuid().as_raw()))
-            .join("browser"),
+        // (a shared one would be the first user's, closed to the others),
+        // one level deep, so that checking its owner covers every part a
+        // stranger could have made first.
+        None => std::env::temp_dir().join(format!(
+            "lumen-{}-browser",
+            rustix::process::geteuid().as_raw()
+        )),
     }
 }
 
@@ -353,6 +356,19 @@ fn state_path(session: &str) -> Result<PathBuf, CliError> {
 
 fn load(session: &str) -> Result<Option<State>, CliError> {
     let path = state_path(session)?;
+    // The state names the browser commands drive and the profile `close`
+    // deletes: a file (or folder) another user made is never taken.
+    for part in [Some(path.as_path()), path.parent()].into_iter().flatten() {
+        if let Ok(meta) = std::fs::symlink_metadata(part)
+            && !keeper::owned_by_me(&meta)
+        {
+            return Err(CliError::config(format!(
+                "{} belongs to another user, or others may write to it: it is not this \
+                 session's; remove it, or set LUMEN_STATE_DIR to a folder of your own",
+                part.display()
+            )));
+        }
+    }
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(serde_json::from_str(&text).ok()),
         Err(_) => Ok(None),
@@ -494,11 +510,22 @@ fn lock_blocking(session: &str) -> Result<SessionLock, CliError> {
 /// kept. Nothing is saved when the session was closed or its browser
 /// replaced meanwhile.
 async fn save_page(session: &str, state: &State) -> Result<(), CliError> {
+    save_page_read_on(session, state, &state.target).await
+}
+
+/// [`save_page`] for a command that read the page of tab `read_on` (and
+/// may have switched the session to `state.target`, as `tab` does).
+async fn save_page_read_on(session: &str, state: &State, read_on: &str) -> Result<(), CliError> {
     let _lock = lock(session).await?;
     let Some(mut now) = load(session)? else {
         return Ok(());
     };
     if now.ws_url != state.ws_url {
+        return Ok(());
+    }
+    // Another command switched tabs meanwhile: the refs and counters
+    // read here are of the tab it left.
+    if now.target != read_on {
         return Ok(());
     }
     now.target.clone_from(&state.target);
@@ -513,7 +540,11 @@ fn forget(session: &str, state: Option<&State>) {
     if let Ok(path) = state_path(session) {
         let _ = std::fs::remove_file(path);
     }
-    if let Some(s) = state.filter(|s| !s.persistent_profile) {
+    // Only the throwaway profile this session's `open` made, whatever the
+    // state file says.
+    if let Some(s) = state.filter(|s| !s.persistent_profile)
+        && s.profile == state_dir().join(format!("{session}-profile"))
+    {
         let _ = std::fs::remove_dir_all(&s.profile);
     }
 }
@@ -971,9 +1002,9 @@ async fn on_page(
             lumen::browser::activate_tab(&state.ws_url, &t.id, CALL_TIMEOUT)
                 .await
                 .map_err(fail)?;
-            state.target = t.id.clone();
+            let read_on = std::mem::replace(&mut state.target, t.id.clone());
             state.refs = None;
-            save_page(session, state).await?;
+            save_page_read_on(session, state, &read_on).await?;
             Ok((json!({"index": index, "url": t.url}), t.url.clone()))
         }
         BrowserCommand::Wait {
@@ -1377,11 +1408,11 @@ fn unreachable_session(session: &str, state: &State, e: LumenError) -> CliError 
         _ => {
             // Only while the state still names that browser: a command
             // may have opened a new one meanwhile.
-            let _lock = lock_blocking(session);
-            if load(session)
-                .ok()
-                .flatten()
-                .is_some_and(|now| now.ws_url == state.ws_url)
+            if let Ok(_lock) = lock_blocking(session)
+                && load(session)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|now| now.ws_url == state.ws_url)
             {
                 end(state);
                 forget(session, Some(state));
@@ -1397,6 +1428,12 @@ fn unreachable_session(session: &str, state: &State, e: LumenError) -> CliError 
 /// Reattaches to the session's page: one WebSocket to the page itself.
 async fn attach(session: &str) -> Result<(PageLink, State), CliError> {
     let state = opened(session)?;
+    // A browser that is gone is not dialled: another process may listen on
+    // its old port by now.
+    if !browser_runs(&state) {
+        let gone = LumenError::disconnected("the browser process is gone");
+        return Err(unreachable_session(session, &state, gone));
+    }
     match PageLink::attach(&state.ws_url, &state.target, CALL_TIMEOUT).await {
         Ok(link) => Ok((link, state)),
         Err(e) => Err(unreachable_session(session, &state, e)),

@@ -257,6 +257,59 @@ async fn commands_without_an_open_session_say_how_to_open_one() {
     assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
 }
 
+/// A session file another user planted (as one could in a shared
+/// temporary folder), or one in a folder others may write to, is never
+/// taken: it names the browser commands would drive and the profile
+/// `close` would delete.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_file_another_user_could_have_made_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir().unwrap();
+    let victim_profile = root.path().join("precious");
+    std::fs::create_dir(&victim_profile).unwrap();
+    let state = root.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let planted = serde_json::json!({
+        "ws_url": "ws://127.0.0.1:9/devtools/browser/x",
+        "pid": 1,
+        "profile": victim_profile,
+        "target": "t",
+    });
+    let file = state.join("default.json");
+    std::fs::write(&file, planted.to_string()).unwrap();
+    let run = |args: &'static [&'static str]| {
+        let state = state.clone();
+        async move {
+            lumen(&state)
+                .env("LUMEN_STATE_DIR", &state)
+                .args(args)
+                .output()
+                .await
+                .unwrap()
+        }
+    };
+    // Another user's file (root may give it away; that is who runs here).
+    std::os::unix::fs::chown(&file, Some(65534), None).unwrap();
+    let out = run(&["browser", "close"]).await;
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("belongs to another user"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A folder the group may write to.
+    std::os::unix::fs::chown(&file, Some(0), None).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o770)).unwrap();
+    let out = run(&["browser", "url"]).await;
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        victim_profile.exists(),
+        "nothing of the planted state was acted on"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tabs_waits_cookies_and_saved_state() {
     let s = Session::new().await;
