@@ -616,10 +616,26 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 launch::note_running(&args);
                 (link, state, false)
             }
-            Err(_) => {
-                let (link, state) = start(&session, &args).await?;
-                (link, state, true)
-            }
+            Err(e) => match load(&session)?.filter(browser_runs) {
+                // Still running: its other pages and its logins are kept. A
+                // closed page hands over to another; a browser that did not
+                // answer is reported, not replaced.
+                Some(old) => match retarget(old).await {
+                    Ok((link, state)) => {
+                        launch::note_running(&args);
+                        (link, state, false)
+                    }
+                    Err(Retarget::NoPage) => {
+                        let (link, state) = start(&session, &args).await?;
+                        (link, state, true)
+                    }
+                    Err(Retarget::Unanswered) => return Err(e),
+                },
+                None => {
+                    let (link, state) = start(&session, &args).await?;
+                    (link, state, true)
+                }
+            },
         };
         state.refs = None;
         save(&session, &state)?;
@@ -1437,6 +1453,32 @@ async fn attach(session: &str) -> Result<(PageLink, State), CliError> {
     match PageLink::attach(&state.ws_url, &state.target, CALL_TIMEOUT).await {
         Ok(link) => Ok((link, state)),
         Err(e) => Err(unreachable_session(session, &state, e)),
+    }
+}
+
+/// Why [`retarget`] found no other page of a running browser.
+enum Retarget {
+    /// It has no page left.
+    NoPage,
+    /// It did not answer, or its page is still there: it is busy.
+    Unanswered,
+}
+
+/// Links the session to another page of its running browser when its own
+/// page was closed.
+async fn retarget(mut state: State) -> Result<(PageLink, State), Retarget> {
+    let Ok(tabs) = lumen::browser::page_tabs(&state.ws_url, CALL_TIMEOUT).await else {
+        return Err(Retarget::Unanswered);
+    };
+    if tabs.iter().any(|t| t.id == state.target) {
+        return Err(Retarget::Unanswered);
+    }
+    let tab = tabs.first().ok_or(Retarget::NoPage)?;
+    state.target = tab.id.clone();
+    state.refs = None;
+    match PageLink::attach(&state.ws_url, &state.target, CALL_TIMEOUT).await {
+        Ok(link) => Ok((link, state)),
+        Err(_) => Err(Retarget::Unanswered),
     }
 }
 

@@ -310,6 +310,55 @@ async fn a_session_file_another_user_could_have_made_is_refused() {
     );
 }
 
+/// One request to the browser's DevTools HTTP endpoint (`/json/...`).
+async fn devtools_http(ws_url: &str, method: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let host = ws_url
+        .trim_start_matches("ws://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut sock = tokio::net::TcpStream::connect(&host).await.unwrap();
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    sock.write_all(request.as_bytes()).await.unwrap();
+    // The answer's head is all that is needed (the endpoint may keep the
+    // connection open).
+    let mut answer = vec![0u8; 16 * 1024];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(10), sock.read(&mut answer))
+        .await
+        .expect("DevTools did not answer")
+        .unwrap();
+    String::from_utf8_lossy(&answer[..n]).into_owned()
+}
+
+/// The session's page closed by something else (the person, another
+/// tool) while its browser runs: `open` goes on in another page of that
+/// browser instead of replacing the browser and its other pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_after_the_sessions_page_closed_keeps_its_browser() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    let saved = || -> Value {
+        serde_json::from_str(&std::fs::read_to_string(s.state.path().join("default.json")).unwrap())
+            .unwrap()
+    };
+    let before = saved();
+    let ws = before["ws_url"].as_str().unwrap();
+    let opened = devtools_http(ws, "PUT", "/json/new?about:blank").await;
+    assert!(opened.starts_with("HTTP/1.1 200"), "{opened}");
+    let target = before["target"].as_str().unwrap();
+    let closed = devtools_http(ws, "GET", &format!("/json/close/{target}")).await;
+    assert!(closed.starts_with("HTTP/1.1 200"), "{closed}");
+
+    let url = s.site.url("counter.html");
+    s.ok(&["open", &url]).await;
+    let after = saved();
+    assert_eq!(after["pid"], before["pid"], "the browser was replaced");
+    assert_ne!(after["target"], before["target"]);
+    assert_eq!(s.ok(&["url"]).await, url);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tabs_waits_cookies_and_saved_state() {
     let s = Session::new().await;
