@@ -357,17 +357,25 @@ fn state_path(session: &str) -> Result<PathBuf, CliError> {
 fn load(session: &str) -> Result<Option<State>, CliError> {
     let path = state_path(session)?;
     // The state names the browser commands drive and the profile `close`
-    // deletes: a file (or folder) another user made is never taken.
-    for part in [Some(path.as_path()), path.parent()].into_iter().flatten() {
-        if let Ok(meta) = std::fs::symlink_metadata(part)
-            && !keeper::owned_by_me(&meta)
-        {
-            return Err(CliError::config(format!(
-                "{} belongs to another user, or others may write to it: it is not this \
-                 session's; remove it, or set LUMEN_STATE_DIR to a folder of your own",
-                part.display()
-            )));
-        }
+    // deletes: a file another user made, or one in a folder of another
+    // user's, is never taken.
+    let foreign = |part: &std::path::Path| {
+        CliError::config(format!(
+            "{} belongs to another user, or others may write to it: it is not this \
+             session's; remove it, or set LUMEN_STATE_DIR to a folder of your own",
+            part.display()
+        ))
+    };
+    if let Some(dir) = path.parent()
+        && let Ok(meta) = std::fs::symlink_metadata(dir)
+        && !keeper::mine(&meta)
+    {
+        return Err(foreign(dir));
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(&path)
+        && !keeper::owned_by_me(&meta)
+    {
+        return Err(foreign(&path));
     }
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(serde_json::from_str(&text).ok()),
@@ -617,19 +625,15 @@ pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
                 (link, state, false)
             }
             Err(e) => match load(&session)?.filter(browser_runs) {
-                // Still running: its other pages and its logins are kept. A
-                // closed page hands over to another; a browser that did not
-                // answer is reported, not replaced.
+                // Still running: its other pages and its logins are kept.
+                // For a closed page the session gets a new one; a browser
+                // that did not answer is reported, not replaced.
                 Some(old) => match retarget(old).await {
-                    Ok((link, state)) => {
+                    Some((link, state)) => {
                         launch::note_running(&args);
                         (link, state, false)
                     }
-                    Err(Retarget::NoPage) => {
-                        let (link, state) = start(&session, &args).await?;
-                        (link, state, true)
-                    }
-                    Err(Retarget::Unanswered) => return Err(e),
+                    None => return Err(e),
                 },
                 None => {
                     let (link, state) = start(&session, &args).await?;
@@ -1456,30 +1460,30 @@ async fn attach(session: &str) -> Result<(PageLink, State), CliError> {
     }
 }
 
-/// Why [`retarget`] found no other page of a running browser.
-enum Retarget {
-    /// It has no page left.
-    NoPage,
-    /// It did not answer, or its page is still there: it is busy.
-    Unanswered,
-}
-
-/// Links the session to another page of its running browser when its own
-/// page was closed.
-async fn retarget(mut state: State) -> Result<(PageLink, State), Retarget> {
-    let Ok(tabs) = lumen::browser::page_tabs(&state.ws_url, CALL_TIMEOUT).await else {
-        return Err(Retarget::Unanswered);
-    };
+/// Gives the session a new page in its running browser when its own page
+/// was closed (the browser's other pages are left as they are); `None`
+/// when the browser did not answer or the page is still there (busy).
+async fn retarget(mut state: State) -> Option<(PageLink, State)> {
+    let tabs = lumen::browser::page_tabs(&state.ws_url, CALL_TIMEOUT)
+        .await
+        .ok()?;
     if tabs.iter().any(|t| t.id == state.target) {
-        return Err(Retarget::Unanswered);
+        return None;
     }
-    let tab = tabs.first().ok_or(Retarget::NoPage)?;
-    state.target = tab.id.clone();
+    let created = lumen::browser::browser_command(
+        &state.ws_url,
+        "Target.createTarget",
+        json!({"url": "about:blank"}),
+        CALL_TIMEOUT,
+    )
+    .await
+    .ok()?;
+    state.target = created["targetId"].as_str()?.to_owned();
     state.refs = None;
-    match PageLink::attach(&state.ws_url, &state.target, CALL_TIMEOUT).await {
-        Ok(link) => Ok((link, state)),
-        Err(_) => Err(Retarget::Unanswered),
-    }
+    let link = PageLink::attach(&state.ws_url, &state.target, CALL_TIMEOUT)
+        .await
+        .ok()?;
+    Some((link, state))
 }
 
 /// Starts a detached Chromium for the session and links to its first page.

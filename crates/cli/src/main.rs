@@ -190,14 +190,19 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.cache_root = args.cache_root.clone();
     o.workflows_file = args.workflows_file.clone();
     o.allowed_cdp_urls = args.allowed_cdp_urls.clone();
+    let with_provider = |m: &str| {
+        ["anthropic/", "openai/", "google/", "gemini/", "compatible/"]
+            .iter()
+            .any(|p| m.trim().starts_with(p))
+    };
     if let Some(bad) = args
         .allowed_models
         .iter()
-        .find(|m| m.trim().is_empty() || m.trim_end_matches('*').contains('*'))
+        .find(|m| !with_provider(m) || m.trim_end_matches('*').contains('*'))
     {
         return Err(CliError::config(format!(
-            "--allow-model {bad:?}: give a model as provider/id, with `*` only at its end \
-             (anthropic/claude-haiku-*)"
+            "--allow-model {bad:?}: give a model as provider/id (anthropic/, openai/, google/ \
+             or compatible/), with `*` only at its end (anthropic/claude-haiku-*)"
         )));
     }
     o.allowed_models = args.allowed_models.clone();

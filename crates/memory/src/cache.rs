@@ -31,10 +31,10 @@
 //!
 //! Each script is one JSON file named by a stable hash of its key, written
 //! atomically and readable by its owner only. A script is a program the
-//! browser will run: the cache refuses a folder another user owns or others
-//! may write to. An unreadable, oversized or foreign file (another owner,
-//! writable by others, an action no recorder keeps, a pointer action
-//! without its element) is a miss, never an error. The loop scrubs secret values out of a script before it is saved.
+//! browser will run: the cache refuses a folder another user owns and makes
+//! the user's own private. An unreadable, oversized or foreign file (another
+//! owner, writable by others, a link, an action no recorder keeps, an
+//! action without its element) is a miss, never an error. The loop scrubs secret values out of a script before it is saved.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -149,9 +149,14 @@ pub struct ScriptAction {
 }
 
 /// Whether `action` is replayed only onto the element it was taken on: the
-/// one at its point, or for typing, the one with the focus.
+/// one at its point (a scroll's wheel only moves what is under it, and its
+/// receipt names no element), or for typing, the one with the focus.
 pub fn guarded_by_element(action: &Action) -> bool {
-    action.point().is_some() || matches!(action, Action::Type { .. })
+    match action {
+        Action::Scroll { .. } => false,
+        Action::Type { .. } => true,
+        a => a.point().is_some(),
+    }
 }
 
 impl ScriptAction {
@@ -387,8 +392,9 @@ impl ActionCache {
     ///
     /// # Errors
     /// [`LumenError::Config`] when the folder cannot be created, or when
-    /// another user owns it or every user may write to it: whoever can put
-    /// a script there drives the browser.
+    /// another user owns it: whoever can put a script there drives the
+    /// browser. A folder of the user's own that others may read or write
+    /// is made private (0700).
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self> {
         let dir = dir.into();
         let fail = |why: String| LumenError::config(dir.display().to_string(), why);
@@ -411,12 +417,20 @@ impl ActionCache {
                         .into(),
                 ));
             }
-            if meta.mode() & 0o022 != 0 {
-                return Err(fail(format!(
-                    "other users may write to the action cache directory (mode {:o}), and \
-                     whoever can place a script there drives the browser; run `chmod go-w` on it",
-                    meta.mode() & 0o777
-                )));
+            // The user's own folder (made under a umask that lets the
+            // group write, as `mkdir` or a server's subfolder may be) is
+            // made private; files already in it are judged one by one
+            // when loaded.
+            if meta.mode() & 0o077 != 0 {
+                use std::os::unix::fs::PermissionsExt as _;
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(|e| {
+                    fail(format!(
+                        "others may write to the action cache directory (mode {:o}), and \
+                         whoever can place a script there drives the browser; it cannot be \
+                         made private: {e}",
+                        meta.mode() & 0o777
+                    ))
+                })?;
             }
         }
         Ok(Self {
@@ -468,7 +482,7 @@ impl ActionCache {
     /// The script of `key`'s task, if one was saved and can be read.
     pub fn load(&self, key: &ScriptKey) -> Option<RunScript> {
         let path = self.path(key);
-        if let Ok(meta) = fs::metadata(&path) {
+        if let Ok(meta) = fs::symlink_metadata(&path) {
             if meta.len() > MAX_SCRIPT_BYTES {
                 tracing::warn!(path = %path.display(), bytes = meta.len(), "run script too large; treated as a miss");
                 return None;

@@ -263,11 +263,22 @@ fn the_cache_is_private_and_refuses_a_folder_anyone_may_write() {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     assert_eq!(cache.load(&key()), Some(script));
 
+    // The user's own folder that others may write to (a umask of 002, a
+    // careless chmod) is made private; another user's is refused.
     for open in [0o777, 0o770] {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(open)).unwrap();
-        let err = ActionCache::open(&dir).unwrap_err();
-        assert!(err.to_string().contains("chmod go-w"), "{open:o}: {err}");
+        ActionCache::open(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700, "{open:o}");
     }
+    std::os::unix::fs::chown(&dir, Some(65534), None).unwrap();
+    let err = ActionCache::open(&dir).unwrap_err();
+    assert!(err.to_string().contains("another user"), "{err}");
+    std::os::unix::fs::chown(&dir, Some(0), None).unwrap();
+    // A link in the folder is no script of ours, whatever it points at.
+    let link = dir.join("elsewhere.json");
+    std::fs::rename(&file, &link).unwrap();
+    std::os::unix::fs::symlink(&link, &file).unwrap();
+    assert_eq!(cache.load(&key()), None);
 }
 
 /// What a recorder never keeps is never replayed, whoever wrote the file:
@@ -324,6 +335,27 @@ fn blind_clicks_and_early_state_end_the_script() {
     ];
     let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
     assert_eq!(script.steps.len(), 1, "{script:?}");
+
+    // A scroll's receipt names no element: it replays on the screen guard.
+    let wheel = Action::Scroll {
+        x: 400,
+        y: 300,
+        direction: lumen_core::ScrollDirection::Down,
+        amount: 3.0,
+        unit: lumen_core::ScrollUnit::Clicks,
+        modifiers: Modifiers::NONE,
+    };
+    let steps = vec![
+        step(
+            0,
+            URL,
+            page.clone(),
+            vec![worked(click(), Some(button("Search")))],
+        ),
+        step(1, URL, page.clone(), vec![worked(wheel, None)]),
+    ];
+    let script = RunScript::compile(key(), &steps, "").unwrap().unwrap();
+    assert_eq!(script.steps.len(), 2, "{script:?}");
 
     // Typing with no field focused could land in whatever has the focus
     // on a replay.

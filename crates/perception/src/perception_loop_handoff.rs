@@ -264,7 +264,12 @@ impl PerceptionLoop {
         self.control.close_handoff(id);
         // Input the person sent before the close lands before the agent
         // looks at the page again.
-        self.control.drain_live_input().await;
+        tokio::select! {
+            () = self.control.drain_live_input() => {}
+            why = self.control.cancelled() => {
+                return Err(LumenError::Cancelled { reason: why });
+            }
+        }
         // A "done" that raced the deadline or the stop still counts: it
         // either landed before the close (and is in the channel) or was
         // told that nothing waits any more.

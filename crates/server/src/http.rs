@@ -646,7 +646,11 @@ async fn websocket(runs: Arc<RunManager>, socket: WebSocket) {
                         json!({"type": "unsubscribed", "runId": run_id})
                     }
                     Ok(ClientMessage::Subscribe { run_id, .. })
-                        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains_key(&run_id) =>
+                        if {
+                            // Runs that ended (their follower is done) do not count.
+                            subs.retain(|_, t| !t.is_finished());
+                            subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains_key(&run_id)
+                        } =>
                     {
                         let e = ApiError::invalid_field(
                             "runId",

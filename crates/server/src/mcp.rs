@@ -282,7 +282,10 @@ impl LumenMcp {
         };
         // Nothing is shown of a page the policy refuses, however the tab
         // got there.
-        let url = tab.url().await.unwrap_or_default();
+        let url = match tab.url().await {
+            Ok(url) => url,
+            Err(e) => return failed(e.to_string()),
+        };
         match SessionPolicy::new(&self.runs.operator_policy()).map(|p| p.check_url(&url)) {
             Ok(PolicyDecision::Deny(d)) => {
                 return failed(format!(

@@ -67,15 +67,16 @@ impl CdpTab {
     /// # Errors
     /// Only fatal ones (`BROWSER_DISCONNECTED`).
     pub async fn tabs(&self) -> Result<Vec<TabInfo>> {
+        let mut active = self.active_tab_id();
         let list = self
             .conn()
             .browser_raw("Target.getTargets", serde_json::json!({}))
             .await?;
-        let mut active = self.active_tab_id();
         let listed = list["targetInfos"]
             .as_array()
             .is_some_and(|a| a.iter().any(|t| t["targetId"] == active.as_str()));
-        if !listed {
+        // (Driven since the list was asked for, it may be too new for it.)
+        if !listed && self.active_tab_id() == active {
             // The browser no longer has the driven tab: it closed and the
             // event saying so is still on its way. Hand over now, as that
             // event would, so the list never lacks the tab being driven.

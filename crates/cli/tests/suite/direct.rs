@@ -299,11 +299,32 @@ async fn a_session_file_another_user_could_have_made_is_refused() {
         "{}",
         text(&out.stderr)
     );
-    // A folder the group may write to.
+    // A file others may write to.
     std::os::unix::fs::chown(&file, Some(0), None).unwrap();
-    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o770)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = run(&["browser", "url"]).await;
     assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("others may write"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A folder of another user's.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), None).unwrap();
+    let out = run(&["browser", "url"]).await;
+    assert_eq!(code(&out), 2, "{}", text(&out.stderr));
+    std::os::unix::fs::chown(&state, Some(0), None).unwrap();
+    // The user's own folder, made group-writable by a umask, is fine (and
+    // made private once written to).
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o770)).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let out = run(&["browser", "url"]).await;
+    assert!(
+        text(&out.stderr).contains("no browser session"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(
         victim_profile.exists(),
         "nothing of the planted state was acted on"

@@ -592,11 +592,33 @@ async fn one_run(
         .run("Fill the form, use the counter, scroll the list and read page 3")
         .await;
     if result.status != RunStatus::Success {
+        // What each step did, so a failed replay says where and why.
+        let steps: Vec<String> = result
+            .history
+            .iter()
+            .map(|s| {
+                let calls: Vec<String> = s
+                    .actions
+                    .iter()
+                    .map(|a| {
+                        let why = a.execution.error.clone().unwrap_or_default();
+                        format!(
+                            "{} {} {why} {:?}",
+                            a.call.id,
+                            a.call.action.kind(),
+                            a.execution.hints
+                        )
+                    })
+                    .collect();
+                format!("step {}: {}", s.step, calls.join("; "))
+            })
+            .collect();
         return Err(anyhow!(
-            "{} run ended {:?}: {:?}",
+            "{} run ended {:?}: {:?}\n{}",
             config.name(),
             result.status,
-            result.error
+            result.error,
+            steps.join("\n")
         ));
     }
     let steps = result.history.len();

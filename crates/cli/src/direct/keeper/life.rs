@@ -334,22 +334,31 @@ pub(in crate::direct) fn private_dir(dir: &std::path::Path) -> Result<(), CliErr
         .mode(0o700)
         .create(dir)
         .map_err(fail)?;
-    let meta = std::fs::symlink_metadata(dir).map_err(fail)?;
-    if !meta.is_dir() || !owned_by_me(&meta) {
+    // Another user's folder (one made first in a shared temporary folder,
+    // or a link of theirs to one of ours) is not taken over; the user's
+    // own is made private.
+    let link = std::fs::symlink_metadata(dir).map_err(fail)?;
+    let meta = std::fs::metadata(dir).map_err(fail)?;
+    if !meta.is_dir() || !mine(&link) || !mine(&meta) {
         return Err(CliError::config(format!(
-            "{} is not a folder of yours (another user made it, or it is a link): remove it, \
-             or set LUMEN_STATE_DIR to a folder of your own",
+            "{} is not a folder of yours (another user made it): remove it, or set \
+             LUMEN_STATE_DIR to a folder of your own",
             dir.display()
         )));
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)
 }
 
-/// Whether `meta` (from `symlink_metadata`) is of this user's own, and no
-/// one else may write to it.
+/// Whether `meta` belongs to this user.
+pub(in crate::direct) fn mine(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    meta.uid() == rustix::process::geteuid().as_raw()
+}
+
+/// Whether `meta` belongs to this user and no one else may write to it.
 pub(in crate::direct) fn owned_by_me(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt as _;
-    meta.uid() == rustix::process::geteuid().as_raw() && meta.mode() & 0o022 == 0
+    mine(meta) && meta.mode() & 0o022 == 0
 }
 
 #[cfg(test)]

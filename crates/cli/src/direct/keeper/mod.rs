@@ -69,7 +69,7 @@ use crate::exit::CliError;
 mod life;
 
 use life::hold_lock;
-pub(super) use life::{KeeperProc, apply, ask, dir, end, ensure, owned_by_me, private_dir};
+pub(super) use life::{KeeperProc, apply, ask, dir, end, ensure, mine, owned_by_me, private_dir};
 
 /// The hidden subcommand the keeper runs as.
 pub(super) const SUBCOMMAND: &str = "keeper-internal";
