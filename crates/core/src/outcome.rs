@@ -122,6 +122,11 @@ pub struct EffectReceipt {
     /// The focused element after the action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus: Option<ElementInfo>,
+    /// The focused element before the action: where typing went (a page
+    /// may move the focus as keys arrive). Absent when nothing but the page
+    /// had it, or it was not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus_before: Option<ElementInfo>,
     /// Whether the page visibly changed (DOM mutations, scroll, focus);
     /// `None` when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]

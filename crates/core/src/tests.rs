@@ -354,6 +354,7 @@ fn receipt() -> EffectReceipt {
             context: None,
         }),
         focus: None,
+        focus_before: None,
         page_changed: Some(true),
         pointer: Some(Point::new(3, 4)),
         blocked_requests: vec![crate::BlockedRequest {

@@ -200,6 +200,19 @@ impl From<&ElementInfo> for ScriptTarget {
 }
 
 impl ScriptTarget {
+    /// The focus typing went into: `None` is the page itself (its body).
+    pub fn of_focus(focus: Option<&ElementInfo>) -> Self {
+        focus.map_or_else(
+            || Self {
+                tag: "body".into(),
+                role: None,
+                name: None,
+                context: None,
+            },
+            Self::from,
+        )
+    }
+
     /// Whether `element` is this target.
     pub fn matches(&self, element: &ElementInfo) -> bool {
         *self == Self::from(element)
@@ -297,15 +310,19 @@ impl RunScript {
                 ends_run |= matches!(record.call.action, Action::Terminate { .. });
                 let effect = record.execution.effect.as_ref();
                 let target = match &record.call.action {
-                    a if a.point().is_some() => effect.and_then(|e| e.target.as_ref()),
-                    // Typing keeps the focus it went into.
-                    Action::Type { .. } => effect.and_then(|e| e.focus.as_ref()),
+                    // Typing keeps the focus it went into (the page itself
+                    // when no element had it): the one before the keys, as
+                    // a page may move it as they arrive.
+                    Action::Type { .. } => {
+                        effect.map(|e| ScriptTarget::of_focus(e.focus_before.as_ref()))
+                    }
+                    a if a.point().is_some() => effect
+                        .and_then(|e| e.target.as_ref())
+                        .map(ScriptTarget::from),
                     _ => None,
-                }
-                .map(ScriptTarget::from);
+                };
                 // An action whose element is unknown (receipts off, a probe
-                // that could not run, typing into the page itself) could
-                // only be replayed blind.
+                // that could not run) could only be replayed blind.
                 if guarded_by_element(&record.call.action) && target.is_none() {
                     break 'steps;
                 }

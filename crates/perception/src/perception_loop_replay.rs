@@ -4,7 +4,7 @@
 //! script its task reruns from.
 
 use lumen_core::{Action, ActionCall, ModelResponse, Result, TerminateStatus};
-use lumen_memory::cache::ScriptStep;
+use lumen_memory::cache::{ScriptStep, ScriptTarget};
 use lumen_memory::{RunScript, ScriptKey};
 
 use super::{Done, PerceptionLoop, RunState, StepScope, soft};
@@ -162,7 +162,11 @@ impl PerceptionLoop {
                 }),
                 Err(e) => return Ok(Some(format!("the element {place} is unknown: {e}"))),
             };
-            if !now.as_ref().is_some_and(|e| target.matches(e)) {
+            let same = match point {
+                Some(_) => now.as_ref().is_some_and(|e| target.matches(e)),
+                None => ScriptTarget::of_focus(now.as_ref()) == *target,
+            };
+            if !same {
                 return Ok(Some(format!(
                     "the element {place} is not the <{}> the script acted on",
                     target.tag

@@ -416,6 +416,7 @@ impl CdpTab {
         if let Some(b) = &before {
             receipt.url_before = Some(b.url.clone());
             receipt.target = b.target.clone();
+            receipt.focus_before = b.focus.clone();
         }
         if let Some(a) = &after {
             receipt.url_after = Some(a.url.clone());
