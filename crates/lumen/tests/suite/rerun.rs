@@ -24,6 +24,8 @@ const WIRE: Wire = Wire::Anthropic;
 
 struct Rerun {
     task: &'static str,
+    /// The secrets its sessions are given (none unless a test sets them).
+    secrets: lumen::safety::Secrets,
     root: tempfile::TempDir,
     site: FixtureServer,
     mock: MockProvider,
@@ -45,6 +47,7 @@ impl Rerun {
         let cache_dir = tempfile::tempdir().unwrap();
         let rerun = Rerun {
             task,
+            secrets: lumen::safety::Secrets::new(),
             site,
             mock: lumen_test_support::mock_provider().await.unwrap(),
             tab: Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap()),
@@ -83,19 +86,36 @@ impl Rerun {
         }
     }
 
+    /// A session on the tab with the cache and the test's secrets.
+    fn session(&self) -> Session {
+        let options = SessionOptions {
+            max_steps: 8,
+            cache: Some(self.cache.clone()),
+            secrets: self.secrets.clone(),
+            ..SessionOptions::default()
+        };
+        Session::new(self.tab.clone(), super::adapter(WIRE, &self.mock), options).unwrap()
+    }
+
+    /// Queues the order page's turns (type the quantity, add to the
+    /// basket, answer), then `more`.
+    async fn order_turns(&self, more: &[Vec<ScriptStep>]) {
+        let (qty, add) = (self.center("#qty").await, self.center("#add").await);
+        let mut turns = vec![
+            vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
+            vec![ScriptStep::Click(add.x, add.y)],
+            vec![ScriptStep::Done("Basket: 3 × green tea".into())],
+        ];
+        turns.extend_from_slice(more);
+        self.script(&turns).await;
+    }
+
     /// Runs the task from a freshly loaded page; returns the result and
     /// how many model requests it made.
     async fn run(&self) -> (RunResult, usize) {
         self.open().await;
         let before = self.mock.requests().len();
-        let adapter = super::adapter(WIRE, &self.mock);
-        let options = SessionOptions {
-            max_steps: 8,
-            cache: Some(self.cache.clone()),
-            ..SessionOptions::default()
-        };
-        let mut session = Session::new(self.tab.clone(), adapter, options).unwrap();
-        let result = session.run(self.task).await;
+        let result = self.session().run(self.task).await;
         assert!(
             self.mock.violations().is_empty(),
             "{:?}",
@@ -109,13 +129,7 @@ impl Rerun {
     /// reads the answer.
     async fn first_run(&self) -> RunResult {
         self.open().await;
-        let (qty, add) = (self.center("#qty").await, self.center("#add").await);
-        self.script(&[
-            vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
-            vec![ScriptStep::Click(add.x, add.y)],
-            vec![ScriptStep::Done("Basket: 3 × green tea".into())],
-        ])
-        .await;
+        self.order_turns(&[]).await;
         let (r, calls) = self.run().await;
         assert_success(&r, "Basket: 3 × green tea");
         assert_eq!(calls, 3);
@@ -293,37 +307,21 @@ async fn typing_is_not_replayed_into_another_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_row_showing_a_secret_still_matches_on_replay() {
     const REMOVE: &str = "Remove the first item from the basket and say what is left";
-    let t = Rerun::on("basket.html", REMOVE).await;
-    let run = |turns: Vec<Vec<ScriptStep>>| {
-        let t = &t;
-        async move {
-            t.open().await;
-            t.script(&turns).await;
-            let before = t.mock.requests().len();
-            let options = SessionOptions {
-                max_steps: 8,
-                cache: Some(t.cache.clone()),
-                secrets: lumen::safety::Secrets::new()
-                    .with("item", "Green tea")
-                    .unwrap(),
-                ..SessionOptions::default()
-            };
-            let mut session =
-                Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
-            let r = session.run(REMOVE).await;
-            (r, t.mock.requests().len() - before)
-        }
-    };
+    let mut t = Rerun::on("basket.html", REMOVE).await;
+    t.secrets = lumen::safety::Secrets::new()
+        .with("item", "Green tea")
+        .unwrap();
     t.open().await;
     let green = t.center("li[data-name='green tea'] button").await;
-    let (r, calls) = run(vec![
+    t.script(&[
         vec![ScriptStep::Click(green.x, green.y)],
         vec![ScriptStep::Done("Left: black tea".into())],
     ])
     .await;
+    let (r, calls) = t.run().await;
     assert_success(&r, "Left: black tea");
     assert_eq!(calls, 2);
-    let (r, calls) = run(Vec::new()).await;
+    let (r, calls) = t.run().await;
     assert_success(&r, "Left: black tea");
     assert_eq!(calls, 0, "{:?}", call_ids(&r));
     let removed = t.tab.evaluate("window.lumen.removed").await.unwrap();
@@ -336,19 +334,8 @@ async fn a_row_showing_a_secret_still_matches_on_replay() {
 async fn a_run_steered_by_guidance_saves_no_script() {
     let t = Rerun::new().await;
     t.open().await;
-    let (qty, add) = (t.center("#qty").await, t.center("#add").await);
-    t.script(&[
-        vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
-        vec![ScriptStep::Click(add.x, add.y)],
-        vec![ScriptStep::Done("Basket: 3 × green tea".into())],
-    ])
-    .await;
-    let options = SessionOptions {
-        max_steps: 8,
-        cache: Some(t.cache.clone()),
-        ..SessionOptions::default()
-    };
-    let mut session = Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
+    t.order_turns(&[]).await;
+    let mut session = t.session();
     session
         .control()
         .inject_guidance("Three packs, not two: the user changed their mind");
@@ -404,20 +391,9 @@ async fn a_corrupt_script_is_a_miss_and_the_model_runs_the_task() {
 async fn a_task_continued_in_the_same_session_saves_no_script_of_its_own() {
     let t = Rerun::new().await;
     t.open().await;
-    let (qty, add) = (t.center("#qty").await, t.center("#add").await);
-    t.script(&[
-        vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
-        vec![ScriptStep::Click(add.x, add.y)],
-        vec![ScriptStep::Done("Basket: 3 × green tea".into())],
-        vec![ScriptStep::Done("3 packs".into())],
-    ])
-    .await;
-    let options = SessionOptions {
-        max_steps: 8,
-        cache: Some(t.cache.clone()),
-        ..SessionOptions::default()
-    };
-    let mut session = Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
+    t.order_turns(&[vec![ScriptStep::Done("3 packs".into())]])
+        .await;
+    let mut session = t.session();
     assert_success(&session.run(TASK).await, "Basket: 3 × green tea");
     let follow_up = "How many packs are in the basket?";
     assert_success(&session.run(follow_up).await, "3 packs");
@@ -435,37 +411,13 @@ async fn a_task_continued_in_the_same_session_saves_no_script_of_its_own() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_in_the_instruction_is_not_saved_and_the_script_still_hits() {
     const SECRET: &str = "Acct-7Qx9Z";
-    let task = format!("{TASK} for account {SECRET}");
-    let t = Rerun::new().await;
-    let run = |turns: Vec<Vec<ScriptStep>>| {
-        let (t, task) = (&t, task.clone());
-        async move {
-            t.open().await;
-            t.script(&turns).await;
-            let before = t.mock.requests().len();
-            let options = SessionOptions {
-                max_steps: 8,
-                cache: Some(t.cache.clone()),
-                secrets: lumen::safety::Secrets::new()
-                    .with("account", SECRET)
-                    .unwrap(),
-                ..SessionOptions::default()
-            };
-            let mut session =
-                Session::new(t.tab.clone(), super::adapter(WIRE, &t.mock), options).unwrap();
-            let r = session.run(&task).await;
-            (r, t.mock.requests().len() - before)
-        }
-    };
-    t.open().await;
-    let (qty, add) = (t.center("#qty").await, t.center("#add").await);
-    let (r, _) = run(vec![
-        vec![ScriptStep::TypeAt(qty.x, qty.y, "3".into())],
-        vec![ScriptStep::Click(add.x, add.y)],
-        vec![ScriptStep::Done("Basket: 3 × green tea".into())],
-    ])
-    .await;
-    assert_success(&r, "Basket: 3 × green tea");
+    const TASK_FOR_ACCOUNT: &str =
+        "Order three packs of tea and say what the basket holds for account Acct-7Qx9Z";
+    let mut t = Rerun::on("order.html", TASK_FOR_ACCOUNT).await;
+    t.secrets = lumen::safety::Secrets::new()
+        .with("account", SECRET)
+        .unwrap();
+    t.first_run().await;
     for entry in std::fs::read_dir(t.cache.dir()).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         assert!(
@@ -473,7 +425,7 @@ async fn a_secret_in_the_instruction_is_not_saved_and_the_script_still_hits() {
             "{text}"
         );
     }
-    let (r, calls) = run(Vec::new()).await;
+    let (r, calls) = t.run().await;
     assert_success(&r, "Basket: 3 × green tea");
     assert_eq!(calls, 0, "the script was not found again");
 }

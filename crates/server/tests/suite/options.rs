@@ -75,6 +75,15 @@ async fn refused(c: &Client, body: Value) -> (u16, String, String) {
     (status, code, field)
 }
 
+/// A run request on the counter page, with `extra`'s fields.
+fn counter_run(env: &Env, extra: Value) -> Value {
+    let mut body = json!({"instruction": "x", "startUrl": env.counter()});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    body
+}
+
 /// An operator's model list holds for a run's model, its planner's and its
 /// verifier's, before any other check; the default model is always allowed.
 #[tokio::test]
@@ -84,13 +93,7 @@ async fn only_the_models_the_operator_allows_are_accepted() {
     options.allowed_models = vec!["compatible/qwen3-vl-*".into()];
     let server = Server::start(options).await.unwrap();
     let c = Client::new(server.local_addr());
-    let with = |extra: Value| {
-        let mut body = json!({"instruction": "x", "startUrl": env.counter()});
-        body.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        body
-    };
+    let with = |extra: Value| counter_run(&env, extra);
     for extra in [
         json!({"model": "compatible/llama-3.2-vision"}),
         json!({"plannerModel": "compatible/qwen2-vl"}),
@@ -131,13 +134,7 @@ async fn options_a_client_may_not_choose_are_refused_by_name() {
     options.allowed_cdp_urls = vec!["http://127.0.0.1:9/".into()];
     let server = Server::start(options).await.unwrap();
     let c = Client::new(server.local_addr());
-    let with = |extra: Value| {
-        let mut body = json!({"instruction": "x", "startUrl": env.counter()});
-        body.as_object_mut()
-            .unwrap()
-            .extend(extra.as_object().unwrap().clone());
-        body
-    };
+    let with = |extra: Value| counter_run(&env, extra);
     for (extra, status, code, field) in [
         (
             json!({"cdpUrl": "http://127.0.0.1:9222"}),
