@@ -190,10 +190,11 @@ fn serve_options(args: &ServeArgs) -> Result<lumen_server::ServeOptions, CliErro
     o.cache_root = args.cache_root.clone();
     o.workflows_file = args.workflows_file.clone();
     o.allowed_cdp_urls = args.allowed_cdp_urls.clone();
+    // The registry's reading of the prefix, as the server matches with it:
+    // a name it strips no provider from would match no model.
     let with_provider = |m: &str| {
-        ["anthropic/", "openai/", "google/", "gemini/", "compatible/"]
-            .iter()
-            .any(|p| m.trim().starts_with(p))
+        let m = m.trim();
+        lumen::models::registry::split_model(m).1.len() < m.len()
     };
     if let Some(bad) = args
         .allowed_models
@@ -322,6 +323,43 @@ mod tests {
             panic!("not serve")
         };
         super::serve_options(&args).unwrap()
+    }
+
+    /// An `--allow-model` entry names its provider as the registry reads
+    /// it, with `*` only at its end; anything else would match no model.
+    #[test]
+    fn allowed_models_need_a_provider_and_a_trailing_star_only() {
+        let listed = serve(&[
+            "--allow-model",
+            "anthropic/claude-haiku-*",
+            "--allow-model",
+            "gemini/x",
+        ]);
+        assert_eq!(
+            listed.allowed_models,
+            ["anthropic/claude-haiku-*", "gemini/x"]
+        );
+        for bad in ["claude-haiku-4-5", "anthropic/*-haiku", " ", "anthropic"] {
+            let argv = [
+                "lumen",
+                "serve",
+                "--data-dir",
+                "/tmp/lumen-unused",
+                "--allow-model",
+                bad,
+            ];
+            let crate::args::Command::Serve(args) =
+                crate::args::Cli::try_parse_from(argv).unwrap().command
+            else {
+                panic!("not serve")
+            };
+            let err = super::serve_options(&args).unwrap_err();
+            assert!(
+                err.message.contains("--allow-model"),
+                "{bad:?}: {}",
+                err.message
+            );
+        }
     }
 
     #[test]
