@@ -2,7 +2,11 @@
 //!
 //! `Accessibility.getFullAXTree` gives every node of the main frame; we keep
 //! the meaningful ones (no ignored nodes, no inline text boxes, no unnamed
-//! generic containers) and give each a ref such as `@e12`. Refs are keyed by
+//! generic containers) and give each a ref such as `@e12`. Page text is
+//! kept as `text` nodes (a paragraph, a price, an error message), except
+//! where it only repeats the name of the node it sits in (a button's
+//! label); an editable region (`contenteditable`) is listed as a
+//! `textbox`, so it gets a ref and can be filled. Refs are keyed by
 //! the DOM backend node id, so the same element keeps its ref across
 //! snapshots for as long as the document lives; a new document starts over.
 //!
@@ -18,7 +22,9 @@ use lumen_core::{Point, Result};
 use serde::Deserialize;
 
 use crate::cdp::{CallError, PageSession};
-use crate::limits::{MAX_AX_FIELD_CHARS, MAX_AX_NODES, MAX_AX_TEXT_BYTES, OMITTED_REF};
+use crate::limits::{
+    MAX_AX_FIELD_CHARS, MAX_AX_NODES, MAX_AX_PAGE_TEXT_BYTES, MAX_AX_TEXT_BYTES, OMITTED_REF,
+};
 
 /// Ref numbering per document.
 #[derive(Debug, Default)]
@@ -74,16 +80,43 @@ const UNNAMED_NOISE: &[&str] = &[
     "paragraph",
     "list",
     "listitem",
+    // Inline markup inside page text.
+    "strong",
+    "emphasis",
+    "mark",
+    "code",
+    "subscript",
+    "superscript",
+    "deletion",
+    "insertion",
+    "time",
 ];
 
 const SKIPPED_ROLES: &[&str] = &["InlineTextBox", "LineBreak", "none", "presentation"];
 
-/// Whether a node earns a line (and a ref) in the snapshot.
+/// Whether a node earns a line (and a ref) in the snapshot. Text nodes
+/// (`StaticText`) are judged by [`walk`], which knows their ancestors.
 fn listed(ignored: bool, role: &str, name: &str) -> bool {
     if ignored || role.is_empty() || role == "StaticText" || SKIPPED_ROLES.contains(&role) {
         return false;
     }
     !(name.is_empty() && UNNAMED_NOISE.contains(&role))
+}
+
+/// The role an editable region (`contenteditable`, whose own role is an
+/// unnamed container) is listed as, so that it gets a ref and reads as a
+/// field to fill.
+const EDITABLE_ROLE: &str = "textbox";
+
+/// The role page text is listed as.
+pub(crate) const TEXT_ROLE: &str = "text";
+
+/// A node's `properties` entry `name`, as its `value.value`.
+fn property<'a>(node: &'a RawNode, name: &str) -> Option<&'a serde_json::Value> {
+    node.properties
+        .iter()
+        .find(|p| p["name"] == name)
+        .map(|p| &p["value"]["value"])
 }
 
 fn lock(refs: &Mutex<AxRefs>) -> MutexGuard<'_, AxRefs> {
@@ -133,6 +166,22 @@ impl AxRefs {
     }
 }
 
+/// A node waiting in [`walk`]'s depth-first stack.
+struct Frame {
+    /// Its index in the answer's node list.
+    node: usize,
+    /// Its depth among the kept nodes.
+    depth: u32,
+    /// Its depth inside a scoped subtree, once inside one.
+    scoped: Option<u32>,
+    /// The nearest kept ancestor that is not text (its index), whose name
+    /// a text node would only repeat.
+    named: Option<usize>,
+    /// Whether an ancestor is an editable region (its inner containers
+    /// are not fields of their own).
+    editable: bool,
+}
+
 /// Flattens a `getFullAXTree` answer into listed nodes in document order,
 /// numbering refs with `refs`, each with its DOM backend node id.
 ///
@@ -164,18 +213,31 @@ pub(crate) fn walk(
             }
         }
     }
-    // (node, depth, depth inside a scoped subtree)
-    let mut stack: Vec<(usize, u32, Option<u32>)> = (0..nodes.len())
+    let mut stack: Vec<Frame> = (0..nodes.len())
         .rev()
         .filter(|i| !is_child[*i])
-        .map(|i| (i, 0, None))
+        .map(|i| Frame {
+            node: i,
+            depth: 0,
+            scoped: None,
+            named: None,
+            editable: false,
+        })
         .collect();
     let mut seen = vec![false; nodes.len()];
     // What is kept is bounded (`limits`): past a cap, nodes are counted,
     // not listed, and a marker at the end says how many.
     let mut text_bytes = 0usize;
+    let mut page_text_bytes = 0usize;
     let mut omitted = 0usize;
-    while let Some((i, depth, scoped)) = stack.pop() {
+    while let Some(frame) = stack.pop() {
+        let Frame {
+            node: i,
+            depth,
+            scoped,
+            named,
+            editable: in_editable,
+        } = frame;
         if std::mem::replace(&mut seen[i], true) {
             continue;
         }
@@ -185,17 +247,38 @@ pub(crate) fn walk(
             (None, Some(roots), Some(b)) if roots.contains(&b) => Some(0),
             _ => None,
         };
-        let role = clip(text(&n.role));
+        let mut role = clip(text(&n.role));
         let name = clip(text(&n.name));
-        let keep = listed(n.ignored, &role, &name);
+        let editable = !n.ignored
+            && property(n, "editable").and_then(serde_json::Value::as_str) == Some("richtext");
+        let is_text = role == "StaticText";
+        let keep = if is_text {
+            // Page text, unless it only repeats the name of the node it
+            // belongs to (a button's label, a heading's words).
+            !n.ignored
+                && !name.is_empty()
+                && !named.is_some_and(|a: usize| clip(text(&nodes[a].name)).contains(&name))
+        } else if editable && !in_editable && UNNAMED_NOISE.contains(&role.as_str()) {
+            role = EDITABLE_ROLE.to_owned();
+            true
+        } else {
+            listed(n.ignored, &role, &name)
+        };
+        if is_text && keep {
+            role = TEXT_ROLE.to_owned();
+        }
+        // A document's name is its title, which its text does not repeat.
+        let document = matches!(role.as_str(), "RootWebArea" | "WebArea" | "Iframe");
         let step = u32::from(keep);
-        let value = if keep {
+        let value = if keep && !is_text {
             clip(text(&n.value))
         } else {
             String::new()
         };
         let cost = role.len() + name.len() + value.len();
-        let full = out.len() >= MAX_AX_NODES || text_bytes + cost > MAX_AX_TEXT_BYTES;
+        let full = out.len() >= MAX_AX_NODES
+            || text_bytes + cost > MAX_AX_TEXT_BYTES
+            || (is_text && page_text_bytes + name.len() > MAX_AX_PAGE_TEXT_BYTES);
         if keep && full {
             if scope.is_none() || scoped.is_some() {
                 omitted += 1;
@@ -222,9 +305,10 @@ pub(crate) fn walk(
             };
             if let Some(depth) = shown {
                 text_bytes += cost;
-                let focusable = n.properties.iter().any(|p| {
-                    p["name"] == "focusable" && p["value"]["value"] == serde_json::Value::Bool(true)
-                });
+                if is_text {
+                    page_text_bytes += name.len();
+                }
+                let focusable = property(n, "focusable") == Some(&serde_json::Value::Bool(true));
                 out.push((
                     AxNode {
                         reference: format!("@e{number}"),
@@ -238,9 +322,20 @@ pub(crate) fn walk(
                 ));
             }
         }
+        let named = if keep && !is_text && !document {
+            Some(i)
+        } else {
+            named
+        };
         for c in n.child_ids.iter().rev() {
             if let Some(&ci) = index.get(c.as_str()) {
-                stack.push((ci, depth + step, scoped.map(|d| d + step)));
+                stack.push(Frame {
+                    node: ci,
+                    depth: depth + step,
+                    scoped: scoped.map(|d| d + step),
+                    named,
+                    editable: editable || in_editable,
+                });
             }
         }
     }
@@ -257,10 +352,11 @@ fn omitted_marker(omitted: usize) -> AxNode {
         reference: OMITTED_REF.to_owned(),
         role: "note".to_owned(),
         name: format!(
-            "{omitted} more nodes omitted: the snapshot is over its cap of {MAX_AX_NODES} nodes \
-             or {} of text (MAX_AX_NODES, MAX_AX_TEXT_BYTES); read a part of the page by the \
-             ref of its root",
-            crate::limits::size(MAX_AX_TEXT_BYTES)
+            "{omitted} more nodes omitted: the snapshot is over its cap of {MAX_AX_NODES} nodes, \
+             {} of text or {} of page text (MAX_AX_NODES, MAX_AX_TEXT_BYTES, \
+             MAX_AX_PAGE_TEXT_BYTES); read a part of the page by the ref of its root",
+            crate::limits::size(MAX_AX_TEXT_BYTES),
+            crate::limits::size(MAX_AX_PAGE_TEXT_BYTES)
         ),
         value: None,
         depth: 0,

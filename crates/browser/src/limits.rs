@@ -10,6 +10,7 @@
 //! | [`MAX_EVALUATE_RESULT_BYTES`] | 4 MiB | the evaluation is a [`LumenError::Script`](lumen_core::LumenError::Script) error (`ok: false` to the model); the value never leaves the page |
 //! | [`MAX_AX_NODES`] | 20,000 | the snapshot keeps the first nodes in document order and ends with a marker node counting the rest |
 //! | [`MAX_AX_TEXT_BYTES`] | 1 MiB | the same |
+//! | [`MAX_AX_PAGE_TEXT_BYTES`] | 64 KiB | the same, for the page's text nodes |
 //! | [`MAX_AX_FIELD_CHARS`] | 2,000 | a node's name or value is cut, ending in `…` |
 //! | [`MAX_CDP_MESSAGE_BYTES`] | 256 MiB | [`PageLink`](crate::PageLink)'s socket fails with a `BrowserDisconnected` error naming the cap |
 //! | [`MAX_OPEN_TABS`] | 24 | in a launched browser or a tab's own context: a tab a page opens past it is closed at once and the next receipt says so; `new_tab` is refused (`ok: false`) |
@@ -29,6 +30,11 @@ pub const MAX_AX_NODES: usize = 20_000;
 /// The most text (roles, names and values) an accessibility snapshot
 /// holds.
 pub const MAX_AX_TEXT_BYTES: usize = 1 << 20;
+
+/// The most page text (the `text` nodes' words) an accessibility snapshot
+/// holds: about 16,000 tokens, so a long article still leaves a model
+/// room to act; the rest is read by the ref of a part of the page.
+pub const MAX_AX_PAGE_TEXT_BYTES: usize = 64 << 10;
 
 /// The most characters of one node's name or value in a snapshot.
 pub const MAX_AX_FIELD_CHARS: usize = 2_000;
@@ -54,6 +60,8 @@ pub const MAX_CDP_MESSAGE_BYTES: usize = 256 << 20;
 pub(crate) fn size(bytes: usize) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes} bytes")
     }

@@ -122,6 +122,23 @@ enum BrowserCommand {
     /// Scroll the page: `up`, `down`, `left` or `right`, by px (default
     /// one screen less a little).
     Scroll { direction: String, px: Option<f64> },
+    /// Scroll an element (`@e3` or a CSS selector) into view: the page and
+    /// every scrolled container around it. Commands acting on a ref do
+    /// this by themselves when they need to.
+    #[command(alias = "scrollinto")]
+    Scrollintoview { target: String },
+    /// Drag from SRC to DST (each a ref like `@e3` or `x y`): press,
+    /// move in steps, release. Works for HTML5 drag and drop and for
+    /// pages that follow the mouse.
+    Drag {
+        /// `SRC DST`.
+        #[arg(num_args = 2..=4, required = true, value_names = ["SRC", "DST"], allow_negative_numbers = true)]
+        from_to: Vec<String>,
+    },
+    /// Drive the mouse by hand: `move X Y`, `down [BUTTON]`, `up [BUTTON]`,
+    /// `wheel DY [DX]`.
+    #[command(subcommand)]
+    Mouse(Mouse),
     /// The accessibility tree with refs.
     Snapshot {
         /// Interactive elements only.
@@ -257,6 +274,32 @@ enum BrowserCommand {
     Batch,
 }
 
+/// `lumen browser mouse …`.
+#[derive(Debug, Subcommand, Serialize, Deserialize)]
+enum Mouse {
+    /// Move the pointer to `X Y` (CSS pixels of the viewport), with the
+    /// buttons held down so far (a drag by hand).
+    Move {
+        #[arg(allow_negative_numbers = true)]
+        x: i32,
+        #[arg(allow_negative_numbers = true)]
+        y: i32,
+    },
+    /// Press a button (`left`, `right`, `middle`; default left) where the
+    /// pointer is.
+    Down { button: Option<String> },
+    /// Release a button where the pointer is.
+    Up { button: Option<String> },
+    /// Turn the wheel where the pointer is, by CSS pixels (positive: down
+    /// and right).
+    Wheel {
+        #[arg(allow_negative_numbers = true)]
+        dy: f64,
+        #[arg(allow_negative_numbers = true)]
+        dx: Option<f64>,
+    },
+}
+
 /// What the state file remembers about a session.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct State {
@@ -290,6 +333,12 @@ struct State {
     /// The profile is the user's (`--profile`): never deleted.
     #[serde(default)]
     persistent_profile: bool,
+    /// Where `mouse` left the pointer (CSS pixels of the viewport).
+    #[serde(default)]
+    pointer: [i32; 2],
+    /// The buttons `mouse down` holds (left 1, right 2, middle 4).
+    #[serde(default)]
+    buttons: i64,
 }
 
 /// A document's mark and every ref given in it: (number, DOM backend node
@@ -540,6 +589,8 @@ async fn save_page_read_on(session: &str, state: &State, read_on: &str) -> Resul
     now.refs.clone_from(&state.refs);
     now.console_seen = state.console_seen;
     now.errors_seen = state.errors_seen;
+    now.pointer = state.pointer;
+    now.buttons = state.buttons;
     save(session, &now)
 }
 
@@ -583,7 +634,40 @@ impl BrowserArgs {
 }
 
 /// Runs one direct command; returns the exit code.
+/// Runs one `lumen browser` command. With `--json`, a failure is also one
+/// JSON object on stdout (see [`print_error`]); the exit code is kept.
 pub(crate) async fn run(args: BrowserArgs) -> Result<u8, CliError> {
+    let json = args.json;
+    match run_command(args).await {
+        Err(e) if json => {
+            print_error(&e);
+            Err(e)
+        }
+        other => other,
+    }
+}
+
+/// A failed command's answer on stdout for `--json`:
+/// `{"ok": false, "success": false, "error": {"code", "exit", "message"}}`
+/// (`code` is `usage` for exit 2, else `failed`; agent-browser's clients
+/// read `success` and `error`).
+pub(crate) fn print_error(e: &CliError) {
+    let code = if e.code == crate::exit::CONFIG {
+        "usage"
+    } else {
+        "failed"
+    };
+    let value = json!({
+        "ok": false,
+        "success": false,
+        "error": {"code": code, "exit": e.code, "message": e.message},
+    });
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{value}");
+    let _ = out.flush();
+}
+
+async fn run_command(args: BrowserArgs) -> Result<u8, CliError> {
     let session = args.session.clone();
     if let BrowserCommand::Batch = args.command {
         return batch::run(&args).await;
@@ -815,6 +899,9 @@ impl BrowserCommand {
                 | Self::Fill { .. }
                 | Self::Press { .. }
                 | Self::Scroll { .. }
+                | Self::Scrollintoview { .. }
+                | Self::Drag { .. }
+                | Self::Mouse(_)
                 | Self::Snapshot { .. }
                 | Self::Check { .. }
                 | Self::Uncheck { .. }
@@ -844,7 +931,7 @@ async fn on_page(
 ) -> Result<(Value, String), CliError> {
     match &args.command {
         BrowserCommand::Click { target } | BrowserCommand::Dblclick { target } => {
-            let at = point(link, state, target).await?;
+            let (at, scrolled) = point(link, state, target).await?;
             let count = if matches!(args.command, BrowserCommand::Dblclick { .. }) {
                 2
             } else {
@@ -860,14 +947,45 @@ async fn on_page(
                 "ok".to_owned()
             };
             Ok((
-                json!({"ok": true, "x": at.x, "y": at.y, "navigated": navigated}),
-                text,
+                json!({"ok": true, "x": at.x, "y": at.y, "navigated": navigated, "scrolled": scrolled}),
+                scrolled_note(text, scrolled),
             ))
         }
         BrowserCommand::Hover { target } => {
-            let at = point(link, state, target).await?;
+            let (at, scrolled) = point(link, state, target).await?;
             link.hover(at).await.map_err(fail)?;
-            Ok((json!({"ok": true, "x": at.x, "y": at.y}), "ok".to_owned()))
+            Ok((
+                json!({"ok": true, "x": at.x, "y": at.y, "scrolled": scrolled}),
+                scrolled_note("ok".to_owned(), scrolled),
+            ))
+        }
+        BrowserCommand::Scrollintoview { target } => {
+            let element = elements::element(state, target)?;
+            let moved = link
+                .scroll_into_view(element)
+                .await
+                .map_err(elements::element_error)?
+                .map_err(|spot| refusal(target, spot))?;
+            let text = if moved {
+                format!("scrolled {target} into view")
+            } else {
+                format!("{target} was in view already")
+            };
+            Ok((json!({"ok": true, "scrolled": moved}), text))
+        }
+        BrowserCommand::Drag { from_to } => {
+            let (from, to) = drag_points(link, state, from_to).await?;
+            let html5 = link.drag(from, to).await.map_err(fail)?;
+            state.pointer = [to.x, to.y];
+            save_page(session, state).await?;
+            Ok((
+                json!({"ok": true, "from": [from.x, from.y], "to": [to.x, to.y], "dragAndDrop": html5}),
+                format!("dragged from {}, {} to {}, {}", from.x, from.y, to.x, to.y),
+            ))
+        }
+        BrowserCommand::Mouse(m) => {
+            let v = mouse(link, state, session, m).await?;
+            Ok((v, "ok".to_owned()))
         }
         BrowserCommand::Type { words } => {
             let (target, text) = match words.as_slice() {
@@ -888,7 +1006,10 @@ async fn on_page(
                 .await
                 .map_err(elements::element_error)?
             {
-                FillResult::Filled => Ok((json!({"ok": true}), "ok".to_owned())),
+                FillResult::Filled { scrolled } => Ok((
+                    json!({"ok": true, "scrolled": scrolled}),
+                    scrolled_note("ok".to_owned(), scrolled),
+                )),
                 FillResult::Refused(spot) => Err(refusal(target, spot)),
                 FillResult::NotEditable(what) => Err(not_editable(target, &what)),
                 other => Err(CliError::failure(format!("{target}: {other:?}"))),
@@ -897,7 +1018,10 @@ async fn on_page(
         BrowserCommand::Fill { target, text } => {
             let saved = saved_ref(state, target)?;
             match link.fill(saved, text).await.map_err(fail)? {
-                FillResult::Filled => Ok((json!({"ok": true}), "ok".to_owned())),
+                FillResult::Filled { scrolled } => Ok((
+                    json!({"ok": true, "scrolled": scrolled}),
+                    scrolled_note("ok".to_owned(), scrolled),
+                )),
                 FillResult::Refused(spot) => Err(refusal(target, spot)),
                 FillResult::NotEditable(what) => Err(not_editable(target, &what)),
                 other => Err(CliError::failure(format!("{target}: {other:?}"))),
@@ -1314,16 +1438,16 @@ fn filter(
     snap
 }
 
-/// `x y` or `@eN` → a viewport point; a ref is checked against the saved
-/// snapshot first.
-async fn point(link: &PageLink, state: &State, target: &[String]) -> Result<Point, CliError> {
+/// `x y` or `@eN` → a viewport point, and whether the ref's element was
+/// scrolled into view for it; a ref is checked against the saved snapshot
+/// first.
+async fn point(
+    link: &PageLink,
+    state: &State,
+    target: &[String],
+) -> Result<(Point, bool), CliError> {
     match target {
-        [x, y] => match (x.parse::<i32>(), y.parse::<i32>()) {
-            (Ok(x), Ok(y)) => Ok(Point::new(x, y)),
-            _ => Err(CliError::config(
-                "expected `x y` (whole CSS pixels) or a ref like @e3",
-            )),
-        },
+        [x, y] => Ok((xy(x, y)?, false)),
         [r] if r.starts_with('@') => ref_point(link, state, r).await,
         _ => Err(CliError::config(
             "expected `x y` or a ref like @e3 from `lumen browser snapshot`",
@@ -1331,19 +1455,117 @@ async fn point(link: &PageLink, state: &State, target: &[String]) -> Result<Poin
     }
 }
 
-/// Where a ref's element can be clicked. The element is found by its DOM
-/// node (saved with the snapshot) in the same document only: the check and
-/// the geometry happen in one step in the page, so a navigation can never
-/// turn an old ref into a click on the new page.
-async fn ref_point(link: &PageLink, state: &State, reference: &str) -> Result<Point, CliError> {
+/// `x y` as whole CSS pixels.
+fn xy(x: &str, y: &str) -> Result<Point, CliError> {
+    match (x.parse::<i32>(), y.parse::<i32>()) {
+        (Ok(x), Ok(y)) => Ok(Point::new(x, y)),
+        _ => Err(CliError::config(format!(
+            "expected `x y` (whole CSS pixels) or a ref like @e3, not `{x} {y}`"
+        ))),
+    }
+}
+
+/// Where a ref's element can be clicked, scrolled into view first when it
+/// lies outside the viewport or a scrolled container cuts it off (and
+/// whether it was). The element is found by its DOM node (saved with the
+/// snapshot) in the same document only: the check and the geometry happen
+/// in one step in the page, so a navigation can never turn an old ref into
+/// a click on the new page.
+async fn ref_point(
+    link: &PageLink,
+    state: &State,
+    reference: &str,
+) -> Result<(Point, bool), CliError> {
     match link
-        .locate(saved_ref(state, reference)?)
+        .locate_in_view(saved_ref(state, reference)?)
         .await
         .map_err(fail)?
     {
-        ElementSpot::At(p) => Ok(p),
-        spot => Err(refusal(reference, spot)),
+        (ElementSpot::At(p), scrolled) => Ok((p, scrolled)),
+        (spot, _) => Err(refusal(reference, spot)),
     }
+}
+
+/// A command's answer, saying when its element was scrolled into view.
+fn scrolled_note(text: String, scrolled: bool) -> String {
+    if scrolled {
+        format!("{text} (scrolled into view first)")
+    } else {
+        text
+    }
+}
+
+/// `drag SRC DST`: each a ref or `x y`.
+async fn drag_points(
+    link: &PageLink,
+    state: &State,
+    words: &[String],
+) -> Result<(Point, Point), CliError> {
+    let usage = || {
+        CliError::config(
+            "usage: lumen browser drag SRC DST, each a ref like @e3 or `x y` \
+             (`drag @e3 @e7`, `drag 10 20 300 400`, `drag @e3 300 400`)",
+        )
+    };
+    let (first, rest) = match words {
+        [r, rest @ ..] if r.starts_with('@') => (&words[..1], rest),
+        [_, _, rest @ ..] => (&words[..2], rest),
+        _ => return Err(usage()),
+    };
+    if !matches!(rest.len(), 1 | 2) || (rest.len() == 1 && !rest[0].starts_with('@')) {
+        return Err(usage());
+    }
+    let (from, _) = point(link, state, first).await?;
+    let (to, _) = point(link, state, rest).await?;
+    Ok((from, to))
+}
+
+/// `mouse move X Y | down [BUTTON] | up [BUTTON] | wheel DY [DX]`. Where
+/// the pointer is and which buttons it holds outlive the command (in the
+/// session's state), so a drag by hand can take several commands.
+async fn mouse(
+    link: &PageLink,
+    state: &mut State,
+    session: &str,
+    m: &Mouse,
+) -> Result<Value, CliError> {
+    let button = |b: &Option<String>| match b.as_deref().unwrap_or("left") {
+        "left" => Ok((MouseButton::Left, 1)),
+        "right" => Ok((MouseButton::Right, 2)),
+        "middle" => Ok((MouseButton::Middle, 4)),
+        other => Err(CliError::config(format!(
+            "unknown button {other:?}; use left, right or middle"
+        ))),
+    };
+    let at = Point::new(state.pointer[0], state.pointer[1]);
+    let value = match m {
+        Mouse::Move { x, y } => {
+            let to = Point::new(*x, *y);
+            link.mouse_move(to, state.buttons).await.map_err(fail)?;
+            state.pointer = [to.x, to.y];
+            json!({"ok": true, "x": to.x, "y": to.y, "buttons": state.buttons})
+        }
+        Mouse::Down { button: b } | Mouse::Up { button: b } => {
+            let down = matches!(m, Mouse::Down { .. });
+            let (b, bit) = button(b)?;
+            let buttons = if down {
+                state.buttons | bit
+            } else {
+                state.buttons & !bit
+            };
+            link.mouse_button(at, b, down, buttons)
+                .await
+                .map_err(fail)?;
+            state.buttons = buttons;
+            json!({"ok": true, "x": at.x, "y": at.y, "buttons": buttons})
+        }
+        Mouse::Wheel { dy, dx } => {
+            let (_, after) = link.wheel(at, dx.unwrap_or(0.0), *dy).await.map_err(fail)?;
+            return Ok(json!({"ok": true, "scrollX": after[0], "scrollY": after[1]}));
+        }
+    };
+    save_page(session, state).await?;
+    Ok(value)
 }
 
 fn stale(reference: &str, why: &str) -> CliError {
@@ -1569,6 +1791,8 @@ async fn start(session: &str, args: &BrowserArgs) -> Result<(PageLink, State), C
         routes: Vec::new(),
         keeper: None,
         persistent_profile,
+        pointer: [0, 0],
+        buttons: 0,
     };
     save(session, &state)?;
     Ok((link, state))

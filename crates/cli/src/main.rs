@@ -54,10 +54,32 @@ use crate::runner::Job;
 /// a direct command (a few milliseconds in all) over 0.2 ms of CPU.
 fn parse() -> Cli {
     if std::env::args_os().nth(1).is_some_and(|w| w == "browser") {
-        let words = std::iter::once(std::ffi::OsString::from("lumen browser"))
-            .chain(std::env::args_os().skip(2));
-        return Cli {
-            command: Command::Browser(BrowserCli::parse_from(words).args),
+        let words: Vec<std::ffi::OsString> =
+            std::iter::once(std::ffi::OsString::from("lumen browser"))
+                .chain(std::env::args_os().skip(2))
+                .collect();
+        return match BrowserCli::try_parse_from(&words) {
+            Ok(cli) => Cli {
+                command: Command::Browser(cli.args),
+            },
+            Err(e) => {
+                // With --json a usage error is one JSON object on stdout
+                // too; the usage text stays on stderr.
+                use clap::error::ErrorKind;
+                let shown = matches!(
+                    e.kind(),
+                    ErrorKind::DisplayHelp
+                        | ErrorKind::DisplayVersion
+                        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                );
+                if !shown && words.iter().any(|w| w == "--json") {
+                    let message = e.render().to_string();
+                    let first = message.lines().next().unwrap_or_default();
+                    let first = first.strip_prefix("error: ").unwrap_or(first);
+                    direct::print_error(&CliError::config(first));
+                }
+                e.exit()
+            }
         };
     }
     Cli::parse()

@@ -23,6 +23,10 @@ const DETACHED_FLAGS: &[&str] = &[
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    // `window.open()` outside a click (a page opening a popup on load or
+    // on input) works, as in every other launch: the session lists the
+    // new tab and `tab N` switches to it.
+    "--disable-popup-blocking",
     "--remote-debugging-port=0",
 ];
 

@@ -29,6 +29,7 @@ use crate::ws::Wire;
 mod debug;
 mod elements;
 mod files;
+mod pointer;
 mod refs;
 
 pub use debug::{LoadState, LogEntry};
@@ -429,13 +430,16 @@ impl PageLink {
         Ok((pair(&before), pair(&after)))
     }
 
-    /// Types text into the focused element: one `Input.insertText` per
-    /// line, Enter between lines.
+    /// Types text into the focused element as a keyboard would: a key
+    /// press per character (`keydown`, `keypress`, `keyup`, then the
+    /// page's `beforeinput`/`input`), Enter between lines; a character no
+    /// key types (`é`, an emoji) is inserted as text.
     ///
     /// # Errors
     /// As [`call`](Self::call).
     pub async fn type_text(&self, text: &str) -> Result<()> {
-        self.calls(typing::type_text(text, false)?).await.map(drop)
+        let text = text.replace("\r\n", "\n");
+        self.calls(typing::type_text(&text, true)?).await.map(drop)
     }
 
     /// Presses a key or chord (`Enter`, `Control+a`, `["Shift", "Tab"]`).

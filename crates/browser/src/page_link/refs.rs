@@ -73,7 +73,11 @@ pub enum ElementSpot {
 #[non_exhaustive]
 pub enum FillResult {
     /// The field holds the new text (or the text was typed into it).
-    Filled,
+    Filled {
+        /// Whether the field was scrolled into view first (it lay outside
+        /// the viewport, or a scrolled container cut it off).
+        scrolled: bool,
+    },
     /// The element cannot be used (why, as for [`PageLink::locate`]);
     /// nothing was typed.
     Refused(ElementSpot),
@@ -90,7 +94,11 @@ pub enum FillResult {
 /// typed.
 const TEXT_FN: &str = r#"function(mark, prop, text, replace) {
   const spot = (LOCATE).call(this, mark, prop);
-  const away = () => { const a = document.activeElement; if (a && a !== document.body) a.blur(); };
+  const away = () => {
+    let a = document.activeElement;
+    while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    if (a && a !== document.body) a.blur();
+  };
   if (spot.kind !== 'at') { away(); return spot; }
   const el = this.nodeType === 1 ? this : this.parentElement;
   const tag = el.tagName.toLowerCase();
@@ -99,9 +107,14 @@ const TEXT_FN: &str = r#"function(mark, prop, text, replace) {
     away();
     return { kind: 'noedit', by: '<' + tag + (el.id ? ' id="' + el.id + '"' : '') + '>' };
   }
-  const had = document.activeElement === el || el.contains(document.activeElement);
+  // Inside a shadow root, the document's active element is the host: the
+  // element's own root says which element of it has focus.
+  const root = el.getRootNode();
+  const active = () => root.activeElement || document.activeElement;
+  const has = () => { const a = active(); return a === el || el.contains(a); };
+  const had = has();
   if (!had) el.focus();
-  if (document.activeElement !== el && !el.contains(document.activeElement)) {
+  if (!has()) {
     away();
     return { kind: 'noedit', by: '<' + tag + (el.id ? ' id="' + el.id + '"' : '') + '> (it refuses focus)' };
   }
@@ -164,6 +177,36 @@ pub(super) const LOCATE_FN: &str = r#"function(mark, prop) {
   return { kind: 'off', x: Math.round(r.left + r.width / 2), y: Math.round(r.top + r.height / 2) };
 }"#;
 
+/// The page-side half of [`PageLink::scroll_into_view`]: when the element
+/// (or the element holding a text node) is cut off by the viewport or by a
+/// scrolled container around it, scrolls every one of them so that its
+/// centre is in view. Answers whether anything moved.
+const SCROLL_FN: &str = r#"function(mark, prop) {
+  if (window[prop] !== mark) return { kind: 'doc' };
+  if (!this.isConnected) return { kind: 'gone' };
+  const el = this.nodeType === 1 ? this : this.parentElement;
+  if (!el) return { kind: 'nobox' };
+  const up = (n) => n.parentElement || (n.getRootNode() && n.getRootNode().host) || null;
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 && r.height === 0) return { kind: 'nobox' };
+  let cut = r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth;
+  for (let n = up(el); n && !cut; n = up(n)) {
+    const s = getComputedStyle(n);
+    if (!/(auto|scroll|hidden|clip)/.test(s.overflowX + ' ' + s.overflowY)) continue;
+    const c = n.getBoundingClientRect();
+    cut = r.top < c.top || r.left < c.left || r.bottom > c.bottom || r.right > c.right;
+  }
+  if (!cut) return { kind: 'scrolled', moved: false };
+  const where = () => {
+    const at = [scrollX, scrollY];
+    for (let n = up(el); n; n = up(n)) at.push(n.scrollLeft, n.scrollTop);
+    return at.join(',');
+  };
+  const before = where();
+  el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+  return { kind: 'scrolled', moved: where() !== before };
+}"#;
+
 /// Registers elements under their ref numbers in the document that still
 /// carries `mark` (`this` is the first element; `nodes` follow `nums`).
 const REGISTER_FN: &str = r#"function(mark, prop, refsProp, nums, ...nodes) {
@@ -201,7 +244,7 @@ impl PageLink {
     /// As [`call`](Self::call).
     pub async fn fill(&self, target: SavedRef<'_>, text: &str) -> Result<FillResult> {
         let text = text.replace("\r\n", "\n");
-        let v = match self
+        let (v, scrolled) = match self
             .edit(ElementTarget::Ref(target), Some(&text), true)
             .await?
         {
@@ -218,37 +261,25 @@ impl PageLink {
             }
             self.calls(commands).await?;
         }
-        Ok(FillResult::Filled)
+        Ok(FillResult::Filled { scrolled })
     }
 
     /// Types `text` into the text field `target` names (a ref, checked and
     /// refused as [`fill`](Self::fill) does, or a CSS selector): focuses it
-    /// (the caret at the end of its content, unless it had focus already)
-    /// and inserts `text` at the caret, without clearing the field. A line
-    /// is inserted through the page's editing command in the same call as
-    /// the focus (`Input.insertText` takes over if the page refuses it);
-    /// text of several lines goes through [`type_text`](Self::type_text)
-    /// after the focus (Enter between the lines).
+    /// (the caret at the end of its content, unless it had focus already),
+    /// then types `text` at the caret key by key, as
+    /// [`type_text`](Self::type_text) does, without clearing the field.
     ///
     /// # Errors
     /// [`LumenError::InvalidData`] for a selector that is invalid or matches
     /// nothing; otherwise as [`call`](Self::call).
     pub async fn type_into(&self, target: ElementTarget<'_>, text: &str) -> Result<FillResult> {
-        let text = text.replace("\r\n", "\n");
-        let one_line = !text.is_empty() && !text.contains(['\n', '\r']);
-        let v = match self
-            .edit(target, one_line.then_some(text.as_str()), false)
-            .await?
-        {
+        let (_, scrolled) = match self.edit(target, None, false).await? {
             Ok(v) => v,
             Err(refused) => return Ok(refused),
         };
-        if !one_line {
-            self.type_text(&text).await?;
-        } else if v["typed"] != true {
-            self.calls(typing::type_text(&text, false)?).await?;
-        }
-        Ok(FillResult::Filled)
+        self.type_text(text).await?;
+        Ok(FillResult::Filled { scrolled })
     }
 
     /// Runs `TEXT_FN` on `target`: its answer once the field is focused
@@ -258,21 +289,39 @@ impl PageLink {
         target: ElementTarget<'_>,
         text: Option<&str>,
         replace: bool,
-    ) -> Result<std::result::Result<Value, FillResult>> {
+    ) -> Result<std::result::Result<(Value, bool), FillResult>> {
         let function = TEXT_FN.replace("LOCATE", LOCATE_FN);
-        let v = match self
-            .on_target(target, &function, vec![json!(text), json!(replace)])
-            .await?
-        {
-            Ok(v) => v,
-            Err(spot) => return Ok(Err(FillResult::Refused(spot))),
-        };
-        match v["kind"].as_str().unwrap_or_default() {
-            "filled" => Ok(Ok(v)),
-            "noedit" => Ok(Err(FillResult::NotEditable(
-                v["by"].as_str().unwrap_or_default().to_owned(),
-            ))),
-            _ => Ok(Err(FillResult::Refused(spot_of(v)?))),
+        let args = vec![json!(text), json!(replace)];
+        let mut scrolled = false;
+        loop {
+            let v = match self.on_target(target, &function, args.clone()).await? {
+                Ok(v) => v,
+                Err(spot) => return Ok(Err(FillResult::Refused(spot))),
+            };
+            let spot = match v["kind"].as_str().unwrap_or_default() {
+                "filled" => return Ok(Ok((v, scrolled))),
+                "noedit" => {
+                    return Ok(Err(FillResult::NotEditable(
+                        v["by"].as_str().unwrap_or_default().to_owned(),
+                    )));
+                }
+                _ => spot_of(v)?,
+            };
+            // Off screen, or cut off by a scrolled container: scrolled into
+            // view once, then tried again.
+            if scrolled
+                || !matches!(
+                    spot,
+                    ElementSpot::OffScreen(_) | ElementSpot::Covered { .. }
+                )
+            {
+                return Ok(Err(FillResult::Refused(spot)));
+            }
+            match self.scroll_into_view(target).await? {
+                Ok(true) => scrolled = true,
+                Ok(false) => return Ok(Err(FillResult::Refused(spot))),
+                Err(other) => return Ok(Err(FillResult::Refused(other))),
+            }
         }
     }
 
@@ -442,6 +491,46 @@ impl PageLink {
         {
             Ok(v) => spot_of(v),
             Err(spot) => Ok(spot),
+        }
+    }
+
+    /// Scrolls the element `target` names into view when the viewport or a
+    /// scrolled container around it cuts it off (every scrolling ancestor
+    /// moves, so that its centre shows); answers whether anything scrolled,
+    /// or why the element cannot be reached.
+    ///
+    /// # Errors
+    /// As [`on_target`](Self::on_target).
+    pub async fn scroll_into_view(
+        &self,
+        target: ElementTarget<'_>,
+    ) -> Result<std::result::Result<bool, ElementSpot>> {
+        match self.on_target(target, SCROLL_FN, Vec::new()).await? {
+            Ok(v) if v["kind"] == "scrolled" => Ok(Ok(v["moved"] == true)),
+            Ok(v) => Ok(Err(spot_of(v)?)),
+            Err(spot) => Ok(Err(spot)),
+        }
+    }
+
+    /// Where the element `target` names can be acted on, as
+    /// [`locate`](Self::locate) says, after scrolling it into view when it
+    /// lay outside the viewport or was cut off by a scrolled container;
+    /// with whether it scrolled.
+    ///
+    /// # Errors
+    /// As [`call`](Self::call).
+    pub async fn locate_in_view(&self, target: SavedRef<'_>) -> Result<(ElementSpot, bool)> {
+        let spot = self.locate(target).await?;
+        if !matches!(
+            spot,
+            ElementSpot::OffScreen(_) | ElementSpot::Covered { .. }
+        ) {
+            return Ok((spot, false));
+        }
+        match self.scroll_into_view(ElementTarget::Ref(target)).await? {
+            Ok(true) => Ok((self.locate(target).await?, true)),
+            Ok(false) => Ok((spot, false)),
+            Err(other) => Ok((other, false)),
         }
     }
 

@@ -59,7 +59,7 @@ async fn a_page_link_clicks_types_presses_fills_and_captures() {
     };
     assert_eq!(
         link.fill(target, "ada@example.test").await.unwrap(),
-        FillResult::Filled
+        FillResult::Filled { scrolled: false }
     );
     assert_eq!(
         link.evaluate("document.querySelector('#email').value")
