@@ -95,8 +95,11 @@ pub struct TabOptions {
     pub follow_new_tabs: bool,
     /// Settling used inside `goto`, `back`, `forward` and `reload`.
     pub settle: SettleOptions,
-    /// Send a key event per character when typing (for pages that listen to
-    /// `keydown`), instead of one `Input.insertText`.
+    /// Type as a keyboard does, a key event per character (`keydown`,
+    /// `keypress`, `keyup`: pages that listen for keys see them), with
+    /// `Input.insertText` only for characters no key types (default);
+    /// `false` inserts each line as one `Input.insertText` (one call, no
+    /// key events).
     pub type_with_key_events: bool,
 }
 
@@ -113,7 +116,7 @@ impl Default for TabOptions {
             receipts: true,
             follow_new_tabs: true,
             settle: SettleOptions::default(),
-            type_with_key_events: false,
+            type_with_key_events: true,
         }
     }
 }

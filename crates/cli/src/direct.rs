@@ -1612,8 +1612,8 @@ fn refusal(reference: &str, spot: ElementSpot) -> CliError {
             "{reference} has no box on screen (hidden, or empty); it cannot be used"
         )),
         ElementSpot::OffScreen(p) => CliError::failure(format!(
-            "{reference} is outside the viewport (its centre is at {}, {}): scroll it into view \
-             first (`lumen browser scroll down`)",
+            "{reference} is outside the viewport (its centre is at {}, {}) even after scrolling \
+             it into view: the page scrolls it away; scroll by hand (`lumen browser scroll down`)",
             p.x, p.y
         )),
         ElementSpot::Covered { at, by } => CliError::failure(format!(

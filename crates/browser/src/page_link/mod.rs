@@ -84,6 +84,12 @@ impl std::fmt::Debug for PageLink {
     }
 }
 
+/// Resolves after the page's next frame: what was sent before it has been
+/// handled and drawn. A page in a background tab draws no frames: a timer
+/// ends the wait there (background timers run at most once a second).
+const NEXT_FRAME: &str =
+    "new Promise(r => { requestAnimationFrame(() => r(0)); setTimeout(() => r(0), 100); })";
+
 /// Resolves once the document has loaded.
 const LOADED: &str = "new Promise(r => document.readyState === 'complete' ? r(true) : \
                       window.addEventListener('load', () => r(true), { once: true }))";
@@ -606,9 +612,15 @@ impl PageLink {
         let mut now = self.viewport().await?;
         // The browser's own bars can change once (an info bar appears), so
         // measure again after each resize.
-        for _ in 0..3 {
+        for round in 0..3 {
             if now == size {
                 break;
+            }
+            if round == 0 {
+                // A page behind a popup it opened draws no frames, and its
+                // viewport would not follow the window: it comes to the
+                // front first.
+                self.call("Page.bringToFront", json!({})).await?;
             }
             let window = browser_command(
                 browser_ws_url,
@@ -635,8 +647,7 @@ impl PageLink {
             )
             .await?;
             // The new size reaches the page with the next frame.
-            self.evaluate("new Promise(r => requestAnimationFrame(() => r(0)))")
-                .await?;
+            self.evaluate(NEXT_FRAME).await?;
             now = self.viewport().await?;
         }
         Ok(now)

@@ -16,16 +16,12 @@
 use lumen_core::{MouseButton, Point, Result};
 use serde_json::{Value, json};
 
-use super::PageLink;
+use super::{NEXT_FRAME, PageLink};
 use crate::protocol::mouse::{self, Press};
 
 /// How many moves a drag makes between its ends (so that pages that
 /// follow the mouse see it travel).
 const DRAG_STEPS: i32 = 8;
-
-/// Resolves after the next frame: the renderer has handled the input sent
-/// before it.
-const NEXT_FRAME: &str = "new Promise(r => requestAnimationFrame(() => r(0)))";
 
 impl PageLink {
     /// Moves the pointer to `at` with the buttons of `buttons` held (left

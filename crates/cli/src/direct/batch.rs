@@ -90,7 +90,7 @@ pub(super) async fn run(outer: &BrowserArgs) -> Result<u8, CliError> {
                 "line {number}: a batch cannot run another batch"
             )));
         }
-        if let Err(mut e) = Box::pin(super::run(parsed)).await {
+        if let Err(mut e) = Box::pin(super::run_command(parsed)).await {
             e.message = format!("line {number} ({line}): {}", e.message);
             return Err(e);
         }

@@ -290,12 +290,19 @@ async fn batch_runs_one_command_a_line_and_stops_at_the_first_failure() {
         err.contains("line 4 (fill '#name' x)") && err.contains("not a ref"),
         "{err}"
     );
-    // The open before it ran; nothing after it did.
-    assert_eq!(
-        text(&out.stdout).lines().count(),
-        1,
-        "{}",
-        text(&out.stdout)
+    // The open before it ran; nothing after it did. With --json the
+    // failure is the last line, once, naming the line.
+    let stdout = text(&out.stdout);
+    let printed: Vec<&str> = stdout.lines().collect();
+    assert_eq!(printed.len(), 2, "{stdout}");
+    let failure: serde_json::Value = serde_json::from_str(printed[1]).unwrap();
+    assert_eq!(failure["success"], false, "{failure}");
+    assert!(
+        failure["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line 4 (fill '#name' x)"),
+        "{failure}"
     );
     assert_eq!(s.eval("document.querySelector('#country').value").await, "");
 

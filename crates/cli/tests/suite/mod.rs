@@ -5,6 +5,7 @@ mod direct_elements;
 mod direct_files;
 mod direct_keeper;
 mod direct_network;
+mod direct_real_pages;
 mod errors;
 mod handoff;
 mod harness;

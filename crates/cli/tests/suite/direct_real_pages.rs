@@ -1,0 +1,277 @@
+//! `lumen browser` on the patterns real pages use and our first fixtures
+//! did not (`fixtures/sites/real/`): page text, nested shadow roots, an
+//! editable region, targets below the fold and inside scrolled containers,
+//! drags, a popup on load, pages listening for keys, and `--json` errors.
+//! Each check reads the effect back through the page itself.
+
+use serde_json::Value;
+
+use super::direct::Session;
+use super::harness::{code, text};
+
+impl Session {
+    async fn json_of(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.ok(&all).await).unwrap()
+    }
+
+    /// The snapshot's nodes (`-i` or not).
+    async fn nodes(&self, interactive: bool) -> Vec<Value> {
+        let args: &[&str] = if interactive {
+            &["snapshot", "-i"]
+        } else {
+            &["snapshot"]
+        };
+        self.json_of(args).await["nodes"]
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+}
+
+/// The ref of the first node with this role whose name contains `name`.
+fn ref_of(nodes: &[Value], role: &str, name: &str) -> String {
+    nodes
+        .iter()
+        .find(|n| n["role"] == role && n["name"].as_str().unwrap_or("").contains(name))
+        .unwrap_or_else(|| panic!("no {role} {name:?} in {nodes:?}"))["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_says_what_the_page_says() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/article.html")]).await;
+    let outline = s.ok(&["snapshot"]).await;
+    for said in [
+        "text \"Total due: $42.50\"",
+        "text \"Card number is invalid\"",
+        "text \"fourteen days\"",
+        "text \"Questions? Write to the billing team; we answer within a day.\"",
+    ] {
+        assert!(outline.contains(said), "{said} missing from\n{outline}");
+    }
+    // A label is not said twice: the button's name is its text.
+    assert!(outline.contains("button \"Pay\""), "{outline}");
+    assert!(!outline.contains("text \"Pay\""), "{outline}");
+    assert!(!outline.contains("text \"Invoice 7\""), "{outline}");
+    // Inline markup is no node of its own.
+    assert!(!outline.contains("- strong"), "{outline}");
+
+    // -i is what a person acts on, and only that.
+    let interactive = s.nodes(true).await;
+    assert!(
+        interactive.iter().all(|n| n["role"] != "text"),
+        "{interactive:?}"
+    );
+    assert_eq!(ref_of(&interactive, "button", "Pay").len() > 1, true);
+
+    // A text node's ref reads its words.
+    let nodes = s.nodes(false).await;
+    let price = ref_of(&nodes, "text", "Total due");
+    assert_eq!(s.ok(&["get", "text", &price]).await, "Total due: $42.50");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_in_nested_shadow_roots_are_filled_and_typed_into() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/shadow.html")]).await;
+    let nodes = s.nodes(false).await;
+    for words in ["Outer words", "Middle words", "Deepest words"] {
+        ref_of(&nodes, "text", words);
+    }
+    let deep = ref_of(&nodes, "textbox", "Deep field");
+    s.ok(&["fill", &deep, "three"]).await;
+    assert_eq!(s.eval("window.lumen.deep()").await, "three");
+    s.ok(&["type", &deep, "ab"]).await;
+    assert_eq!(s.eval("window.lumen.deep()").await, "threeab");
+    let mid = ref_of(&nodes, "textbox", "Middle field");
+    s.ok(&["fill", &mid, "two"]).await;
+    assert_eq!(
+        s.eval(
+            "document.querySelector('#outer').shadowRoot.querySelector('#middle')\
+             .shadowRoot.querySelector('#mid-field').value"
+        )
+        .await,
+        "two"
+    );
+    assert_eq!(
+        s.eval("window.lumen.keys.join(' ')").await,
+        "keydown:a keypress:a keyup:a keydown:b keypress:b keyup:b"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editable_region_gets_a_ref_and_takes_text_and_keys() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/editor.html")]).await;
+    let nodes = s.nodes(true).await;
+    let editor = nodes
+        .iter()
+        .find(|n| n["role"] == "textbox" && n["value"] == "Draft")
+        .unwrap_or_else(|| panic!("the editor has no ref: {nodes:?}"))["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.ok(&["fill", &editor, "Dear Ada"]).await;
+    assert_eq!(
+        s.eval("document.getElementById('editor').textContent")
+            .await,
+        "Dear Ada"
+    );
+    s.ok(&["type", &editor, ", hi"]).await;
+    assert_eq!(
+        s.eval("document.getElementById('editor').textContent")
+            .await,
+        "Dear Ada, hi"
+    );
+    // Four keys, three events each; the page saw input for each.
+    assert_eq!(s.eval("window.lumen.keys.length").await, 12);
+    assert!(s.eval("window.lumen.inputs").await.as_u64().unwrap() >= 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_sends_the_keys_a_keyboard_would() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/editor.html")]).await;
+    let field = s.find("textbox", "Key field").await;
+    // `é` has no key on a US layout: it is inserted as text between keys.
+    s.ok(&["type", &field, "Hé!"]).await;
+    assert_eq!(
+        s.eval("document.getElementById('log-field').value").await,
+        "Hé!"
+    );
+    assert_eq!(
+        s.eval("window.lumen.keys.join(' ')").await,
+        "keydown:H keypress:H keyup:H keydown:! keypress:! keyup:!"
+    );
+    // Typing into the focused element is key by key too.
+    s.ok(&["type", "x"]).await;
+    assert!(
+        s.eval("window.lumen.keys.join(' ')")
+            .await
+            .as_str()
+            .unwrap()
+            .ends_with("keydown:x keypress:x keyup:x")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_below_the_fold_and_in_scrolled_boxes_are_scrolled_into_view() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/below-fold.html")]).await;
+    let nodes = s.nodes(true).await;
+    let send = ref_of(&nodes, "button", "Send");
+    let save = ref_of(&nodes, "button", "Save row");
+    let late = ref_of(&nodes, "textbox", "Late field");
+    let name = ref_of(&nodes, "textbox", "Name");
+
+    let v = s.json_of(&["click", &send]).await;
+    assert_eq!(v["scrolled"], true, "{v}");
+    assert_eq!(s.eval("window.lumen.sent").await, true);
+    assert!(s.eval("scrollY").await.as_f64().unwrap() > 1000.0);
+
+    // Inside a box that scrolls on its own, at the box's far end.
+    let v = s.json_of(&["click", &save]).await;
+    assert_eq!(v["scrolled"], true, "{v}");
+    assert_eq!(s.eval("window.lumen.saved").await, true);
+    assert!(
+        s.eval("document.getElementById('box').scrollTop")
+            .await
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+
+    // A field: scrolled to, then filled.
+    let v = s.json_of(&["fill", &late, "end"]).await;
+    assert_eq!(v["scrolled"], true, "{v}");
+    assert_eq!(s.eval("document.getElementById('late').value").await, "end");
+
+    // By hand, and a second time it is in view already.
+    let v = s.json_of(&["scrollintoview", &name]).await;
+    assert_eq!(v["scrolled"], true, "{v}");
+    assert_eq!(s.eval("scrollY").await, 0);
+    let v = s.json_of(&["scrollintoview", "#name"]).await;
+    assert_eq!(v["scrolled"], false, "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drags_work_for_drag_and_drop_and_for_pages_that_follow_the_mouse() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/drag.html")]).await;
+    let nodes = s.nodes(false).await;
+    let card = ref_of(&nodes, "text", "Card");
+    let done = ref_of(&nodes, "text", "Done");
+    let v = s.json_of(&["drag", &card, &done]).await;
+    assert_eq!(v["dragAndDrop"], true, "{v}");
+    assert_eq!(s.eval("window.lumen.dropped").await, "card");
+    assert_eq!(
+        s.eval("document.getElementById('card').parentElement.id")
+            .await,
+        "done"
+    );
+
+    // The knob: grabbed at its centre (35, 315), dropped 300 px on.
+    let v = s.json_of(&["drag", "35", "315", "335", "315"]).await;
+    assert_eq!(v["dragAndDrop"], false, "{v}");
+    assert_eq!(s.eval("window.lumen.knob").await, 320);
+
+    // By hand, over four commands: the pointer and the held button
+    // outlive each one.
+    s.ok(&["mouse", "move", "335", "315"]).await;
+    s.ok(&["mouse", "down"]).await;
+    s.ok(&["mouse", "move", "135", "315"]).await;
+    s.ok(&["mouse", "up"]).await;
+    assert_eq!(s.eval("window.lumen.knob").await, 120);
+    let err = s.cmd(&["mouse", "down", "sideways"]).await;
+    assert_eq!(code(&err), 2, "{}", text(&err.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_popup_opened_on_load_is_a_tab_to_switch_to() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/popup-onload.html")]).await;
+    assert_eq!(s.eval("window.lumen.opened").await, true);
+    let tabs = s.json_of(&["tabs"]).await;
+    let list = tabs.as_array().unwrap_or_else(|| panic!("{tabs}"));
+    let popup = list
+        .iter()
+        .position(|t| {
+            t["url"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("/real/article.html")
+        })
+        .unwrap_or_else(|| panic!("the popup is not listed: {tabs}"));
+    s.ok(&["tab", &popup.to_string()]).await;
+    assert!(s.ok(&["url"]).await.ends_with("/real/article.html"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_json_a_failure_is_one_json_object_on_stdout() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/article.html")]).await;
+    for (args, exit, kind) in [
+        (&["--json", "click", "@e999"][..], 1, "failed"),
+        (&["--json", "clik", "@e1"][..], 2, "usage"),
+        (&["--json", "scroll", "sideways"][..], 2, "usage"),
+    ] {
+        let out = s.cmd(args).await;
+        assert_eq!(code(&out), exit, "{args:?}");
+        let stdout = text(&out.stdout);
+        let v: Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout:?}"));
+        assert_eq!(v["ok"], false, "{v}");
+        assert_eq!(v["success"], false, "{v}");
+        assert_eq!(v["error"]["code"], kind, "{v}");
+        assert_eq!(v["error"]["exit"], exit, "{v}");
+        assert!(!v["error"]["message"].as_str().unwrap().is_empty(), "{v}");
+    }
+    // Without --json, stdout stays empty.
+    let out = s.cmd(&["click", "@e999"]).await;
+    assert_eq!(text(&out.stdout), "");
+}
