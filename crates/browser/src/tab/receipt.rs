@@ -387,7 +387,7 @@ impl CdpTab {
         }
         receipt.download = download;
 
-        if let Some((id, url)) = new_target {
+        if let Some((id, mut url)) = new_target {
             let follow = self.shared.options.follow_new_tabs;
             let mut followed = false;
             if follow {
@@ -398,6 +398,18 @@ impl CdpTab {
                     }
                     Err(e) if is_fatal(&e) => return Err(e),
                     Err(e) => tracing::debug!("could not follow the new tab {id}: {e}"),
+                }
+            }
+            // Chromium announces a popup before it has a URL (`""`): the
+            // followed tab says where it went once its first navigation
+            // commits, so the policy judges (and the model is told) the
+            // page it shows, not an empty URL.
+            if followed && (url.is_empty() || url == "about:blank") {
+                match self.current_url().await {
+                    Ok(now) if !now.is_empty() => url = now,
+                    Ok(_) => {}
+                    Err(e) if is_fatal(&e) => return Err(e),
+                    Err(e) => tracing::debug!("could not read the new tab's URL: {e}"),
                 }
             }
             hints.push(if followed {

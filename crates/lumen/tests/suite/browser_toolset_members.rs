@@ -392,3 +392,69 @@ async fn a_refused_download_is_reported_as_failed() {
     let error = changes[0]["error"].as_str().unwrap();
     assert!(error.contains("downloads are not enabled"), "{error}");
 }
+
+/// A ref click on a link or button that opens a tab is a success whose
+/// `browser_state` lists the new tab (active) and reports `tab_opened`.
+/// Before, Chromium's announcement of the popup carried no URL yet, the
+/// policy refused the "new tab on ``" as an invalid URL, closed the
+/// legitimate popup and answered with an error without the block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ref_click_that_opens_a_tab_reports_it_in_browser_state() {
+    for (role, name, opened) in [
+        ("link", "Open in new tab", "links/page3.html"),
+        ("button", "Open popup", "links/page2.html"),
+    ] {
+        let site = FixtureServer::start().await.unwrap();
+        let mock = lumen_test_support::mock_provider().await.unwrap();
+        let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
+        assert!(tab.goto(&site.url("popup.html")).await.unwrap().ok);
+        let outline = tab.accessibility().await.unwrap().unwrap();
+        let target = outline
+            .nodes
+            .iter()
+            .find(|n| n.role == role && n.name.contains(name))
+            .unwrap_or_else(|| panic!("no {role} {name:?} in\n{}", outline.to_text()))
+            .reference
+            .clone();
+        let turns = vec![
+            vec![member(
+                0,
+                0,
+                "left_click",
+                json!({"target": by_ref(&target)}),
+            )],
+            done(1),
+        ];
+        let bodies = run(
+            &mock,
+            tab.clone(),
+            turns,
+            BrowserOptIns::default(),
+            SessionOptions::default(),
+        )
+        .await;
+        let result = last_result(&bodies[1]);
+        assert_ne!(result["is_error"], true, "{name}: {result}");
+        let state = result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "browser_state")
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: no browser_state in {result}"));
+        let tabs = state["tabs"].as_array().unwrap();
+        assert_eq!(tabs.len(), 2, "{name}: {state}");
+        let active: Vec<&Value> = tabs.iter().filter(|t| t["active"] == true).collect();
+        assert_eq!(active.len(), 1, "{name}: {state}");
+        assert!(
+            active[0]["url"].as_str().unwrap().ends_with(opened),
+            "{name}: {state}"
+        );
+        assert_eq!(state["state_changes"][0]["type"], "tab_opened", "{state}");
+        assert_eq!(
+            state["state_changes"][0]["tab_id"], active[0]["tab_id"],
+            "{state}"
+        );
+        tab.close().await.unwrap();
+    }
+}
