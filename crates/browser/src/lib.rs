@@ -83,7 +83,8 @@ pub use event_link::{EventLink, Incoming};
 pub use options::{BrowserbaseOptions, DialogAction, DialogPolicy, LaunchOptions, TabOptions};
 pub use page_link::{
     CheckResult, DownloadResult, ElementQuery, ElementSpot, ElementTarget, FillResult,
-    LinkedSnapshot, LoadState, LogEntry, PageLink, SavedRef, SelectResult, UploadResult,
+    LinkedSnapshot, LoadState, LogEntry, PageLink, SavedRef, SelectResult, SnapshotFrame,
+    UploadResult,
 };
 pub use protocol::keys::{KeyDef, normalize_key, parse_chord};
 pub use starting::StartingTab;

@@ -12,6 +12,7 @@
 //! | [`MAX_AX_TEXT_BYTES`] | 1 MiB | the same |
 //! | [`MAX_AX_PAGE_TEXT_BYTES`] | 64 KiB | the same, for the page's text nodes |
 //! | [`MAX_AX_FIELD_CHARS`] | 2,000 | a node's name or value is cut, ending in `…` |
+//! | [`MAX_FRAMES`] | 32 | a [`PageLink`](crate::PageLink) snapshot goes into the first frames (in document order, at most 8 deep) and shows the others as empty `Iframe` nodes |
 //! | [`MAX_CDP_MESSAGE_BYTES`] | 256 MiB | [`PageLink`](crate::PageLink)'s socket fails with a `BrowserDisconnected` error naming the cap |
 //! | [`MAX_OPEN_TABS`] | 24 | in a launched browser or a tab's own context: a tab a page opens past it is closed at once and the next receipt says so; `new_tab` is refused (`ok: false`) |
 //!
@@ -52,6 +53,10 @@ pub const OMITTED_REF: &str = lumen_core::AxSnapshot::OMITTED_REF;
 /// own): a browser reached with [`CdpTab::connect`](crate::CdpTab::connect)
 /// may hold a person's tabs, which are never closed.
 pub const MAX_OPEN_TABS: usize = 24;
+
+/// The most frames (`<iframe>`s, at any depth) a `PageLink` snapshot goes
+/// into.
+pub const MAX_FRAMES: usize = 32;
 
 /// The most one CDP message may take on `PageLink`'s WebSocket.
 pub const MAX_CDP_MESSAGE_BYTES: usize = 256 << 20;

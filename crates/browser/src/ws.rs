@@ -104,6 +104,17 @@ impl Wire {
 
     /// Queues a command; [`flush`](Self::flush) sends what is queued.
     pub(crate) async fn feed(&mut self, method: &str, params: Value) -> Result<u64> {
+        self.feed_in(None, method, params).await
+    }
+
+    /// Queues a command for the flattened session `session` (`None`: the
+    /// target the socket is connected to).
+    pub(crate) async fn feed_in(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<u64> {
         self.next_id += 1;
         let id = self.next_id;
         if crate::wirelog::on() {
@@ -115,7 +126,13 @@ impl Wire {
             }
             self.logged.insert(id, method.to_owned());
         }
-        let text = json!({ "id": id, "method": method, "params": params }).to_string();
+        let text = match session {
+            Some(session) => {
+                json!({ "id": id, "sessionId": session, "method": method, "params": params })
+            }
+            None => json!({ "id": id, "method": method, "params": params }),
+        }
+        .to_string();
         self.ws
             .feed(Message::text(text))
             .await

@@ -154,6 +154,12 @@ enum BrowserCommand {
         #[arg(short = 's')]
         scope: Option<String>,
     },
+    /// Scope later snapshots to a frame: `frame @e3` (an `Iframe` from
+    /// `snapshot`), `frame main` for the whole page again. Refs of every
+    /// frame work whatever the scope.
+    Frame { target: String },
+    /// Snapshots show the whole page again (`frame main`).
+    Mainframe,
     /// List the open tabs.
     Tabs,
     /// Drive tab number N (from `tabs`).
@@ -339,6 +345,9 @@ struct State {
     /// The buttons `mouse down` holds (left 1, right 2, middle 4).
     #[serde(default)]
     buttons: i64,
+    /// The frame (`Iframe` ref) snapshots are scoped to (`frame`).
+    #[serde(default)]
+    frame: Option<String>,
 }
 
 /// A document's mark and every ref given in it: (number, DOM backend node
@@ -347,6 +356,10 @@ struct State {
 struct SavedRefs {
     mark: String,
     nodes: Vec<(u32, i64)>,
+    /// The frames the snapshots went into (a node of one has its number
+    /// in its key, see `lumen_browser::SnapshotFrame`).
+    #[serde(default)]
+    frames: Vec<lumen::browser::SnapshotFrame>,
 }
 
 /// The longest `--timeout` a command takes (a day, in milliseconds): a
@@ -591,6 +604,7 @@ async fn save_page_read_on(session: &str, state: &State, read_on: &str) -> Resul
     now.errors_seen = state.errors_seen;
     now.pointer = state.pointer;
     now.buttons = state.buttons;
+    now.frame.clone_from(&state.frame);
     save(session, &now)
 }
 
@@ -903,6 +917,8 @@ impl BrowserCommand {
                 | Self::Drag { .. }
                 | Self::Mouse(_)
                 | Self::Snapshot { .. }
+                | Self::Frame { .. }
+                | Self::Mainframe
                 | Self::Check { .. }
                 | Self::Uncheck { .. }
                 | Self::Select { .. }
@@ -1073,10 +1089,53 @@ async fn on_page(
             depth,
             scope,
         } => {
-            let taken = snapshot(link, state, session, scope.as_deref()).await?;
+            let mut taken = snapshot(link, state, session, scope.as_deref()).await?;
+            if let Some(frame) = state.frame.clone() {
+                match frame_subtree(&taken, &frame) {
+                    Some(inside) => taken = inside,
+                    None => {
+                        eprintln!(
+                            "note: frame {frame} is no longer on the page; showing the whole page \
+                             (`lumen browser frame @eN` scopes again)"
+                        );
+                        state.frame = None;
+                        save_page(session, state).await?;
+                    }
+                }
+            }
             let snap = filter(taken, *interactive, *compact, *depth);
             let text = snap.to_text();
             Ok((serde_json::to_value(&snap).unwrap_or(Value::Null), text))
+        }
+        BrowserCommand::Frame { target } if target == "main" => {
+            state.frame = None;
+            save_page(session, state).await?;
+            Ok((json!({"ok": true, "frame": null}), "main frame".to_owned()))
+        }
+        BrowserCommand::Mainframe => {
+            state.frame = None;
+            save_page(session, state).await?;
+            Ok((json!({"ok": true, "frame": null}), "main frame".to_owned()))
+        }
+        BrowserCommand::Frame { target } => {
+            let taken = snapshot(link, state, session, None).await?;
+            let Some(node) = taken.nodes.iter().find(|n| n.reference == *target) else {
+                return Err(stale(target, "it is not in the page's snapshot"));
+            };
+            if node.role != "Iframe" {
+                return Err(CliError::failure(format!(
+                    "{target} is a {}, not a frame; pick an `Iframe` from `lumen browser \
+                     snapshot`",
+                    node.role
+                )));
+            }
+            let name = node.name.clone();
+            state.frame = Some(target.clone());
+            save_page(session, state).await?;
+            Ok((
+                json!({"ok": true, "frame": target, "name": name}),
+                format!("snapshots now show frame {target} {name:?}"),
+            ))
         }
         BrowserCommand::Screenshot {
             path,
@@ -1148,6 +1207,7 @@ async fn on_page(
                 .map_err(fail)?;
             let read_on = std::mem::replace(&mut state.target, t.id.clone());
             state.refs = None;
+            state.frame = None;
             save_page_read_on(session, state, &read_on).await?;
             Ok((json!({"index": index, "url": t.url}), t.url.clone()))
         }
@@ -1265,20 +1325,29 @@ async fn snapshot(
     session: &str,
     scope: Option<&str>,
 ) -> Result<AxSnapshot, CliError> {
-    let (mark, earlier) = match &state.refs {
-        Some(r) => (Some(r.mark.as_str()), r.nodes.as_slice()),
-        None => (None, &[][..]),
+    let (mark, earlier, frames) = match &state.refs {
+        Some(r) => (
+            Some(r.mark.as_str()),
+            r.nodes.as_slice(),
+            r.frames.as_slice(),
+        ),
+        None => (None, &[][..], &[][..]),
     };
     let taken = link
-        .snapshot(scope, mark, earlier)
+        .snapshot(scope, mark, earlier, frames)
         .await
         .map_err(|e| match e {
             LumenError::InvalidData { .. } => CliError::failure(e.to_string()),
             other => fail(other),
         })?;
+    // A frame scope names a ref of the document it was set in.
+    if mark != Some(taken.mark.as_str()) {
+        state.frame = None;
+    }
     state.refs = Some(SavedRefs {
         mark: taken.mark,
         nodes: taken.refs,
+        frames: taken.frames,
     });
     save_page(session, state).await?;
     Ok(taken.snapshot)
@@ -1396,6 +1465,28 @@ fn print(args: &BrowserArgs, value: Value, text: String) -> Result<u8, CliError>
     };
     let _ = out.flush();
     Ok(crate::exit::SUCCESS)
+}
+
+/// The part of a snapshot inside frame `reference` (an `Iframe` node),
+/// its document at depth 0; `None` when the page has no such frame.
+fn frame_subtree(snap: &AxSnapshot, reference: &str) -> Option<AxSnapshot> {
+    let at = snap
+        .nodes
+        .iter()
+        .position(|n| n.reference == reference && n.role == "Iframe")?;
+    let base = snap.nodes[at].depth + 1;
+    let nodes = snap.nodes[at + 1..]
+        .iter()
+        .take_while(|n| n.depth >= base)
+        .map(|n| lumen::browser::AxNode {
+            depth: n.depth - base,
+            ..n.clone()
+        })
+        .collect();
+    Some(AxSnapshot {
+        url: snap.url.clone(),
+        nodes,
+    })
 }
 
 /// Interactive-only keeps the roles a person can act on; compact drops
@@ -1591,6 +1682,7 @@ fn saved_ref<'a>(state: &'a State, reference: &str) -> Result<SavedRef<'a>, CliE
             number,
             backend,
             mark: saved.mark.as_str(),
+            frames: &saved.frames,
         }),
         None => Err(stale(reference, "it is not in the last snapshot")),
     }
@@ -1793,6 +1885,7 @@ async fn start(session: &str, args: &BrowserArgs) -> Result<(PageLink, State), C
         persistent_profile,
         pointer: [0, 0],
         buttons: 0,
+        frame: None,
     };
     save(session, &state)?;
     Ok((link, state))

@@ -29,12 +29,14 @@ use crate::ws::Wire;
 mod debug;
 mod elements;
 mod files;
+mod frames;
 mod pointer;
 mod refs;
 
 pub use debug::{LoadState, LogEntry};
 pub use elements::{CheckResult, ElementQuery, ElementTarget, SelectResult};
 pub use files::{DownloadResult, UploadResult};
+pub use frames::SnapshotFrame;
 pub use refs::{ElementSpot, FillResult, LinkedSnapshot, SavedRef};
 
 /// How long the page may take to answer the first command of a link.
@@ -74,6 +76,9 @@ pub struct PageLink {
     timeout: Duration,
     /// Whether `Page.enable` was sent (navigation and dialog events flow).
     page_events: std::sync::atomic::AtomicBool,
+    /// The sessions of the out-of-process frames attached on this link, by
+    /// frame id (see `frames`).
+    frames: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for PageLink {
@@ -122,6 +127,7 @@ impl PageLink {
                 target_id: target_id.to_owned(),
                 timeout: call_timeout,
                 page_events: std::sync::atomic::AtomicBool::new(false),
+                frames: std::sync::Mutex::default(),
             }),
             Err(e) => {
                 // Tell a closed tab from a browser that is gone.
@@ -234,6 +240,16 @@ impl PageLink {
     /// start; its answer must come within [`PAGE_ANSWER`], or the page is
     /// reported as not answering.
     async fn exchange(&self, commands: Vec<(&str, Value)>) -> Result<Vec<Result<Value>>> {
+        self.exchange_in(None, commands).await
+    }
+
+    /// [`exchange`](Self::exchange) on the flattened session `session` (an
+    /// out-of-process frame's; `None`: the page's).
+    async fn exchange_in(
+        &self,
+        session: Option<&str>,
+        commands: Vec<(&str, Value)>,
+    ) -> Result<Vec<Result<Value>>> {
         let first = !self
             .page_events
             .swap(true, std::sync::atomic::Ordering::Relaxed);
@@ -246,7 +262,7 @@ impl PageLink {
         };
         let mut ids = Vec::with_capacity(commands.len());
         for (method, params) in commands {
-            ids.push((wire.feed(method, params).await?, method));
+            ids.push((wire.feed_in(session, method, params).await?, method));
         }
         wire.flush().await?;
         if let Some(id) = enable {

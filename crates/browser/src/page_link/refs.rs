@@ -10,11 +10,12 @@ use serde_json::{Value, json};
 
 use super::PageLink;
 use super::elements::ElementTarget;
+use super::frames::{SnapshotFrame, unpack};
 use crate::ax::{AxRefs, AxSnapshot, walk};
 use crate::protocol::{keys, runtime, typing};
 
 /// The window property holding a document's mark.
-const MARK_PROPERTY: &str = "__lumenSnapshot";
+pub(super) const MARK_PROPERTY: &str = "__lumenSnapshot";
 /// The window property holding the document's refs: a `Map` from ref
 /// number to a `WeakRef` of its element, filled by each snapshot.
 const REFS_PROPERTY: &str = "__lumenRefs";
@@ -27,9 +28,13 @@ pub struct LinkedSnapshot {
     pub snapshot: AxSnapshot,
     /// The document's mark (see [`PageLink::snapshot`]).
     pub mark: String,
-    /// Every ref number given in this document so far, with the DOM backend
-    /// node id it names.
+    /// Every ref number given in this document so far, with the key of
+    /// the node it names (its DOM backend node id, with its frame's number
+    /// above it for a node inside a frame).
     pub refs: Vec<(u32, i64)>,
+    /// The frames the snapshot went into (and those earlier snapshots of the
+    /// document did), numbered from 1 in this order.
+    pub frames: Vec<SnapshotFrame>,
 }
 
 /// A snapshot ref as a later process knows it (from a [`LinkedSnapshot`]).
@@ -37,10 +42,12 @@ pub struct LinkedSnapshot {
 pub struct SavedRef<'a> {
     /// The ref's number (`3` for `@e3`).
     pub number: u32,
-    /// The DOM backend node id of its element.
+    /// The key of its element (see [`LinkedSnapshot::refs`]).
     pub backend: i64,
-    /// The mark of the document the ref was given in.
+    /// The mark of the page's document the ref was given in.
     pub mark: &'a str,
+    /// The frames of that snapshot ([`LinkedSnapshot::frames`]).
+    pub frames: &'a [SnapshotFrame],
 }
 
 /// Where an element named by a backend node id can be acted on, or why it
@@ -342,6 +349,7 @@ impl PageLink {
         scope: Option<&str>,
         earlier_mark: Option<&str>,
         earlier_refs: &[(u32, i64)],
+        earlier_frames: &[SnapshotFrame],
     ) -> Result<LinkedSnapshot> {
         let roots = match scope {
             Some(selector) => Some(self.matching_nodes(selector).await?),
@@ -370,14 +378,17 @@ impl PageLink {
         let marked = runtime::script_value(replies[0].clone())?;
         let mark = marked[0].as_str().unwrap_or_default().to_owned();
         let url = marked[1].as_str().unwrap_or_default().to_owned();
-        let mut refs = if earlier_mark == Some(mark.as_str()) {
-            AxRefs::seeded(earlier_refs)
+        let (mut refs, mut frames) = if earlier_mark == Some(mark.as_str()) {
+            (AxRefs::seeded(earlier_refs), earlier_frames.to_vec())
         } else {
-            AxRefs::default()
+            (AxRefs::default(), Vec::new())
         };
         // Numbers go on from the highest given before in this document.
         let numbered = refs.pairs().last().map_or(0, |&(n, _)| n);
-        let walked = walk(&replies[1], &mut refs, roots.as_ref());
+        let tree = self
+            .with_frames(replies[1].clone(), &mut frames, &fresh)
+            .await?;
+        let walked = walk(&tree, &mut refs, roots.as_ref());
         let pairs = refs.pairs();
         if let (Some(selector), Some(roots)) = (scope, &roots)
             && walked.is_empty()
@@ -392,10 +403,11 @@ impl PageLink {
             ));
         }
         // Older refs were registered by the snapshot that gave them (and
-        // are found through their node otherwise, see `on_element`).
+        // are found through their node otherwise, see `on_element`); the
+        // registry holds the main frame's.
         let fresh: Vec<(u32, i64)> = pairs
             .iter()
-            .filter(|&&(n, _)| n > numbered)
+            .filter(|&&(n, key)| n > numbered && unpack(key).0 == 0)
             .copied()
             .collect();
         if !fresh.is_empty()
@@ -410,6 +422,7 @@ impl PageLink {
             },
             mark,
             refs: pairs,
+            frames,
         })
     }
 
@@ -550,6 +563,12 @@ impl PageLink {
         args: Vec<Value>,
         extra: Vec<(&str, Value)>,
     ) -> Result<std::result::Result<Value, ElementSpot>> {
+        let (frame, backend) = unpack(target.backend);
+        if frame != 0 {
+            return self
+                .on_frame_element(target, frame, backend, function, args)
+                .await;
+        }
         let literal = |v: &Value| v.to_string();
         let expression = format!(
             "{ON_REF_FN}({}, {}, {}, {}, {function}, {})",
@@ -601,6 +620,42 @@ impl PageLink {
             ])
             .await?;
         Ok(Ok(runtime::script_value(r[0].clone())?))
+    }
+
+    /// [`on_element`](Self::on_element) for an element inside frame
+    /// `frame`: resolved on the frame's session, the function run in the
+    /// frame's document with the frame's mark, and the point it answers
+    /// (`x`, `y`) moved into the page's viewport.
+    async fn on_frame_element(
+        &self,
+        target: SavedRef<'_>,
+        frame: u32,
+        backend: i64,
+        function: &str,
+        args: Vec<Value>,
+    ) -> Result<std::result::Result<Value, ElementSpot>> {
+        let Some(saved) = target.frames.get(frame as usize - 1) else {
+            return Ok(Err(ElementSpot::OtherDocument));
+        };
+        let Ok(session) = self.session_of(target.frames, frame).await? else {
+            return Ok(Err(ElementSpot::Gone));
+        };
+        let Some(object) = self.resolve_in(session.as_deref(), backend).await? else {
+            return Ok(Err(ElementSpot::Gone));
+        };
+        let mut all = vec![json!(saved.mark), json!(MARK_PROPERTY)];
+        all.extend(args);
+        let mut v = self
+            .call_on(session.as_deref(), &object, function, all)
+            .await?;
+        if let (Some(x), Some(y)) = (v["x"].as_f64(), v["y"].as_f64()) {
+            let Some((dx, dy)) = self.frame_offset(target.frames, frame).await? else {
+                return Ok(Err(ElementSpot::Gone));
+            };
+            v["x"] = json!(x + dx);
+            v["y"] = json!(y + dy);
+        }
+        Ok(Ok(v))
     }
 
     /// Puts the elements of new refs in the page's ref registry, so that a

@@ -192,7 +192,7 @@ async fn page_link_bounds_evaluations_and_snapshots_too() {
     let message = script_message(link.evaluate("'x'.repeat(100 << 20)").await.unwrap_err());
     assert!(message.contains("MAX_EVALUATE_RESULT_BYTES"), "{message}");
     assert_eq!(link.evaluate("var b = 1; b + 1").await.unwrap(), json!(2));
-    let taken = link.snapshot(None, None, &[]).await.unwrap();
+    let taken = link.snapshot(None, None, &[], &[]).await.unwrap();
     assert_eq!(taken.snapshot.nodes.last().unwrap().reference, OMITTED_REF);
     tab.close().await.unwrap();
 }

@@ -38,7 +38,7 @@ async fn a_page_link_clicks_types_presses_fills_and_captures() {
         serde_json::json!(["Ada", "email"])
     );
 
-    let snap = link.snapshot(None, None, &[]).await.unwrap();
+    let snap = link.snapshot(None, None, &[], &[]).await.unwrap();
     let email = snap
         .snapshot
         .nodes
@@ -56,6 +56,7 @@ async fn a_page_link_clicks_types_presses_fills_and_captures() {
         number,
         backend,
         mark: &snap.mark,
+        frames: &snap.frames,
     };
     assert_eq!(
         link.fill(target, "ada@example.test").await.unwrap(),

@@ -275,3 +275,104 @@ async fn with_json_a_failure_is_one_json_object_on_stdout() {
     let out = s.cmd(&["click", "@e999"]).await;
     assert_eq!(text(&out.stdout), "");
 }
+
+impl Session {
+    /// The snapshot's nodes once the page shows `text` (frames load after
+    /// their page may have).
+    async fn nodes_showing(&self, text: &str) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let nodes = self.nodes(false).await;
+            if nodes.iter().any(|n| n["name"] == text) {
+                return nodes;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{text:?} never showed: {nodes:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_three_deep_are_read_and_acted_in() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("real/frames-nested.html")])
+        .await;
+    let nodes = s.nodes_showing("Level three text").await;
+    // Each frame's document sits under its Iframe node.
+    let depth = |name: &str| {
+        nodes.iter().find(|n| n["name"] == name).unwrap()["depth"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(depth("Level one text") < depth("Level two text"));
+    assert!(depth("Level two text") < depth("Level three text"));
+    let button = ref_of(&nodes, "button", "Deep button");
+    let field = ref_of(&nodes, "textbox", "Deep name");
+    // The click lands on the button through three offset, bordered frames.
+    s.ok(&["click", &button]).await;
+    s.ok(&["fill", &field, "Ada"]).await;
+    s.ok(&["type", &field, "!"]).await;
+    assert_eq!(
+        s.eval("window.lumen.messages.join(' ')").await,
+        "click:Deep button input:Ada input:Ada!"
+    );
+    let words = ref_of(&nodes, "text", "Level three text");
+    assert_eq!(s.ok(&["get", "text", &words]).await, "Level three text");
+
+    // Scoped to the innermost frame; its refs are the page's.
+    let inner = ref_of(&nodes, "Iframe", "Level three");
+    s.ok(&["frame", &inner]).await;
+    let scoped = s.nodes(false).await;
+    assert_eq!(scoped[0]["role"], "RootWebArea", "{scoped:?}");
+    assert_eq!(scoped[0]["depth"], 0);
+    assert!(
+        scoped.iter().all(|n| n["name"] != "Outer text"),
+        "{scoped:?}"
+    );
+    assert_eq!(ref_of(&scoped, "button", "Deep button"), button);
+    s.ok(&["mainframe"]).await;
+    ref_of(&s.nodes(false).await, "text", "Outer text");
+    let err = s.cmd(&["frame", &button]).await;
+    assert_eq!(code(&err), 1);
+    assert!(
+        text(&err.stderr).contains("not a frame"),
+        "{}",
+        text(&err.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_of_another_site_and_the_frame_inside_it_are_acted_in() {
+    let s = Session::new().await;
+    // 127.0.0.1 frames localhost: another site, so another process.
+    s.ok(&["open", &s.site.url("real/frames-cross.html")]).await;
+    let nodes = s.nodes_showing("Level three text").await;
+    ref_of(&nodes, "text", "Cross text");
+    let cross_button = ref_of(&nodes, "button", "Cross button");
+    let cross_field = ref_of(&nodes, "textbox", "Cross name");
+    let deep_button = ref_of(&nodes, "button", "Deep button");
+    s.ok(&["click", &cross_button]).await;
+    s.ok(&["fill", &cross_field, "Bo"]).await;
+    s.ok(&["type", &cross_field, "b"]).await;
+    s.ok(&["click", &deep_button]).await;
+    assert_eq!(
+        s.eval("window.lumen.messages.join(' ')").await,
+        "click:Cross button input:Bo input:Bob click:Deep button"
+    );
+    // The refs hold across commands and a second snapshot.
+    let again = s.nodes(false).await;
+    assert_eq!(ref_of(&again, "button", "Cross button"), cross_button);
+    s.kill_keeper().await;
+    s.ok(&["click", &cross_button]).await;
+    assert!(
+        s.eval("window.lumen.messages.length")
+            .await
+            .as_u64()
+            .unwrap()
+            >= 5,
+        "the click without the keeper did not land"
+    );
+}
