@@ -23,7 +23,8 @@ use serde::Deserialize;
 
 use crate::cdp::{CallError, PageSession};
 use crate::limits::{
-    MAX_AX_FIELD_CHARS, MAX_AX_NODES, MAX_AX_PAGE_TEXT_BYTES, MAX_AX_TEXT_BYTES, OMITTED_REF,
+    MAX_AX_FIELD_CHARS, MAX_AX_NODES, MAX_AX_PAGE_TEXT_BYTES, MAX_AX_TEXT_BYTES, MAX_FRAMES,
+    OMITTED_REF,
 };
 
 /// Ref numbering per document.
@@ -131,6 +132,7 @@ pub(crate) async fn snapshot(page: PageSession<'_>, refs: &Mutex<AxRefs>) -> Res
     let raw = page
         .call("Accessibility.getFullAXTree", serde_json::json!({}))
         .await?;
+    let raw = with_local_frames(page, raw).await?;
     let mut refs = lock(refs);
     if refs.url != url {
         *refs = AxRefs {
@@ -143,6 +145,118 @@ pub(crate) async fn snapshot(page: PageSession<'_>, refs: &Mutex<AxRefs>) -> Res
         .map(|(node, _)| node)
         .collect();
     Ok(AxSnapshot { url, nodes })
+}
+
+/// Puts the trees of the frames that run in the page's own renderer under
+/// their `Iframe` nodes, at any depth (up to [`MAX_FRAMES`] frames, 8 deep):
+/// their DOM node ids are the page's, so their refs act through the page's
+/// session as the main frame's do. A frame of another site runs in its own
+/// process and is left an empty `Iframe` here (`PageLink` goes into those
+/// too).
+async fn with_local_frames(
+    page: PageSession<'_>,
+    main: serde_json::Value,
+) -> Result<serde_json::Value> {
+    let mut nodes: Vec<serde_json::Value> = match main.get("nodes") {
+        Some(serde_json::Value::Array(list)) => list.clone(),
+        _ => return Ok(main),
+    };
+    if !nodes.iter().any(is_iframe) {
+        return Ok(main);
+    }
+    // (index of a frame's first node, depth)
+    let mut queue = vec![(0usize, 0u32)];
+    let mut frames = 0usize;
+    while let Some((from, depth)) = queue.pop() {
+        if depth >= 8 {
+            continue;
+        }
+        let owners: Vec<(usize, i64)> = (from..nodes.len())
+            .filter(|&i| is_iframe(&nodes[i]))
+            .filter_map(|i| Some((i, nodes[i]["backendDOMNodeId"].as_i64()?)))
+            .collect();
+        for (at, backend) in owners {
+            if frames >= MAX_FRAMES || !nodes[at]["childIds"].as_array().is_none_or(Vec::is_empty) {
+                continue;
+            }
+            let described = match page
+                .call(
+                    "DOM.describeNode",
+                    serde_json::json!({ "backendNodeId": backend }),
+                )
+                .await
+            {
+                Ok(d) => d,
+                Err(CallError::Protocol { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let Some(frame_id) = described["node"]["frameId"].as_str() else {
+                continue;
+            };
+            let tree = match page
+                .call(
+                    "Accessibility.getFullAXTree",
+                    serde_json::json!({ "frameId": frame_id }),
+                )
+                .await
+            {
+                Ok(t) => t,
+                // Another process's frame.
+                Err(CallError::Protocol { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            frames += 1;
+            let child = tree["nodes"].as_array().cloned().unwrap_or_default();
+            if let Some(start) = graft(&mut nodes, at, child, &format!("f{frames}:"), |b| b) {
+                queue.push((start, depth + 1));
+            }
+        }
+    }
+    Ok(serde_json::json!({ "nodes": nodes }))
+}
+
+/// Whether a raw node is an `<iframe>`'s.
+pub(crate) fn is_iframe(node: &serde_json::Value) -> bool {
+    node["role"]["value"] == "Iframe"
+}
+
+/// Appends a frame's nodes (`child`, a `getFullAXTree` answer's list) to
+/// `nodes` with their node ids prefixed (ids are per tree) and their DOM
+/// node ids mapped by `key`, and makes the first (its document) a child of
+/// the `Iframe` node at `owner`; returns where the frame's nodes start, or
+/// `None` for an empty frame.
+pub(crate) fn graft(
+    nodes: &mut Vec<serde_json::Value>,
+    owner: usize,
+    child: Vec<serde_json::Value>,
+    prefix: &str,
+    key: impl Fn(i64) -> i64,
+) -> Option<usize> {
+    if child.is_empty() {
+        return None;
+    }
+    let start = nodes.len();
+    let prefixed = |v: &serde_json::Value| {
+        serde_json::Value::String(format!("{prefix}{}", v.as_str().unwrap_or_default()))
+    };
+    for mut n in child {
+        n["nodeId"] = prefixed(&n["nodeId"]);
+        if let Some(kids) = n["childIds"].as_array_mut() {
+            for k in kids.iter_mut() {
+                *k = prefixed(k);
+            }
+        }
+        if let Some(b) = n["backendDOMNodeId"].as_i64() {
+            n["backendDOMNodeId"] = serde_json::json!(key(b));
+        }
+        nodes.push(n);
+    }
+    let root = nodes[start]["nodeId"].clone();
+    match nodes[owner]["childIds"].as_array_mut() {
+        Some(kids) => kids.push(root),
+        None => nodes[owner]["childIds"] = serde_json::json!([root]),
+    }
+    Some(start)
 }
 
 impl AxRefs {

@@ -12,7 +12,7 @@
 //! | [`MAX_AX_TEXT_BYTES`] | 1 MiB | the same |
 //! | [`MAX_AX_PAGE_TEXT_BYTES`] | 64 KiB | the same, for the page's text nodes |
 //! | [`MAX_AX_FIELD_CHARS`] | 2,000 | a node's name or value is cut, ending in `…` |
-//! | [`MAX_FRAMES`] | 32 | a [`PageLink`](crate::PageLink) snapshot goes into the first frames (in document order, at most 8 deep) and shows the others as empty `Iframe` nodes |
+//! | [`MAX_FRAMES`] | 32 | a snapshot goes into the first frames (in document order, at most 8 deep) and shows the others as empty `Iframe` nodes |
 //! | [`MAX_CDP_MESSAGE_BYTES`] | 256 MiB | [`PageLink`](crate::PageLink)'s socket fails with a `BrowserDisconnected` error naming the cap |
 //! | [`MAX_OPEN_TABS`] | 24 | in a launched browser or a tab's own context: a tab a page opens past it is closed at once and the next receipt says so; `new_tab` is refused (`ok: false`) |
 //!

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::PageLink;
+use crate::ax::{graft, is_iframe};
 use crate::limits::MAX_FRAMES;
 
 /// The most frames nested inside each other a snapshot goes into.
@@ -156,7 +157,7 @@ impl PageLink {
         fresh_mark: &str,
     ) -> Result<Value> {
         let mut nodes: Vec<Value> = main["nodes"].as_array().cloned().unwrap_or_default();
-        if !nodes.iter().any(|n| n["role"]["value"] == "Iframe") {
+        if !nodes.iter().any(is_iframe) {
             return Ok(main);
         }
         let sessions = self.frame_sessions().await?;
@@ -167,7 +168,7 @@ impl PageLink {
             let owners: Vec<(usize, i64)> = nodes[from..]
                 .iter()
                 .enumerate()
-                .filter(|(_, n)| n["role"]["value"] == "Iframe")
+                .filter(|(_, n)| is_iframe(n))
                 .filter_map(|(i, n)| Some((from + i, n["backendDOMNodeId"].as_i64()?)))
                 .filter(|&(_, key)| unpack(key).0 == number)
                 .collect();
@@ -238,26 +239,11 @@ impl PageLink {
                 frame.owner = unpack(key).1;
                 frame.isolated = isolated.is_some();
                 frame.mark = mark;
-                let prefix = format!("f{child}:");
-                let start = nodes.len();
-                for mut n in child_nodes {
-                    let id = format!("{prefix}{}", n["nodeId"].as_str().unwrap_or_default());
-                    n["nodeId"] = json!(id);
-                    if let Some(kids) = n["childIds"].as_array_mut() {
-                        for k in kids.iter_mut() {
-                            *k = json!(format!("{prefix}{}", k.as_str().unwrap_or_default()));
-                        }
-                    }
-                    if let Some(b) = n["backendDOMNodeId"].as_i64() {
-                        n["backendDOMNodeId"] = json!(pack(child, b));
-                    }
-                    nodes.push(n);
-                }
-                let root_id = nodes[start]["nodeId"].clone();
-                match nodes[at]["childIds"].as_array_mut() {
-                    Some(kids) => kids.push(root_id),
-                    None => nodes[at]["childIds"] = json!([root_id]),
-                }
+                let Some(start) = graft(&mut nodes, at, child_nodes, &format!("f{child}:"), |b| {
+                    pack(child, b)
+                }) else {
+                    continue;
+                };
                 queue.push((child, child_session, start, depth + 1));
             }
         }

@@ -394,3 +394,55 @@ async fn a_page_that_starts_a_worker_settles() {
     assert!(!settled.timed_out, "{settled:?}");
     e.close().await;
 }
+
+/// The loop's snapshot (read_page, find, the ref tools, MCP's snapshot)
+/// goes into frames of the page's own renderer at every depth, and a ref
+/// there clicks and fills through the page's session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_go_into_same_site_frames_at_every_depth() {
+    let e = env().await;
+    e.open("real/frames-nested.html").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let snap = loop {
+        let snap = e.tab.accessibility_snapshot().await.unwrap();
+        if snap.find("button", "Deep button").is_some() {
+            break snap;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no frame content in\n{}",
+            snap.to_text()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let text = snap.to_text();
+    for said in [
+        "Outer text",
+        "Level one text",
+        "Level two text",
+        "Level three text",
+    ] {
+        assert!(text.contains(said), "{said} missing from\n{text}");
+    }
+    let button = snap
+        .find("button", "Deep button")
+        .unwrap()
+        .reference
+        .clone();
+    let p = e.tab.ref_center(&button).await.unwrap().unwrap();
+    e.tab.click(p, ClickOptions::default()).await.unwrap();
+    let field = snap.find("textbox", "Deep name").unwrap().reference.clone();
+    assert!(
+        e.tab
+            .fill_ref(&field, &serde_json::json!("Ada"))
+            .await
+            .unwrap()
+            .ok
+    );
+    let messages = e.lumen("messages").await;
+    assert_eq!(
+        messages,
+        serde_json::json!(["click:Deep button", "input:Ada"])
+    );
+    e.close().await;
+}

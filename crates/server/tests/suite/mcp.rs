@@ -101,6 +101,35 @@ async fn mcp_lists_tools_drives_the_browser_and_runs_tasks() {
     mcp.close(Duration::from_secs(60)).await;
 }
 
+/// MCP's snapshot says what the page says, inside its frames too.
+#[tokio::test]
+async fn mcp_snapshot_shows_page_text_and_frames() {
+    let env = Env::new().await;
+    let mut mcp = McpClient::start(env.options());
+    mcp.initialize().await;
+    for (page, said) in [
+        ("real/article.html", "text \"Total due: $42.50\""),
+        ("real/frames-nested.html", "text \"Level three text\""),
+    ] {
+        let opened = mcp
+            .call(
+                "tools/call",
+                json!({"name": "open", "arguments": {"url": env.site.url(page)}}),
+            )
+            .await;
+        assert_ne!(opened["result"]["isError"], true, "{opened}");
+        let snap = mcp
+            .call("tools/call", json!({"name": "snapshot", "arguments": {}}))
+            .await;
+        let shown = snap["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(shown.contains(said), "{said} missing from\n{shown}");
+    }
+    mcp.close(Duration::from_secs(60)).await;
+}
+
 /// The direct tools' Chromium dies (`kill -9`): at most the call that meets
 /// the dead browser fails, and the next gets a fresh one.
 #[tokio::test]
