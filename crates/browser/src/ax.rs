@@ -155,15 +155,12 @@ pub(crate) async fn snapshot(page: PageSession<'_>, refs: &Mutex<AxRefs>) -> Res
 /// too).
 async fn with_local_frames(
     page: PageSession<'_>,
-    main: serde_json::Value,
+    mut main: serde_json::Value,
 ) -> Result<serde_json::Value> {
-    let mut nodes: Vec<serde_json::Value> = match main.get("nodes") {
-        Some(serde_json::Value::Array(list)) => list.clone(),
+    let mut nodes = match main.get_mut("nodes") {
+        Some(serde_json::Value::Array(list)) if list.iter().any(is_iframe) => std::mem::take(list),
         _ => return Ok(main),
     };
-    if !nodes.iter().any(is_iframe) {
-        return Ok(main);
-    }
     // (index of a frame's first node, depth)
     let mut queue = vec![(0usize, 0u32)];
     let mut frames = 0usize;

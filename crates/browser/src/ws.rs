@@ -163,17 +163,8 @@ impl Wire {
         method: &str,
         params: Value,
     ) -> Result<u64> {
-        let Some(session) = session else {
-            return self.send(method, params).await;
-        };
-        self.next_id += 1;
-        let id = self.next_id;
-        let text = json!({ "id": id, "sessionId": session, "method": method, "params": params })
-            .to_string();
-        self.ws
-            .send(Message::text(text))
-            .await
-            .map_err(|e| LumenError::disconnected(format!("{method}: CDP socket failed: {e}")))?;
+        let id = self.feed_in(session, method, params).await?;
+        self.flush().await?;
         Ok(id)
     }
 

@@ -1107,16 +1107,8 @@ async fn on_page(
             let text = snap.to_text();
             Ok((serde_json::to_value(&snap).unwrap_or(Value::Null), text))
         }
-        BrowserCommand::Frame { target } if target == "main" => {
-            state.frame = None;
-            save_page(session, state).await?;
-            Ok((json!({"ok": true, "frame": null}), "main frame".to_owned()))
-        }
-        BrowserCommand::Mainframe => {
-            state.frame = None;
-            save_page(session, state).await?;
-            Ok((json!({"ok": true, "frame": null}), "main frame".to_owned()))
-        }
+        BrowserCommand::Mainframe => main_frame(state, session).await,
+        BrowserCommand::Frame { target } if target == "main" => main_frame(state, session).await,
         BrowserCommand::Frame { target } => {
             let taken = snapshot(link, state, session, None).await?;
             let Some(node) = taken.nodes.iter().find(|n| n.reference == *target) else {
@@ -1467,6 +1459,13 @@ fn print(args: &BrowserArgs, value: Value, text: String) -> Result<u8, CliError>
     Ok(crate::exit::SUCCESS)
 }
 
+/// `mainframe`, `frame main`: snapshots show the whole page again.
+async fn main_frame(state: &mut State, session: &str) -> Result<(Value, String), CliError> {
+    state.frame = None;
+    save_page(session, state).await?;
+    Ok((json!({"ok": true, "frame": null}), "main frame".to_owned()))
+}
+
 /// The part of a snapshot inside frame `reference` (an `Iframe` node),
 /// its document at depth 0; `None` when the page has no such frame.
 fn frame_subtree(snap: &AxSnapshot, reference: &str) -> Option<AxSnapshot> {
@@ -1621,9 +1620,9 @@ async fn mouse(
     m: &Mouse,
 ) -> Result<Value, CliError> {
     let button = |b: &Option<String>| match b.as_deref().unwrap_or("left") {
-        "left" => Ok((MouseButton::Left, 1)),
-        "right" => Ok((MouseButton::Right, 2)),
-        "middle" => Ok((MouseButton::Middle, 4)),
+        "left" => Ok(MouseButton::Left),
+        "right" => Ok(MouseButton::Right),
+        "middle" => Ok(MouseButton::Middle),
         other => Err(CliError::config(format!(
             "unknown button {other:?}; use left, right or middle"
         ))),
@@ -1638,13 +1637,8 @@ async fn mouse(
         }
         Mouse::Down { button: b } | Mouse::Up { button: b } => {
             let down = matches!(m, Mouse::Down { .. });
-            let (b, bit) = button(b)?;
-            let buttons = if down {
-                state.buttons | bit
-            } else {
-                state.buttons & !bit
-            };
-            link.mouse_button(at, b, down, buttons)
+            let buttons = link
+                .mouse_button(at, button(b)?, down, state.buttons)
                 .await
                 .map_err(fail)?;
             state.buttons = buttons;

@@ -152,14 +152,14 @@ impl PageLink {
     /// answer is one tree for [`walk`](crate::ax::walk).
     pub(super) async fn with_frames(
         &self,
-        main: Value,
+        mut main: Value,
         frames: &mut Vec<SnapshotFrame>,
         fresh_mark: &str,
     ) -> Result<Value> {
-        let mut nodes: Vec<Value> = main["nodes"].as_array().cloned().unwrap_or_default();
-        if !nodes.iter().any(is_iframe) {
-            return Ok(main);
-        }
+        let mut nodes = match main.get_mut("nodes") {
+            Some(Value::Array(list)) if list.iter().any(is_iframe) => std::mem::take(list),
+            _ => return Ok(main),
+        };
         let sessions = self.frame_sessions().await?;
         // (frame number, its session, index of its first node in `nodes`,
         // depth)

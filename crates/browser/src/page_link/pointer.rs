@@ -35,8 +35,8 @@ impl PageLink {
         self.call(method, params).await.map(drop)
     }
 
-    /// Presses (`down`) or releases `button` at `at`; `buttons` is the mask
-    /// of the buttons held after it.
+    /// Presses (`down`) or releases `button` at `at`, with the buttons of
+    /// the mask `held` held before; returns the mask held after it.
     ///
     /// # Errors
     /// As [`call`](Self::call).
@@ -45,16 +45,18 @@ impl PageLink {
         at: Point,
         button: MouseButton,
         down: bool,
-        buttons: i64,
-    ) -> Result<()> {
-        let kind = if down {
-            "mousePressed"
+        held: i64,
+    ) -> Result<i64> {
+        let bit = mouse::button_bit(button);
+        let (kind, buttons) = if down {
+            ("mousePressed", held | bit)
         } else {
-            "mouseReleased"
+            ("mouseReleased", held & !bit)
         };
         let (method, params) =
             mouse::mouse_event(kind, at, Press::new(Some(button), buttons, 1, 0));
-        self.call(method, params).await.map(drop)
+        self.call(method, params).await?;
+        Ok(buttons)
     }
 
     /// Drags with the left button from `from` to `to`: presses at `from`,

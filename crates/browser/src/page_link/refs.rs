@@ -366,7 +366,7 @@ impl PageLink {
             "(() => {{ if (!window.{MARK_PROPERTY}) window.{MARK_PROPERTY} = {fresh:?}; \
              return [window.{MARK_PROPERTY}, location.href]; }})()"
         );
-        let replies = self
+        let mut replies = self
             .calls(vec![
                 (
                     "Runtime.evaluate",
@@ -386,7 +386,7 @@ impl PageLink {
         // Numbers go on from the highest given before in this document.
         let numbered = refs.pairs().last().map_or(0, |&(n, _)| n);
         let tree = self
-            .with_frames(replies[1].clone(), &mut frames, &fresh)
+            .with_frames(std::mem::take(&mut replies[1]), &mut frames, &fresh)
             .await?;
         let walked = walk(&tree, &mut refs, roots.as_ref());
         let pairs = refs.pairs();
@@ -600,26 +600,9 @@ impl PageLink {
             Ok(object) => object,
             Err(spot) => return Ok(Err(spot)),
         };
-        let mut arguments = vec![
-            json!({ "value": target.mark }),
-            json!({ "value": MARK_PROPERTY }),
-        ];
-        arguments.extend(args.into_iter().map(|value| json!({ "value": value })));
-        let r = self
-            .calls(vec![
-                (
-                    "Runtime.callFunctionOn",
-                    json!({
-                        "objectId": object,
-                        "functionDeclaration": function,
-                        "arguments": arguments,
-                        "returnByValue": true,
-                    }),
-                ),
-                ("Runtime.releaseObject", json!({ "objectId": object })),
-            ])
-            .await?;
-        Ok(Ok(runtime::script_value(r[0].clone())?))
+        let mut all = vec![json!(target.mark), json!(MARK_PROPERTY)];
+        all.extend(args);
+        Ok(Ok(self.call_on(None, &object, function, all).await?))
     }
 
     /// [`on_element`](Self::on_element) for an element inside frame

@@ -10,7 +10,8 @@ use super::direct::Session;
 use super::harness::{code, text};
 
 impl Session {
-    async fn json(&self, args: &[&str]) -> Value {
+    /// Runs a command with `--json` that must succeed; its answer.
+    pub(super) async fn json(&self, args: &[&str]) -> Value {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
         serde_json::from_str(&self.ok(&all).await).unwrap()

@@ -306,6 +306,49 @@ async fn file_upload_sets_the_input_from_the_upload_folder_and_refuses_escapes()
     tab.close().await.unwrap();
 }
 
+/// Runs a model that left-clicks, by ref, the first element of the tab's
+/// page with this role whose name contains `name`, then says it is done;
+/// returns the click's tool result as the next request carries it.
+async fn click_by_ref(mock: &MockProvider, tab: &Arc<CdpTab>, role: &str, name: &str) -> Value {
+    let outline = tab.accessibility().await.unwrap().unwrap();
+    let target = outline
+        .nodes
+        .iter()
+        .find(|n| n.role == role && n.name.contains(name))
+        .unwrap_or_else(|| panic!("no {role} {name:?} in\n{}", outline.to_text()))
+        .reference
+        .clone();
+    let turns = vec![
+        vec![member(
+            0,
+            0,
+            "left_click",
+            json!({"target": by_ref(&target)}),
+        )],
+        done(1),
+    ];
+    let bodies = run(
+        mock,
+        tab.clone(),
+        turns,
+        BrowserOptIns::default(),
+        SessionOptions::default(),
+    )
+    .await;
+    last_result(&bodies[1])
+}
+
+/// The `browser_state` block of a tool result.
+fn browser_state(result: &Value) -> Value {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "browser_state")
+        .cloned()
+        .unwrap_or_else(|| panic!("no browser_state in {result}"))
+}
+
 /// Clicks the link named `link` on download.html (downloads saved to a
 /// folder, or refused without one) and returns the state changes the next
 /// request reports.
@@ -325,38 +368,7 @@ async fn download_changes(link: &str, save: bool) -> Vec<Value> {
         .unwrap(),
     );
     assert!(tab.goto(&site.url("download.html")).await.unwrap().ok);
-    let outline = tab.accessibility().await.unwrap().unwrap();
-    let target = outline
-        .nodes
-        .iter()
-        .find(|n| n.role == "link" && n.name.contains(link))
-        .unwrap_or_else(|| panic!("no link {link:?} in\n{}", outline.to_text()))
-        .reference
-        .clone();
-    let turns = vec![
-        vec![member(
-            0,
-            0,
-            "left_click",
-            json!({"target": by_ref(&target)}),
-        )],
-        done(1),
-    ];
-    let bodies = run(
-        &mock,
-        tab.clone(),
-        turns,
-        BrowserOptIns::default(),
-        SessionOptions::default(),
-    )
-    .await;
-    let state = last_result(&bodies[1])["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|b| b["type"] == "browser_state")
-        .cloned()
-        .unwrap_or_else(|| panic!("no browser_state in {}", last_result(&bodies[1])));
+    let state = browser_state(&click_by_ref(&mock, &tab, "link", link).await);
     tab.close().await.unwrap();
     let changes = state["state_changes"]
         .as_array()
@@ -408,40 +420,9 @@ async fn a_ref_click_that_opens_a_tab_reports_it_in_browser_state() {
         let mock = lumen_test_support::mock_provider().await.unwrap();
         let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
         assert!(tab.goto(&site.url("popup.html")).await.unwrap().ok);
-        let outline = tab.accessibility().await.unwrap().unwrap();
-        let target = outline
-            .nodes
-            .iter()
-            .find(|n| n.role == role && n.name.contains(name))
-            .unwrap_or_else(|| panic!("no {role} {name:?} in\n{}", outline.to_text()))
-            .reference
-            .clone();
-        let turns = vec![
-            vec![member(
-                0,
-                0,
-                "left_click",
-                json!({"target": by_ref(&target)}),
-            )],
-            done(1),
-        ];
-        let bodies = run(
-            &mock,
-            tab.clone(),
-            turns,
-            BrowserOptIns::default(),
-            SessionOptions::default(),
-        )
-        .await;
-        let result = last_result(&bodies[1]);
+        let result = click_by_ref(&mock, &tab, role, name).await;
         assert_ne!(result["is_error"], true, "{name}: {result}");
-        let state = result["content"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["type"] == "browser_state")
-            .cloned()
-            .unwrap_or_else(|| panic!("{name}: no browser_state in {result}"));
+        let state = browser_state(&result);
         let tabs = state["tabs"].as_array().unwrap();
         assert_eq!(tabs.len(), 2, "{name}: {state}");
         let active: Vec<&Value> = tabs.iter().filter(|t| t["active"] == true).collect();
