@@ -439,7 +439,13 @@ async fn snapshots_go_into_same_site_frames_at_every_depth() {
             .unwrap()
             .ok
     );
-    let messages = e.lumen("messages").await;
+    // The frame tells the page by postMessage, which arrives a task later.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut messages = e.lumen("messages").await;
+    while messages.as_array().is_some_and(|m| m.len() < 2) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        messages = e.lumen("messages").await;
+    }
     assert_eq!(
         messages,
         serde_json::json!(["click:Deep button", "input:Ada"])
