@@ -16,7 +16,7 @@ use anyhow::{Context as _, bail};
 use crate::util;
 
 /// The pinned SDKs (docs/models.md says why these versions).
-const PINS: &[&str] = &["anthropic==2.12.0", "openai==3.54.0", "google-genai==3.4.0"];
+const PINS: &[&str] = &["anthropic==2.15.0", "openai==3.57.0", "google-genai==3.6.1"];
 
 /// The schema files the extractor writes and the mock embeds.
 const FILES: &[&str] = &[
@@ -26,6 +26,7 @@ const FILES: &[&str] = &[
     "google-generate-content.json",
     "google-mldev-unsupported.json",
     "keywords.json",
+    "models.json",
 ];
 
 /// Options of `cargo xtask sdk-schemas`.

@@ -2,7 +2,7 @@
 """Extract JSON Schemas for provider request bodies from the official Python SDKs.
 
 Usage:
-    pip install --target DIR anthropic==2.12.0 openai==3.54.0 google-genai==3.4.0
+    pip install --target DIR anthropic==2.15.0 openai==3.57.0 google-genai==3.6.1
     python3 extract_schemas.py --sdk-dir DIR --out OUT_DIR
 
 Writes into OUT_DIR (JSON, sort_keys, indent=1):
@@ -13,6 +13,8 @@ Writes into OUT_DIR (JSON, sort_keys, indent=1):
                                     API, REST JSON camelCase), derived from the SDK's mldev converters
     google-mldev-unsupported.json   what google/genai/_transformers.py refuses in schemas on mldev
     keywords.json                   JSON Schema keywords used across the schema files, with counts
+    models.json                     each SDK's model ids and the retirement dates it ships
+                                    (lumen-models' registry test fails when it lags them)
 
 The schemas are produced by a walker over the SDK type annotations (TypedDicts for Anthropic and
 OpenAI request params, pydantic models for google-genai and for the few response models that the
@@ -35,12 +37,14 @@ import datetime
 import enum
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import os
+import re
 import sys
 import typing
 
-PINS = {"anthropic": "2.12.0", "openai": "3.54.0", "google-genai": "3.4.0"}
+PINS = {"anthropic": "2.15.0", "openai": "3.57.0", "google-genai": "3.6.1"}
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -1051,6 +1055,98 @@ def run_checks(out_dir: str) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------------------------
+# model lists
+
+
+def _module_file(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        sys.exit(f"error: {module} is not in the SDK directory")
+    return spec.origin
+
+
+def _literals(node) -> list[str]:
+    """Every string constant inside a Literal[...] subscript under `node`, in order."""
+    out = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and getattr(sub.value, "id", None) == "Literal":
+            for const in ast.walk(sub.slice):
+                if isinstance(const, ast.Constant) and isinstance(const.value, str):
+                    out.append(const.value)
+    return out
+
+
+def _assigned(module: str, name: str):
+    """The value node and the docstring after `name = ...` in `module`'s source."""
+    tree = ast.parse(open(_module_file(module), encoding="utf-8").read())
+    body = tree.body
+    for i, stmt in enumerate(body):
+        target = stmt.target if isinstance(stmt, ast.AnnAssign) else (
+            stmt.targets[0] if isinstance(stmt, ast.Assign) else None)
+        if getattr(target, "id", None) == name:
+            doc = ""
+            if i + 1 < len(body) and isinstance(body[i + 1], ast.Expr) and isinstance(
+                    getattr(body[i + 1], "value", None), ast.Constant):
+                doc = body[i + 1].value.value
+            return stmt.value, doc
+    sys.exit(f"error: {module} defines no {name}")
+
+
+def _openai_shutdowns(doc: str) -> dict[str, str]:
+    """`- "a", "b": Announced shutdown date: 2026-12-11.` lines of a literal's docstring."""
+    out = {}
+    for item in re.split(r"\n- ", "\n" + doc):
+        m = re.search(r"Announced shutdown date:\s*(\d{4}-\d{2}-\d{2})", item)
+        if m:
+            for model in re.findall(r'"([^"]+)"', item.split(":", 1)[0]):
+                out[model] = m.group(1)
+    return out
+
+
+def _iso_date(text: str) -> str:
+    """`January 22nd, 2027` (Anthropic's spelling) -> `2027-01-22`."""
+    plain = re.sub(r"(\d+)(st|nd|rd|th)", r"\1", text)
+    return datetime.datetime.strptime(plain, "%B %d, %Y").date().isoformat()
+
+
+def build_models() -> dict:
+    """Each SDK's model ids (its own literals) and the retirement dates it ships."""
+    anthropic_models, _ = _assigned("anthropic.types.model_param", "ModelParam")
+    deprecated, _ = _assigned("anthropic._data.deprecated_models", "DEPRECATED_MODELS")
+    chat, chat_doc = _assigned("openai.types.shared.chat_model", "ChatModel")
+    responses, responses_doc = _assigned("openai.types.shared.responses_model", "ResponsesModel")
+    tokenizers = ast.parse(open(_module_file("google.genai._local_tokenizer_loader"), encoding="utf-8").read())
+    google = set()
+    for node in ast.walk(tokenizers):
+        if isinstance(node, ast.Dict):
+            google.update(k.value for k in node.keys if isinstance(k, ast.Constant)
+                          and isinstance(k.value, str) and k.value.startswith("gemini-"))
+    # The model the SDK's own examples use.
+    examples = open(_module_file("google.genai.models"), encoding="utf-8").read()
+    google.update(re.findall(r"model='(gemini-[0-9][\w.-]*)'", examples))
+    shutdowns = _openai_shutdowns(chat_doc)
+    shutdowns.update(_openai_shutdowns(responses_doc))
+    return {
+        "pins": PINS,
+        "anthropic": {
+            "models": sorted(set(_literals(anthropic_models))),
+            "source": "anthropic/types/model_param.py, anthropic/_data/deprecated_models.py",
+            "end_of_life": {k.value: _iso_date(v.value) for k, v in zip(deprecated.keys, deprecated.values)},
+        },
+        "openai": {
+            "models": sorted(set(_literals(chat)) | set(_literals(responses))),
+            "source": "openai/types/shared/chat_model.py, openai/types/shared/responses_model.py",
+            "end_of_life": shutdowns,
+        },
+        "google": {
+            "models": sorted(google),
+            "source": "google/genai/_local_tokenizer_loader.py, google/genai/models.py (examples)",
+            "end_of_life": {},
+        },
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sdk-dir", required=True, help="directory the SDKs were pip-installed into with --target")
@@ -1077,6 +1173,7 @@ def main(argv=None) -> int:
     outputs = dict(schemas)
     outputs["google-mldev-unsupported.json"] = unsupported
     outputs["keywords.json"] = summary
+    outputs["models.json"] = build_models()
     for name, doc in outputs.items():
         path = os.path.join(args.out, name)
         with open(path, "w", encoding="utf-8") as fh:

@@ -2,7 +2,7 @@
 //! mock provider receives.
 //!
 //! The shapes come from the providers' official SDKs, pinned (anthropic
-//! 2.12.0, openai 3.54.0, google-genai 3.4.0): `sdk/extract_schemas.py`
+//! 2.12.0, openai 3.57.0, google-genai 3.6.1): `sdk/extract_schemas.py`
 //! turns their request types into the JSON Schemas under `sdk/schemas/`,
 //! embedded here. Unknown fields, missing required fields, wrong types and
 //! enum values outside the SDK's are violations, reported with the JSON path
@@ -53,9 +53,9 @@ fn schema(route: Route) -> Option<&'static Value> {
 /// Where the SDK types come from, for messages.
 fn sdk(route: Route) -> &'static str {
     match route {
-        Route::AnthropicMessages => "anthropic 2.12.0",
-        Route::OpenAiResponses | Route::ChatCompletions => "openai 3.54.0",
-        Route::Gemini => "google-genai 3.4.0",
+        Route::AnthropicMessages => "anthropic 2.15.0",
+        Route::OpenAiResponses | Route::ChatCompletions => "openai 3.57.0",
+        Route::Gemini => "google-genai 3.6.1",
     }
 }
 
