@@ -52,8 +52,18 @@ pub(crate) enum Command {
     /// Serve runs and direct browser tools as an MCP server on stdio.
     Mcp(ServeArgs),
     /// Print the model registry: tool family, thinking style, temperature
-    /// rule, image limits, context window and prices of each model family.
-    Models,
+    /// rule, image limits, context window, prices and status of each model
+    /// (`?` marks a figure not confirmed offline); with MODEL, what that
+    /// model runs with and whether the registry knows it.
+    Models(ModelsArgs),
+}
+
+/// `lumen models [MODEL]`.
+#[derive(Debug, Args)]
+pub(crate) struct ModelsArgs {
+    /// A model as provider/id (`openai/gpt-6.1-sol`): show its rules, how
+    /// they were found, its status and whether its cost is estimated.
+    pub(crate) model: Option<String>,
 }
 
 /// `lumen serve`, `lumen ipc` and `lumen mcp`.
@@ -277,7 +287,7 @@ pub(crate) struct RunArgs {
     /// input). Default: the model registry's choice (`lumen models`).
     #[arg(long, value_name = "computer|browser")]
     pub(crate) tools: Option<String>,
-    /// How hard the model thinks: minimal, low, medium, high or max (models
+    /// How hard the model thinks: minimal, low, medium, high, xhigh or max (models
     /// with adaptive thinking, reasoning effort or thinking levels).
     #[arg(long, value_name = "LEVEL")]
     pub(crate) effort: Option<String>,
@@ -288,6 +298,15 @@ pub(crate) struct RunArgs {
     /// A separate model for a planning pass before the run.
     #[arg(long, value_name = "MODEL")]
     pub(crate) planner_model: Option<String>,
+    /// A model to switch to when the model is retired, not found or
+    /// overloaded after every retry; repeat for more, tried in order
+    /// (another provider's key comes from its environment variable).
+    #[arg(long = "fallback-model", value_name = "MODEL")]
+    pub(crate) fallback_models: Vec<String>,
+    /// The longest one model call waits in all before its retries,
+    /// seconds (a long Retry-After otherwise waits up to 60 s per try).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) max_wait: Option<u64>,
     /// The step budget.
     #[arg(long, value_name = "N")]
     pub(crate) max_steps: Option<u32>,

@@ -226,6 +226,8 @@ fn flag_options(args: &RunArgs) -> Result<RunOptions, CliError> {
         start_url: args.url.clone(),
         model: args.model.clone(),
         planner_model: args.planner_model.clone(),
+        fallback_models: (!args.fallback_models.is_empty()).then(|| args.fallback_models.clone()),
+        max_wait: args.max_wait,
         tools: parsed::<Tools>(args.tools.as_ref())?,
         effort: parsed::<Effort>(args.effort.as_ref())?,
         thinking_budget: args.thinking_budget,
@@ -304,6 +306,7 @@ impl RunConfig {
         for m in [&options.planner_model, &options.verifier_model]
             .into_iter()
             .flatten()
+            .chain(options.fallback_models.iter().flatten())
         {
             check_model(m, base_url.as_deref(), &env)?;
         }
@@ -703,7 +706,8 @@ mod tests {
         );
         let err = RunConfig::resolve(&run_args(&["--effort", "extreme"]), env).unwrap_err();
         assert!(
-            err.message.contains("minimal, low, medium, high or max"),
+            err.message
+                .contains("minimal, low, medium, high, xhigh or max"),
             "{}",
             err.message
         );

@@ -100,7 +100,7 @@ fn main() -> ExitCode {
     // OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) is set
     // (docs/telemetry.md); direct browser commands run no loop to trace.
     let telemetry = match &cli.command {
-        Command::Browser(_) | Command::Models => None,
+        Command::Browser(_) | Command::Models(_) => None,
         _ => match lumen::telemetry::Telemetry::new(&Default::default()) {
             Ok(t) => t,
             Err(e) => return CliError::config(e.to_string()).report(),
@@ -144,10 +144,14 @@ fn main() -> ExitCode {
             Command::Serve(args) => served(lumen_server::serve(serve_options(&args)?).await),
             Command::Ipc(args) => served(lumen_server::ipc_stdio(serve_options(&args)?).await),
             Command::Mcp(args) => served(lumen_server::mcp_stdio(serve_options(&args)?).await),
-            Command::Models => {
+            Command::Models(args) => {
+                let text = match &args.model {
+                    Some(model) => lumen::models::registry::describe(model),
+                    None => lumen::models::registry::table(),
+                };
                 #[allow(clippy::print_stdout)]
                 {
-                    print!("{}", lumen::models::registry::table());
+                    print!("{text}");
                 }
                 Ok(0)
             }
@@ -313,8 +317,15 @@ async fn launch(
         .apply(&mut options)
         .map_err(|e| config::option_error(&e))?;
     // Catch a bad key or model before a browser starts.
-    lumen::models::create_adapter(&options.model, options.adapter_options())
-        .map_err(|e| CliError::from_setup(&e, None))?;
+    lumen::models::create_adapter_chain(
+        &options.model,
+        &options.fallback_models,
+        options.adapter_options(),
+    )
+    .map_err(|e| CliError::from_setup(&e, None))?;
+    if let Some(note) = lumen::models::registry::cost_note(&options.model) {
+        eprintln!("lumen: warning: {note}");
+    }
     let mode = config.options.run_mode();
     let saved = resume::SavedRun::of(&config, &instruction);
     let finished = runner::execute(Job {

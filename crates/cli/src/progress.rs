@@ -296,6 +296,12 @@ impl Progress {
             StreamEvent::Nudge { message, .. } => {
                 state.line(&format!("      ! {}", r(&shorten(message, 160))));
             }
+            StreamEvent::ModelNotice { notice, .. } => {
+                state.line(&format!(
+                    "      ⧗ {}",
+                    r(&shorten(&notice.to_string(), 200))
+                ));
+            }
             StreamEvent::StepCompleted { step, usage, .. } => {
                 state.usage += *usage;
                 if let Some(bar) = &state.bar {

@@ -46,6 +46,7 @@ pub mod action;
 pub mod action_schema;
 pub mod browser;
 pub mod coords;
+pub mod date;
 pub mod error;
 pub mod handoff;
 pub mod history;
@@ -69,6 +70,7 @@ pub use browser::{
     ScrollOffset, SettleOptions, SettleReport,
 };
 pub use coords::{ImageScale, Point, Rect, Size, ViewportSize, denormalize, normalize};
+pub use date::Date;
 pub use error::{ErrorCode, ErrorInfo, LumenError, ModelErrorKind, Result};
 pub use handoff::{HandoffPolicy, HandoffTrigger, LiveFrame, LiveFrames, LiveInput};
 pub use history::{
@@ -79,7 +81,10 @@ pub use hooks::{
     HookContext, HookDecision, LoopMonitor, PreActionHook, Verifier, VerifyInput, VerifyResult,
 };
 pub use image::{Image, ImageFormat};
-pub use model::{ModelAdapter, ModelEvent, ModelInfo, ModelResponse, ModelStream, StepContext};
+pub use model::{
+    ModelAdapter, ModelEvent, ModelInfo, ModelNotice, ModelResponse, ModelStream, NoticeSink,
+    StepContext,
+};
 pub use outcome::{
     ActionExecution, ActionOutcome, ControlRequest, DialogInfo, DownloadInfo, EffectReceipt,
     ElementInfo, TabInfo,

@@ -1,7 +1,9 @@
 //! The model side of the loop: what an adapter is given each step and what it
 //! gives back.
 
+use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_core::Stream;
 use serde::{Deserialize, Serialize};
@@ -112,6 +114,84 @@ pub struct ModelInfo {
     pub tab_inventory: bool,
 }
 
+/// What a model call has to say while it runs, before any answer: the user
+/// would otherwise see nothing for minutes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+#[non_exhaustive]
+pub enum ModelNotice {
+    /// A retryable failure (rate limit, overload, a 5xx, a timeout): the
+    /// call waits `wait_ms` before attempt `attempt + 1`.
+    Waiting {
+        /// The provider (`anthropic`, `openai`, `google`, `compatible`).
+        provider: String,
+        /// The attempt that failed, from 1.
+        attempt: u32,
+        /// How long the call waits, milliseconds.
+        wait_ms: u64,
+        /// The failure, as the provider put it.
+        reason: String,
+    },
+    /// The model failed in a way another model can help with (retired,
+    /// not found, overloaded after every retry): the rest of the run uses
+    /// the next fallback model.
+    Fallback {
+        /// The model given up, as `provider/id`.
+        from: String,
+        /// The model used from now on, as `provider/id`.
+        to: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ModelNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelNotice::Waiting {
+                provider,
+                attempt,
+                wait_ms,
+                reason,
+            } => write!(
+                f,
+                "{provider} failed (attempt {attempt}: {reason}); waiting {:.1}s before retrying",
+                *wait_ms as f64 / 1000.0
+            ),
+            ModelNotice::Fallback { from, to, reason } => {
+                write!(f, "switched from {from} to {to}: {reason}")
+            }
+        }
+    }
+}
+
+/// Where an adapter tells its [`ModelNotice`]s. Called on the task that
+/// makes the call, so it must be quick and must not block.
+#[derive(Clone)]
+pub struct NoticeSink(Arc<dyn Fn(ModelNotice) + Send + Sync>);
+
+impl NoticeSink {
+    /// Wraps a callback.
+    pub fn new(f: impl Fn(ModelNotice) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Tells `notice`.
+    pub fn tell(&self, notice: ModelNotice) {
+        (self.0)(notice);
+    }
+}
+
+impl fmt::Debug for NoticeSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("NoticeSink(..)")
+    }
+}
+
 /// A model provider, as the loop sees it: a codec between wire history and
 /// the provider's protocol, not a controller (it never decides when to call,
 /// retry at the loop level, or compact).
@@ -164,5 +244,12 @@ pub trait ModelAdapter: Send + Sync {
         state: Option<&TaskState>,
     ) -> Result<(String, TokenUsage)> {
         Ok((self.summarize(wire, state).await?, TokenUsage::default()))
+    }
+
+    /// Hands the adapter where to tell what it has to say while a call
+    /// waits ([`ModelNotice`]); `None` stops telling. The loop sets it for
+    /// the run. Adapters that never wait ignore it (the default).
+    fn set_notices(&self, sink: Option<NoticeSink>) {
+        let _ = sink;
     }
 }

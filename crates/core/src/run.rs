@@ -61,6 +61,10 @@ pub struct RunResult {
     /// a loop run without a price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Why `cost_usd` is absent, when the price table could say (the model
+    /// is not one of the registry's rows, or its price is unconfirmed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_note: Option<String>,
     /// The fatal error that ended the run, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
@@ -89,6 +93,14 @@ pub enum StreamEvent {
         model: String,
         /// The step budget.
         max_steps: u32,
+    },
+    /// A model call had something to say before its answer: a wait before
+    /// a retry, or a switch to a fallback model.
+    ModelNotice {
+        /// The step whose call it is (the loop's current step).
+        step: u32,
+        /// What happened.
+        notice: crate::model::ModelNotice,
     },
     /// A step began.
     StepStarted {
@@ -255,6 +267,7 @@ impl StreamEvent {
     pub fn step(&self) -> Option<u32> {
         match self {
             StreamEvent::StepStarted { step, .. }
+            | StreamEvent::ModelNotice { step, .. }
             | StreamEvent::Screenshot { step, .. }
             | StreamEvent::Thinking { step, .. }
             | StreamEvent::ReasoningDelta { step, .. }

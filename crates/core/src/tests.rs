@@ -501,6 +501,7 @@ fn semantic_steps_and_results_round_trip() {
         usage: TokenUsage::default(),
         usage_by_source: UsageBreakdown::default(),
         cost_usd: None,
+        cost_note: None,
         error: Some(ErrorInfo::from(&LumenError::disconnected("socket closed"))),
     };
     let json = round_trip(&result);

@@ -114,6 +114,11 @@ pub struct AgentOptions {
     /// agent and exec mode, unless `planner_adapter` is set; plan mode
     /// plans with `model`).
     pub planner_model: Option<String>,
+    /// Models to switch to, in order, when `model` is retired, not found
+    /// or overloaded after every retry
+    /// ([`create_adapter_chain`](lumen_models::create_adapter_chain)).
+    /// Not used with `model_adapter`.
+    pub fallback_models: Vec<String>,
     /// Your own adapter for the planner pass, used instead of creating one
     /// from `planner_model`.
     pub planner_adapter: Option<Arc<dyn ModelAdapter>>,
@@ -135,6 +140,7 @@ impl AgentOptions {
             model_adapter: None,
             adapter: AdapterOptions::default(),
             planner_model: None,
+            fallback_models: Vec::new(),
             planner_adapter: None,
             browser: BrowserSource::default(),
             align_viewport: true,
@@ -265,7 +271,11 @@ impl Agent {
             let adapter_options = o.adapter_options();
             let adapter = match &o.model_adapter {
                 Some(custom) => custom.clone(),
-                None => lumen_models::create_adapter(&o.model, adapter_options.clone())?,
+                None => lumen_models::create_adapter_chain(
+                    &o.model,
+                    &o.fallback_models,
+                    adapter_options.clone(),
+                )?,
             };
             let planner = match (&o.planner_adapter, &o.planner_model) {
                 (Some(custom), _) => Some(custom.clone()),

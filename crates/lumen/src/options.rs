@@ -37,6 +37,8 @@ pub const BROWSERBASE_API_KEY_ENV: &str = "BROWSERBASE_API_KEY";
 pub const BROWSERBASE_PROJECT_ID_ENV: &str = "BROWSERBASE_PROJECT_ID";
 /// Attempts of an `exec` run when `attempts` is not given.
 pub const DEFAULT_EXEC_ATTEMPTS: u32 = 3;
+/// The most fallback models a run may name.
+pub(crate) const MAX_FALLBACK_MODELS: usize = 4;
 
 /// What a run does: `agent` (the loop), `plan` (only plan) or `exec` (the
 /// loop with retries). The JSON and config spelling of [`RunMode`].
@@ -189,6 +191,11 @@ pub struct RunOptions {
     /// A separate model for a planning pass before the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planner_model: Option<String>,
+    /// Models to switch to, in order, when the model is retired, not found
+    /// or overloaded after every retry (provider/id each; other providers
+    /// take their keys from the environment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_models: Option<Vec<String>>,
     /// The tool family: `computer` (the provider's computer-use tool) or
     /// `browser` (Anthropic's browser toolset). Default: the registry's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -223,6 +230,11 @@ pub struct RunOptions {
     /// Stop after this many actions in a row failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_failures: Option<u32>,
+    /// The longest one model call waits in all before its retries
+    /// (seconds; a provider's long Retry-After otherwise waits up to 60 s
+    /// per try).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_wait: Option<u64>,
     /// Completion is refused until the page's URL matches this regular
     /// expression (Rust `regex` syntax, unanchored).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -425,6 +437,20 @@ impl RunOptions {
         at_least("maxSteps", self.max_steps.map(u64::from), 1)?;
         at_least("maxTokens", self.max_tokens, 1)?;
         at_least("maxFailures", self.max_failures.map(u64::from), 1)?;
+        within("maxWait", self.max_wait, 1, 3600)?;
+        for m in self.fallback_models.iter().flatten() {
+            not_empty("fallbackModels", Some(m))?;
+        }
+        if self
+            .fallback_models
+            .as_ref()
+            .is_some_and(|m| m.len() > MAX_FALLBACK_MODELS)
+        {
+            return Err(config(
+                "fallbackModels",
+                format!("give at most {MAX_FALLBACK_MODELS} fallback models"),
+            ));
+        }
         if let Some(usd) = self.max_cost
             && !(usd.is_finite() && usd > 0.0)
         {
@@ -534,7 +560,13 @@ impl RunOptions {
         if let Some(m) = &self.planner_model {
             agent.planner_model = Some(m.clone());
         }
+        if let Some(m) = &self.fallback_models {
+            agent.fallback_models = m.clone();
+        }
         let adapter = &mut agent.adapter;
+        if let Some(secs) = self.max_wait {
+            adapter.retry.max_wait = Some(std::time::Duration::from_secs(secs));
+        }
         adapter.tools = self.tools.or(adapter.tools);
         adapter.effort = self.effort.or(adapter.effort);
         adapter.thinking_budget = self.thinking_budget.or(adapter.thinking_budget);

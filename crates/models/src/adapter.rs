@@ -124,6 +124,10 @@ impl<C: Codec> ModelAdapter for HttpAdapter<C> {
         Ok(self.summarize_counted(wire, state).await?.0)
     }
 
+    fn set_notices(&self, sink: Option<lumen_core::NoticeSink>) {
+        self.http.set_notices(sink);
+    }
+
     async fn summarize_counted(
         &self,
         wire: &[WireRecord],

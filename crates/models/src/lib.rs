@@ -18,6 +18,8 @@
 //! - [`google::GoogleAdapter`]: Gemini with the `computerUse` tool.
 //! - [`compatible::CompatibleAdapter`]: Chat Completions with Lumen's
 //!   action set as function tools.
+//! - [`create_adapter_chain`] adds fallback models tried in order when a
+//!   model is retired, not found or overloaded ([`fallback`]).
 //! - [`decode_recording`] replays a recorded SSE stream through a parser
 //!   (tests and `cargo xtask decode-stream`).
 //!
@@ -54,6 +56,7 @@ pub mod adapter;
 pub mod anthropic;
 pub mod compatible;
 pub mod decoder;
+pub mod fallback;
 pub mod google;
 pub mod http;
 pub mod limits;
@@ -216,7 +219,9 @@ pub enum Effort {
     Medium,
     /// High.
     High,
-    /// The most the model offers.
+    /// Extra high (Anthropic and OpenAI `xhigh`; Gemini's high).
+    XHigh,
+    /// The most the model offers (`max`; Gemini's high).
     Max,
 }
 
@@ -237,6 +242,7 @@ impl Effort {
             Effort::Minimal | Effort::Low => "low",
             Effort::Medium => "medium",
             Effort::High => "high",
+            Effort::XHigh => "xhigh",
             Effort::Max => "max",
         }
     }
@@ -248,7 +254,8 @@ impl Effort {
             Effort::Low => "low",
             Effort::Medium => "medium",
             Effort::High => "high",
-            Effort::Max => "xhigh",
+            Effort::XHigh => "xhigh",
+            Effort::Max => "max",
         }
     }
 
@@ -258,7 +265,7 @@ impl Effort {
             Effort::Minimal => "MINIMAL",
             Effort::Low => "LOW",
             Effort::Medium => "MEDIUM",
-            Effort::High | Effort::Max => "HIGH",
+            Effort::High | Effort::XHigh | Effort::Max => "HIGH",
         }
     }
 }
@@ -271,11 +278,14 @@ impl std::str::FromStr for Effort {
             "low" => Effort::Low,
             "medium" => Effort::Medium,
             "high" => Effort::High,
-            "max" | "xhigh" => Effort::Max,
+            "xhigh" => Effort::XHigh,
+            "max" => Effort::Max,
             other => {
                 return Err(LumenError::config(
                     "effort",
-                    format!("unknown effort `{other}`: use minimal, low, medium, high or max"),
+                    format!(
+                        "unknown effort `{other}`: use minimal, low, medium, high, xhigh or max"
+                    ),
                 ));
             }
         })
@@ -378,6 +388,63 @@ pub fn create_adapter(model: &str, options: AdapterOptions) -> Result<Arc<dyn Mo
     create_adapter_with_env(model, options, |name| std::env::var(name).ok())
 }
 
+/// [`create_adapter`] for `model` with `fallbacks` tried in order after it
+/// (see [`fallback`]); without fallbacks, exactly [`create_adapter`].
+///
+/// A fallback of the primary's provider shares `options`; one of another
+/// provider takes its key, base URL and summary model from that provider's
+/// environment variables. A retired primary is skipped (the switch is told
+/// with the first call); any other model that cannot be built is an error.
+pub fn create_adapter_chain(
+    model: &str,
+    fallbacks: &[String],
+    options: AdapterOptions,
+) -> Result<Arc<dyn ModelAdapter>> {
+    create_adapter_chain_with_env(model, fallbacks, options, |name| std::env::var(name).ok())
+}
+
+/// [`create_adapter_chain`] with an explicit environment.
+pub fn create_adapter_chain_with_env(
+    model: &str,
+    fallbacks: &[String],
+    options: AdapterOptions,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn ModelAdapter>> {
+    if fallbacks.is_empty() {
+        return create_adapter_with_env(model, options, env);
+    }
+    let provider = registry::split_model(model).0;
+    let mut chain = Vec::new();
+    let mut skipped = None;
+    for (i, m) in std::iter::once(model)
+        .chain(fallbacks.iter().map(String::as_str))
+        .enumerate()
+    {
+        let own = if registry::split_model(m).0 == provider {
+            options.clone()
+        } else {
+            AdapterOptions {
+                api_key: None,
+                base_url: None,
+                summary_model: None,
+                ..options.clone()
+            }
+        };
+        match create_adapter_with_env(m, own, &env) {
+            Ok(adapter) => chain.push((m.to_owned(), adapter)),
+            Err(e) if i == 0 && registry::retirement(m).is_some() => {
+                skipped = Some(e.to_string());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let chain = fallback::FallbackAdapter::new(chain)?;
+    Ok(Arc::new(match skipped {
+        Some(reason) => chain.skipped(model, reason),
+        None => chain,
+    }))
+}
+
 /// [`create_adapter`] with an explicit environment (tests, embedding).
 pub fn create_adapter_with_env(
     model: &str,
@@ -400,6 +467,15 @@ pub fn create_adapter_with_env(
         }
         Ok(())
     };
+    // A retired model is refused before any request. A custom endpoint
+    // (Azure OpenAI, a gateway) keeps its own retirement schedule, so
+    // there it is only a warning.
+    if let Some(retired) = registry::retirement(model) {
+        if options.base_url.is_none() && env(base_url_var(model)).is_none() {
+            return Err(LumenError::config("model", retired.to_string()));
+        }
+        tracing::warn!(%model, "{retired}; calling the configured endpoint all the same");
+    }
     // The registry's reading of the prefix, so that what is checked (an
     // operator's model list, the provider behind a base URL) is what runs:
     // `gemini/…` is a Google model here too.
@@ -407,14 +483,14 @@ pub fn create_adapter_with_env(
         (Provider::Anthropic, id) => {
             need_key(&mut options, &["ANTHROPIC_API_KEY"], "anthropic")?;
             if options.base_url.is_none() {
-                options.base_url = env("ANTHROPIC_BASE_URL");
+                options.base_url = env(base_url_var(model));
             }
             Ok(Arc::new(anthropic::AnthropicAdapter::new(id, options)?))
         }
         (Provider::OpenAi, id) => {
             need_key(&mut options, &["OPENAI_API_KEY"], "openai")?;
             if options.base_url.is_none() {
-                options.base_url = env("OPENAI_BASE_URL");
+                options.base_url = env(base_url_var(model));
             }
             Ok(Arc::new(openai::OpenAiAdapter::new(id, options)?))
         }
@@ -425,20 +501,29 @@ pub fn create_adapter_with_env(
                 "google",
             )?;
             if options.base_url.is_none() {
-                options.base_url = env("GOOGLE_GEMINI_BASE_URL");
+                options.base_url = env(base_url_var(model));
             }
             Ok(Arc::new(google::GoogleAdapter::new(id, options)?))
         }
         // Anything else: a model on an OpenAI-compatible server.
         (Provider::Compatible, id) => {
             if options.base_url.is_none() {
-                options.base_url = env("OPENAI_BASE_URL");
+                options.base_url = env(base_url_var(model));
             }
             if options.api_key.is_none() {
                 options.api_key = env("OPENAI_API_KEY").map(ApiKey::new);
             }
             Ok(Arc::new(compatible::CompatibleAdapter::new(id, options)?))
         }
+    }
+}
+
+/// The variable that points a provider's adapter at another endpoint.
+fn base_url_var(model: &str) -> &'static str {
+    match registry::split_model(model).0 {
+        Provider::Anthropic => "ANTHROPIC_BASE_URL",
+        Provider::Google => "GOOGLE_GEMINI_BASE_URL",
+        Provider::OpenAi | Provider::Compatible => "OPENAI_BASE_URL",
     }
 }
 

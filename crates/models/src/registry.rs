@@ -8,13 +8,24 @@
 //! are the providers' SDK types and model documentation as of late 2026.
 //!
 //! # Lookup
-//! [`spec`] parses a model id into a family and version
-//! (`claude-opus-4-7` → `claude-opus` 4.7, `gpt-5.4-mini` → `gpt-mini`
-//! 5.4, `gemini-3.5-flash` → `gemini-flash` 3.5) and takes the entry of
-//! that family with the highest version not above the id's. So a new model
-//! id of a known family gets that family's newest rules, never the oldest:
-//! `claude-opus-6` is treated as the newest Opus we know. An id of an
-//! unknown family is matched by version among the provider's entries.
+//! [`lookup`] finds a model id's row: a row naming the id (a dated snapshot
+//! such as `claude-haiku-4-5-20251001` is its model) is [`Known::Exact`].
+//! Otherwise the id is parsed into a family and version (`claude-opus-4-9`
+//! → `claude-opus` 4.9, `gpt-6.3-sol` → `gpt-sol` 6.3, `gemini-4-flash` →
+//! `gemini-flash` 4.0) and runs with the rules of that family's callable row
+//! with the highest version not above its own ([`Known::Family`]); an id of
+//! an unknown family or tier (`gpt-6-pro`) runs with the provider's nearest
+//! callable row by version ([`Known::Unknown`]). Neither is priced as the
+//! row it borrows rules from: [`cost`] estimates only a row's own price,
+//! and `lumen models MODEL`, `lumen run` and `result.json` say so.
+//!
+//! # Status
+//! A row is current, deprecated (with a shutdown date) or retired. A run on
+//! a retired model, or on a deprecated one past its date, is refused before
+//! any request with the replacement named ([`retirement`]). The pinned
+//! SDKs' model lists are committed as `crates/mock/sdk/schemas/models.json`
+//! (`cargo xtask sdk-schemas`), and a test fails when a computer-use model
+//! they list has no row, or a row they no longer list is not retired.
 
 use std::fmt;
 
@@ -122,7 +133,95 @@ impl Price {
     }
 }
 
-/// What one model (or family, from a version on) needs.
+/// Whether a model can still be called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Offered, with no announced end.
+    Current,
+    /// Offered until `shutdown` (ISO date), then retired.
+    Deprecated {
+        /// The announced shutdown date, `YYYY-MM-DD`.
+        shutdown: &'static str,
+        /// The model the provider recommends instead (a registry id).
+        replacement: &'static str,
+        /// Where the date comes from.
+        source: &'static str,
+    },
+    /// Shut down: a run on it is refused before any request is sent.
+    Retired {
+        /// The shutdown date when one was published, `YYYY-MM-DD`.
+        since: Option<&'static str>,
+        /// The model the provider recommends instead (a registry id).
+        replacement: &'static str,
+        /// Where the retirement is recorded.
+        source: &'static str,
+    },
+}
+
+/// A retired model, as a run refuses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retirement {
+    /// The retired id.
+    pub model: &'static str,
+    /// When, if published.
+    pub since: Option<&'static str>,
+    /// What to use instead.
+    pub replacement: &'static str,
+    /// Where the retirement is recorded.
+    pub source: &'static str,
+}
+
+impl fmt::Display for Retirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} was retired", self.model)?;
+        if let Some(since) = self.since {
+            write!(f, " on {since}")?;
+        }
+        write!(f, " ({}); use {} instead", self.source, self.replacement)
+    }
+}
+
+/// Where a row's model is named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listed {
+    /// In the pinned SDK's model list (`crates/mock/sdk/schemas/models.json`);
+    /// a test fails when the SDK drops it and the row is not retired.
+    Sdk,
+    /// Not in the SDK's list (Google's SDK has none of its own): named by
+    /// this provider document or notice.
+    Docs(&'static str),
+}
+
+/// A figure of a row that could not be confirmed offline; `lumen models`
+/// marks it, and an unconfirmed price is never used to estimate a cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// List prices (the row has none: cost is not estimated).
+    Price,
+    /// The context window (the row's is the family's smallest, so
+    /// compaction starts early rather than late).
+    Context,
+    /// The image limits (the row's are the provider's smallest, which the
+    /// provider never shrinks).
+    Images,
+    /// The tool protocol (the row's is the family's newest).
+    Tools,
+}
+
+impl Figure {
+    /// The figure's name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::Price => "price",
+            Figure::Context => "context",
+            Figure::Images => "images",
+            Figure::Tools => "tools",
+        }
+    }
+}
+
+/// What one model needs. A row also gives the rules for ids of its family
+/// it does not name (see [`lookup`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ModelSpec {
     /// The id this row was written for (`claude-opus-4-7`).
@@ -147,8 +246,14 @@ pub struct ModelSpec {
     pub context_window: u64,
     /// Output budget per call when none is configured (thinking excluded).
     pub max_output: u32,
-    /// List prices, when published.
+    /// List prices, when published and confirmed.
     pub price: Option<Price>,
+    /// Whether it can still be called.
+    pub status: Status,
+    /// Where the model is named.
+    pub listed: Listed,
+    /// Figures not confirmed offline.
+    pub unconfirmed: &'static [Figure],
 }
 
 impl ModelSpec {
@@ -176,16 +281,110 @@ impl ModelSpec {
             Temperature::Rejected | Temperature::Fixed(_) => false,
         }
     }
+
+    /// The retirement in force on `today` (`YYYY-MM-DD`): a retired row, or
+    /// a deprecated one whose shutdown date has come.
+    pub fn retired_on(&self, today: &str) -> Option<Retirement> {
+        match self.status {
+            Status::Current => None,
+            Status::Deprecated {
+                shutdown,
+                replacement,
+                source,
+            } => (shutdown <= today).then_some(Retirement {
+                model: self.id,
+                since: Some(shutdown),
+                replacement,
+                source,
+            }),
+            Status::Retired {
+                since,
+                replacement,
+                source,
+            } => Some(Retirement {
+                model: self.id,
+                since,
+                replacement,
+                source,
+            }),
+        }
+    }
+
+    /// Whether `figure` could not be confirmed offline.
+    pub fn is_unconfirmed(&self, figure: Figure) -> bool {
+        self.unconfirmed.contains(&figure)
+    }
+
+    const fn priced(mut self, input: f64, output: f64, cache_read: f64, cache_write: f64) -> Self {
+        self.price = Some(Price {
+            input,
+            output,
+            cache_read,
+            cache_write,
+        });
+        self
+    }
+
+    const fn unconfirmed(mut self, figures: &'static [Figure]) -> Self {
+        self.unconfirmed = figures;
+        self
+    }
+
+    const fn deprecated(
+        mut self,
+        shutdown: &'static str,
+        replacement: &'static str,
+        source: &'static str,
+    ) -> Self {
+        self.status = Status::Deprecated {
+            shutdown,
+            replacement,
+            source,
+        };
+        self
+    }
+
+    const fn retired(
+        mut self,
+        since: Option<&'static str>,
+        replacement: &'static str,
+        source: &'static str,
+    ) -> Self {
+        self.status = Status::Retired {
+            since,
+            replacement,
+            source,
+        };
+        self
+    }
+
+    const fn listed(mut self, by: &'static str) -> Self {
+        self.listed = Listed::Docs(by);
+        self
+    }
 }
 
-const fn price(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Option<Price> {
-    Some(Price {
-        input,
-        output,
-        cache_read,
-        cache_write,
-    })
-}
+/// What every row starts from; each provider's helper sets the rest.
+const BASE: ModelSpec = ModelSpec {
+    id: "",
+    provider: Provider::Compatible,
+    family: "",
+    version: (0, 0),
+    tools: ToolFamily::LumenFunctions,
+    betas: &[],
+    thinking: ThinkingStyle::None,
+    temperature: Temperature::Allowed,
+    images: ImageLimits {
+        long_edge: 0,
+        pixels: 0,
+    },
+    context_window: 0,
+    max_output: 0,
+    price: None,
+    status: Status::Current,
+    listed: Listed::Sdk,
+    unconfirmed: &[],
+};
 
 /// Claude models up to Opus 4.6 / Sonnet 4.6: 1568 px and about 1.15 MP
 /// (1568 image tokens at w×h/750).
@@ -221,142 +420,317 @@ const V20251124: ToolFamily = ToolFamily::AnthropicComputer(ComputerTool::V20251
 const TOOLSET: ToolFamily = ToolFamily::AnthropicComputer(ComputerTool::Toolset20260801);
 const BUDGET: ThinkingStyle = ThinkingStyle::Budget { min: 1024 };
 
-macro_rules! claude {
-    ($id:literal, $family:literal, $v:expr, $tools:expr, $thinking:expr, $images:expr, $out:literal, $price:expr) => {
-        ModelSpec {
-            id: $id,
-            provider: Provider::Anthropic,
-            family: $family,
-            version: $v,
-            tools: $tools,
-            betas: &[],
-            thinking: $thinking,
-            temperature: Temperature::Rejected,
-            images: $images,
-            context_window: 200_000,
-            max_output: $out,
-            price: $price,
-        }
+/// Anthropic's retirement dates in the pinned SDK.
+const ANTHROPIC_EOL: &str = "anthropic 2.15.0 _data/deprecated_models.py";
+/// OpenAI's shutdown dates in the pinned SDK's model literals.
+const OPENAI_EOL: &str = "openai 3.57.0 chat_model.py, developers.openai.com/api/docs/deprecations";
+/// Third-party mirrors of the providers' deprecation pages, as gathered in
+/// late 2026 (the date is not in an SDK).
+const PUBLIC_NOTICE: &str = "public deprecation notices, late 2026";
+/// Claude 5.x: a 1M-token context window, as the provider documents.
+const CLAUDE_5_CONTEXT: u64 = 1_000_000;
+/// Figures of a new model copied from its family: not confirmed offline.
+const NEW: &[Figure] = &[Figure::Price, Figure::Images];
+/// A new model whose price and context window are not confirmed offline.
+const UNSIZED: &[Figure] = &[Figure::Price, Figure::Context];
+
+const fn claude(
+    id: &'static str,
+    family: &'static str,
+    version: (u32, u32),
+    tools: ToolFamily,
+    thinking: ThinkingStyle,
+    images: ImageLimits,
+) -> ModelSpec {
+    let context = if version.0 >= 5 {
+        CLAUDE_5_CONTEXT
+    } else {
+        200_000
     };
+    ModelSpec {
+        id,
+        provider: Provider::Anthropic,
+        family,
+        version,
+        tools,
+        thinking,
+        temperature: Temperature::Rejected,
+        images,
+        context_window: context,
+        max_output: 8192,
+        ..BASE
+    }
 }
 
+/// A GPT model on the GA `computer` tool with reasoning effort.
+const fn gpt(
+    id: &'static str,
+    family: &'static str,
+    version: (u32, u32),
+    context: u64,
+) -> ModelSpec {
+    ModelSpec {
+        id,
+        provider: Provider::OpenAi,
+        family,
+        version,
+        tools: ToolFamily::OpenAiComputer,
+        thinking: ThinkingStyle::ReasoningEffort,
+        temperature: Temperature::WithoutReasoning,
+        images: OPENAI_ORIGINAL,
+        context_window: context,
+        max_output: 16_384,
+        ..BASE
+    }
+}
+
+const fn gemini(
+    id: &'static str,
+    family: &'static str,
+    version: (u32, u32),
+    tools: ToolFamily,
+    thinking: ThinkingStyle,
+    temperature: Temperature,
+    context: u64,
+) -> ModelSpec {
+    ModelSpec {
+        id,
+        provider: Provider::Google,
+        family,
+        version,
+        tools,
+        thinking,
+        temperature,
+        images: GEMINI_IMAGES,
+        context_window: context,
+        max_output: 8192,
+        ..BASE
+    }
+}
+
+const G3: ThinkingStyle = ThinkingStyle::GeminiLevel;
+const G3_TEMPERATURE: Temperature = Temperature::Fixed(1.0);
+const GEMINI_CONTEXT: u64 = 1_048_576;
+
 /// Every model Lumen has rules for, grouped by provider, oldest first
-/// within a family.
+/// within a family. docs/models.md names each field's source.
 pub static MODELS: &[ModelSpec] = &[
     // ----- Anthropic ------------------------------------------------------
     // No Claude row takes a temperature: Opus 4.7 and later answer 400, and
-    // the SDK's request types (anthropic 2.12.0) no longer have the field
+    // the SDK's request types (anthropic 2.15.0) no longer have the field
     // at all, for any model.
-    claude!(
+    claude(
         "claude-3-7-sonnet",
         "claude-sonnet",
         (3, 7),
         V20250124,
         BUDGET,
         CLAUDE_IMAGES,
-        8192,
-        price(3.0, 15.0, 0.3, 3.75)
+    )
+    .priced(3.0, 15.0, 0.3, 3.75)
+    .retired(
+        None,
+        "claude-sonnet-4-6",
+        "absent from anthropic 2.15.0 model_param.py",
     ),
-    claude!(
+    claude(
         "claude-sonnet-4",
         "claude-sonnet",
         (4, 0),
         V20250124,
         BUDGET,
         CLAUDE_IMAGES,
-        8192,
-        price(3.0, 15.0, 0.3, 3.75)
+    )
+    .priced(3.0, 15.0, 0.3, 3.75)
+    .retired(Some("2026-06-15"), "claude-sonnet-4-6", PUBLIC_NOTICE),
+    claude(
+        "claude-sonnet-4-5",
+        "claude-sonnet",
+        (4, 5),
+        V20250124,
+        BUDGET,
+        CLAUDE_IMAGES,
+    )
+    .priced(3.0, 15.0, 0.3, 3.75)
+    .retired(
+        None,
+        "claude-sonnet-4-6",
+        "absent from anthropic 2.15.0 model_param.py",
     ),
-    claude!(
+    claude(
         "claude-sonnet-4-6",
         "claude-sonnet",
         (4, 6),
         V20251124,
         ThinkingStyle::Adaptive,
         CLAUDE_IMAGES,
-        8192,
-        price(3.0, 15.0, 0.3, 3.75)
-    ),
-    claude!(
+    )
+    .priced(3.0, 15.0, 0.3, 3.75),
+    claude(
         "claude-sonnet-5",
         "claude-sonnet",
         (5, 0),
         TOOLSET,
         ThinkingStyle::Adaptive,
         CLAUDE_IMAGES,
-        8192,
-        price(3.0, 15.0, 0.3, 3.75)
-    ),
-    claude!(
+    )
+    .priced(3.0, 15.0, 0.3, 3.75),
+    claude(
+        "claude-sonnet-5-5",
+        "claude-sonnet",
+        (5, 5),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
+    claude(
         "claude-opus-4",
         "claude-opus",
         (4, 0),
         V20250124,
         BUDGET,
         CLAUDE_IMAGES,
-        8192,
-        price(15.0, 75.0, 1.5, 18.75)
-    ),
-    claude!(
+    )
+    .priced(15.0, 75.0, 1.5, 18.75)
+    .retired(Some("2026-06-15"), "claude-opus-4-7", PUBLIC_NOTICE),
+    claude(
         "claude-opus-4-5",
         "claude-opus",
         (4, 5),
         V20251124,
         BUDGET,
         CLAUDE_IMAGES,
-        8192,
-        price(5.0, 25.0, 0.5, 6.25)
-    ),
-    claude!(
+    )
+    .priced(5.0, 25.0, 0.5, 6.25)
+    .deprecated("2027-01-22", "claude-opus-4-7", ANTHROPIC_EOL),
+    claude(
         "claude-opus-4-6",
         "claude-opus",
         (4, 6),
         V20251124,
         ThinkingStyle::Adaptive,
         CLAUDE_IMAGES,
-        8192,
-        price(5.0, 25.0, 0.5, 6.25)
-    ),
-    claude!(
+    )
+    .priced(5.0, 25.0, 0.5, 6.25),
+    claude(
         "claude-opus-4-7",
         "claude-opus",
         (4, 7),
         V20251124,
         ThinkingStyle::Adaptive,
         CLAUDE_LARGE_IMAGES,
-        8192,
-        price(5.0, 25.0, 0.5, 6.25)
-    ),
-    claude!(
+    )
+    .priced(5.0, 25.0, 0.5, 6.25),
+    claude(
+        "claude-opus-4-8",
+        "claude-opus",
+        (4, 8),
+        V20251124,
+        ThinkingStyle::Adaptive,
+        CLAUDE_LARGE_IMAGES,
+    )
+    .unconfirmed(&[Figure::Price]),
+    claude(
         "claude-opus-5",
         "claude-opus",
         (5, 0),
         TOOLSET,
         ThinkingStyle::Adaptive,
         CLAUDE_LARGE_IMAGES,
-        8192,
-        price(5.0, 25.0, 0.5, 6.25)
-    ),
-    claude!(
+    )
+    .priced(5.0, 25.0, 0.5, 6.25),
+    claude(
+        "claude-opus-5-5",
+        "claude-opus",
+        (5, 5),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
+    claude(
         "claude-haiku-4-5",
         "claude-haiku",
         (4, 5),
         V20250124,
         BUDGET,
         CLAUDE_IMAGES,
-        8192,
-        price(1.0, 5.0, 0.1, 1.25)
-    ),
-    claude!(
+    )
+    .priced(1.0, 5.0, 0.1, 1.25),
+    claude(
         "claude-haiku-5-5",
         "claude-haiku",
         (5, 5),
         TOOLSET,
         ThinkingStyle::Adaptive,
         CLAUDE_IMAGES,
-        8192,
-        price(1.0, 5.0, 0.1, 1.25)
-    ),
+    )
+    .priced(1.0, 5.0, 0.1, 1.25),
+    claude(
+        "claude-fable-5",
+        "claude-fable",
+        (5, 0),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
+    claude(
+        "claude-fable-5-1",
+        "claude-fable",
+        (5, 1),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
+    claude(
+        "claude-fable-5-2",
+        "claude-fable",
+        (5, 2),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
+    claude(
+        "claude-mythos-preview",
+        "claude-mythos-preview",
+        (0, 0),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW)
+    .deprecated("2026-06-30", "claude-mythos-5", ANTHROPIC_EOL),
+    claude(
+        "claude-mythos-5",
+        "claude-mythos",
+        (5, 0),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
+    claude(
+        "claude-mythos-5-1",
+        "claude-mythos",
+        (5, 1),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
+    claude(
+        "claude-mythos-5-2",
+        "claude-mythos",
+        (5, 2),
+        TOOLSET,
+        ThinkingStyle::Adaptive,
+        CLAUDE_IMAGES,
+    )
+    .unconfirmed(NEW),
     // ----- OpenAI ---------------------------------------------------------
     ModelSpec {
         id: "computer-use-preview",
@@ -364,127 +738,144 @@ pub static MODELS: &[ModelSpec] = &[
         family: "computer-use-preview",
         version: (0, 0),
         tools: ToolFamily::OpenAiComputerPreview,
-        betas: &[],
         thinking: ThinkingStyle::ReasoningEffort,
         temperature: Temperature::WithoutReasoning,
         images: OPENAI_HIGH,
         context_window: 8_192,
         max_output: 4096,
-        price: price(3.0, 12.0, 3.0, 3.0),
-    },
-    ModelSpec {
-        id: "gpt-5",
-        provider: Provider::OpenAi,
-        family: "gpt",
-        version: (5, 0),
-        tools: ToolFamily::OpenAiComputer,
-        betas: &[],
-        thinking: ThinkingStyle::ReasoningEffort,
-        temperature: Temperature::WithoutReasoning,
-        images: OPENAI_ORIGINAL,
-        context_window: 400_000,
-        max_output: 16_384,
-        price: price(1.25, 10.0, 0.125, 1.25),
-    },
-    ModelSpec {
-        id: "gpt-5.4",
-        provider: Provider::OpenAi,
-        family: "gpt",
-        version: (5, 4),
-        tools: ToolFamily::OpenAiComputer,
-        betas: &[],
-        thinking: ThinkingStyle::ReasoningEffort,
-        temperature: Temperature::WithoutReasoning,
-        images: OPENAI_ORIGINAL,
-        context_window: 1_000_000,
-        max_output: 16_384,
-        price: price(2.5, 15.0, 0.25, 2.5),
-    },
-    ModelSpec {
-        id: "gpt-5-mini",
-        provider: Provider::OpenAi,
-        family: "gpt-mini",
-        version: (5, 0),
-        tools: ToolFamily::OpenAiComputer,
-        betas: &[],
-        thinking: ThinkingStyle::ReasoningEffort,
-        temperature: Temperature::WithoutReasoning,
-        images: OPENAI_ORIGINAL,
-        context_window: 400_000,
-        max_output: 16_384,
-        price: price(0.25, 2.0, 0.025, 0.25),
-    },
+        ..BASE
+    }
+    .priced(3.0, 12.0, 3.0, 3.0)
+    .retired(Some("2026-07-23"), "gpt-5.4-mini", PUBLIC_NOTICE),
+    gpt("gpt-5", "gpt", (5, 0), 400_000)
+        .priced(1.25, 10.0, 0.125, 1.25)
+        .deprecated("2026-12-11", "gpt-6.1-sol", OPENAI_EOL),
+    gpt("gpt-5.1", "gpt", (5, 1), 400_000)
+        .unconfirmed(UNSIZED)
+        .deprecated("2027-04-01", "gpt-6.1-sol", OPENAI_EOL),
+    gpt("gpt-5.2", "gpt", (5, 2), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-5.4", "gpt", (5, 4), 1_000_000).priced(2.5, 15.0, 0.25, 2.5),
+    gpt("gpt-5.5", "gpt", (5, 5), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-5-mini", "gpt-mini", (5, 0), 400_000)
+        .priced(0.25, 2.0, 0.025, 0.25)
+        .deprecated("2026-12-11", "gpt-6.1-terra", OPENAI_EOL),
+    gpt("gpt-5.1-mini", "gpt-mini", (5, 1), 400_000).retired(
+        None,
+        "gpt-5.4-mini",
+        "openai 3.57.0 chat_model.py: not a supported model ID",
+    ),
+    gpt("gpt-5.4-mini", "gpt-mini", (5, 4), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-5-nano", "gpt-nano", (5, 0), 400_000)
+        .unconfirmed(&[Figure::Price])
+        .deprecated("2026-12-11", "gpt-6-luna", OPENAI_EOL),
+    gpt("gpt-5.4-nano", "gpt-nano", (5, 4), 400_000)
+        .unconfirmed(UNSIZED)
+        .deprecated("2027-04-01", "gpt-6-luna", OPENAI_EOL),
+    gpt("gpt-5.6-sol", "gpt-sol", (5, 6), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-6-sol", "gpt-sol", (6, 0), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-6.1-sol", "gpt-sol", (6, 1), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-6.2-sol", "gpt-sol", (6, 2), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-5.6-terra", "gpt-terra", (5, 6), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-6.1-terra", "gpt-terra", (6, 1), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-5.6-luna", "gpt-luna", (5, 6), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-6-luna", "gpt-luna", (6, 0), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-6-astra", "gpt-astra", (6, 0), 400_000).unconfirmed(UNSIZED),
+    gpt("gpt-6.2-astra", "gpt-astra", (6, 2), 400_000).unconfirmed(UNSIZED),
     // ----- Google ---------------------------------------------------------
-    ModelSpec {
-        id: "gemini-2.5-computer-use-preview-10-2025",
-        provider: Provider::Google,
-        family: "gemini-computer-use",
-        version: (2, 5),
-        tools: ToolFamily::GeminiLegacy,
-        betas: &[],
-        thinking: ThinkingStyle::GeminiBudget,
-        temperature: Temperature::Allowed,
-        images: GEMINI_IMAGES,
-        context_window: 131_072,
-        max_output: 8192,
-        price: price(1.25, 10.0, 0.31, 1.25),
-    },
-    ModelSpec {
-        id: "gemini-2.5-flash",
-        provider: Provider::Google,
-        family: "gemini-flash",
-        version: (2, 5),
-        tools: ToolFamily::GeminiLegacy,
-        betas: &[],
-        thinking: ThinkingStyle::GeminiBudget,
-        temperature: Temperature::Allowed,
-        images: GEMINI_IMAGES,
-        context_window: 1_048_576,
-        max_output: 8192,
-        price: price(0.3, 2.5, 0.03, 0.3),
-    },
-    ModelSpec {
-        id: "gemini-3-flash-preview",
-        provider: Provider::Google,
-        family: "gemini-flash",
-        version: (3, 0),
-        tools: ToolFamily::GeminiLegacy,
-        betas: &[],
-        thinking: ThinkingStyle::GeminiLevel,
-        temperature: Temperature::Fixed(1.0),
-        images: GEMINI_IMAGES,
-        context_window: 1_048_576,
-        max_output: 8192,
-        price: price(0.5, 3.0, 0.05, 0.5),
-    },
-    ModelSpec {
-        id: "gemini-3.5-flash",
-        provider: Provider::Google,
-        family: "gemini-flash",
-        version: (3, 5),
-        tools: ToolFamily::GeminiExtended,
-        betas: &[],
-        thinking: ThinkingStyle::GeminiLevel,
-        temperature: Temperature::Fixed(1.0),
-        images: GEMINI_IMAGES,
-        context_window: 1_048_576,
-        max_output: 8192,
-        price: price(0.5, 3.0, 0.05, 0.5),
-    },
-    ModelSpec {
-        id: "gemini-3.1-pro-preview",
-        provider: Provider::Google,
-        family: "gemini-pro",
-        version: (3, 1),
-        tools: ToolFamily::GeminiLegacy,
-        betas: &[],
-        thinking: ThinkingStyle::GeminiLevel,
-        temperature: Temperature::Fixed(1.0),
-        images: GEMINI_IMAGES,
-        context_window: 1_048_576,
-        max_output: 8192,
-        price: price(2.0, 12.0, 0.2, 2.0),
-    },
+    gemini(
+        "gemini-2.5-computer-use-preview-10-2025",
+        "gemini-computer-use",
+        (2, 5),
+        ToolFamily::GeminiLegacy,
+        ThinkingStyle::GeminiBudget,
+        Temperature::Allowed,
+        131_072,
+    )
+    .priced(1.25, 10.0, 0.31, 1.25)
+    .listed("Gemini API computer-use docs"),
+    gemini(
+        "gemini-2.5-flash",
+        "gemini-flash",
+        (2, 5),
+        ToolFamily::GeminiLegacy,
+        ThinkingStyle::GeminiBudget,
+        Temperature::Allowed,
+        GEMINI_CONTEXT,
+    )
+    .priced(0.3, 2.5, 0.03, 0.3)
+    .retired(None, "gemini-3.6-flash", PUBLIC_NOTICE),
+    gemini(
+        "gemini-2.5-pro",
+        "gemini-pro",
+        (2, 5),
+        ToolFamily::GeminiLegacy,
+        ThinkingStyle::GeminiBudget,
+        Temperature::Allowed,
+        GEMINI_CONTEXT,
+    )
+    .unconfirmed(&[Figure::Price])
+    .retired(None, "gemini-3.6-flash", PUBLIC_NOTICE),
+    gemini(
+        "gemini-3-flash-preview",
+        "gemini-flash",
+        (3, 0),
+        ToolFamily::GeminiLegacy,
+        G3,
+        G3_TEMPERATURE,
+        GEMINI_CONTEXT,
+    )
+    .priced(0.5, 3.0, 0.05, 0.5),
+    gemini(
+        "gemini-3.5-flash",
+        "gemini-flash",
+        (3, 5),
+        ToolFamily::GeminiExtended,
+        G3,
+        G3_TEMPERATURE,
+        GEMINI_CONTEXT,
+    )
+    .priced(0.5, 3.0, 0.05, 0.5),
+    gemini(
+        "gemini-3.6-flash",
+        "gemini-flash",
+        (3, 6),
+        ToolFamily::GeminiExtended,
+        G3,
+        G3_TEMPERATURE,
+        GEMINI_CONTEXT,
+    )
+    .unconfirmed(UNSIZED)
+    .listed("public notices: GA, computer use built in"),
+    gemini(
+        "gemini-3.8-flash",
+        "gemini-flash",
+        (3, 8),
+        ToolFamily::GeminiExtended,
+        G3,
+        G3_TEMPERATURE,
+        GEMINI_CONTEXT,
+    )
+    .unconfirmed(&[Figure::Price, Figure::Context, Figure::Tools]),
+    gemini(
+        "gemini-3-pro-preview",
+        "gemini-pro",
+        (3, 0),
+        ToolFamily::GeminiLegacy,
+        G3,
+        G3_TEMPERATURE,
+        GEMINI_CONTEXT,
+    )
+    .unconfirmed(&[Figure::Price]),
+    gemini(
+        "gemini-3.1-pro-preview",
+        "gemini-pro",
+        (3, 1),
+        ToolFamily::GeminiLegacy,
+        G3,
+        G3_TEMPERATURE,
+        GEMINI_CONTEXT,
+    )
+    .priced(2.0, 12.0, 0.2, 2.0),
     // ----- OpenAI-compatible servers --------------------------------------
     ModelSpec {
         id: "compatible",
@@ -492,7 +883,6 @@ pub static MODELS: &[ModelSpec] = &[
         family: "compatible",
         version: (0, 0),
         tools: ToolFamily::LumenFunctions,
-        betas: &[],
         thinking: ThinkingStyle::None,
         temperature: Temperature::Allowed,
         images: ImageLimits {
@@ -501,21 +891,130 @@ pub static MODELS: &[ModelSpec] = &[
         },
         context_window: 32_768,
         max_output: 4096,
-        price: None,
-    },
+        ..BASE
+    }
+    .listed("any server speaking Chat Completions"),
 ];
 
-/// The rules for `model` on `provider` (see the module docs). Never fails:
-/// an id nothing matches gets the provider's newest rules.
-pub fn spec(provider: Provider, model: &str) -> &'static ModelSpec {
+/// How a model id was found in the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Known {
+    /// A row names it (a dated snapshot of a row's id counts).
+    Exact,
+    /// A version of a known family no row names: the rules of the
+    /// family's nearest row, and no cost estimate.
+    Family,
+    /// An unknown family or tier: the provider's nearest row by version,
+    /// and no cost estimate.
+    Unknown,
+    /// Any model on an OpenAI-compatible server: the one generic row.
+    Compatible,
+}
+
+impl Known {
+    /// The word `lumen models` and `result.json` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Known::Exact => "known",
+            Known::Family => "family",
+            Known::Unknown => "unknown",
+            Known::Compatible => "compatible",
+        }
+    }
+}
+
+/// A model id looked up in the registry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lookup {
+    /// The rules it runs with.
+    pub spec: &'static ModelSpec,
+    /// How they were found.
+    pub known: Known,
+}
+
+impl Lookup {
+    /// The list prices to estimate its cost with: only a row's own,
+    /// confirmed ones.
+    pub fn price(&self) -> Option<Price> {
+        match self.known {
+            Known::Exact => self.spec.price,
+            _ => None,
+        }
+    }
+
+    /// A sentence for the user when the id is not a row of its own; `None`
+    /// for a known model.
+    pub fn warning(&self, model: &str) -> Option<String> {
+        match self.known {
+            Known::Exact | Known::Compatible => None,
+            Known::Family => Some(format!(
+                "{model} is not in Lumen's model registry: it runs with the rules of {} (its \
+                 family's nearest model), and its cost is not estimated",
+                self.spec.id
+            )),
+            Known::Unknown => Some(format!(
+                "{model} is of a family Lumen's model registry does not know: it runs with the \
+                 rules of {} (the provider's nearest model), and its cost is not estimated",
+                self.spec.id
+            )),
+        }
+    }
+}
+
+/// `claude-haiku-4-5-20251001` → `claude-haiku-4-5`; `gpt-5.4-mini-2026-03-17`
+/// → `gpt-5.4-mini`: a dated snapshot is its model.
+fn undated(id: &str) -> &str {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some((head, tail)) = id.rsplit_once('-')
+        && tail.len() == 8
+        && digits(tail)
+    {
+        return head;
+    }
+    let parts: Vec<&str> = id.rsplitn(4, '-').collect();
+    if let [day, month, year, head] = parts.as_slice()
+        && year.len() == 4
+        && month.len() == 2
+        && day.len() == 2
+        && digits(year)
+        && digits(month)
+        && digits(day)
+    {
+        return head;
+    }
+    id
+}
+
+/// Looks `model` up on `provider` (see the module docs). Never fails: an
+/// id nothing names gets the rules of the provider's nearest current row.
+pub fn lookup(provider: Provider, model: &str) -> Lookup {
     let model = model.rsplit('/').next().unwrap_or(model);
+    if provider == Provider::Compatible {
+        return Lookup {
+            spec: &MODELS[MODELS.len() - 1],
+            known: Known::Compatible,
+        };
+    }
     let of_provider = || MODELS.iter().filter(|m| m.provider == provider);
+    let id = undated(model);
+    if let Some(exact) = of_provider().find(|m| m.id == id) {
+        return Lookup {
+            spec: exact,
+            known: Known::Exact,
+        };
+    }
+    // Rules for an id no row names come from rows that can still be called.
+    let callable = || of_provider().filter(|m| !matches!(m.status, Status::Retired { .. }));
     // An id of no known scheme is matched as "newer than everything".
-    let (family, version) = parse(provider, model).unwrap_or(("", (u32::MAX, u32::MAX)));
-    let same_family: Vec<&'static ModelSpec> =
-        of_provider().filter(|m| m.family == family).collect();
+    let (family, version) = parse(provider, id).unwrap_or(("", (u32::MAX, u32::MAX)));
+    let same_family: Vec<&'static ModelSpec> = callable().filter(|m| m.family == family).collect();
+    let known = if same_family.is_empty() {
+        Known::Unknown
+    } else {
+        Known::Family
+    };
     let candidates: Vec<&'static ModelSpec> = if same_family.is_empty() {
-        of_provider().collect()
+        callable().collect()
     } else {
         same_family
     };
@@ -525,15 +1024,44 @@ pub fn spec(provider: Provider, model: &str) -> &'static ModelSpec {
         .max_by_key(|m| m.version)
         .or_else(|| candidates.iter().min_by_key(|m| m.version))
         .copied();
-    // Every provider has at least one row, so `best` is always found; the
+    // Every provider has a callable row, so `best` is always found; the
     // compatible row is the last resort all the same.
-    best.unwrap_or(&MODELS[MODELS.len() - 1])
+    Lookup {
+        spec: best.unwrap_or(&MODELS[MODELS.len() - 1]),
+        known,
+    }
+}
+
+/// The rules for `model` on `provider`: [`lookup`]'s row.
+pub fn spec(provider: Provider, model: &str) -> &'static ModelSpec {
+    lookup(provider, model).spec
 }
 
 /// The rules for a `provider/model` string as `create_adapter` takes it.
 pub fn spec_for(model: &str) -> &'static ModelSpec {
     let (provider, id) = split_model(model);
     spec(provider, id)
+}
+
+/// The retirement in force today for a `provider/model` string, when a row
+/// names it; a run on it is refused before any request is sent.
+pub fn retirement(model: &str) -> Option<Retirement> {
+    retirement_on(model, &today())
+}
+
+/// [`retirement`] on a given day (`YYYY-MM-DD`).
+pub fn retirement_on(model: &str, today: &str) -> Option<Retirement> {
+    let (provider, id) = split_model(model);
+    let found = lookup(provider, id);
+    match found.known {
+        Known::Exact => found.spec.retired_on(today),
+        _ => None,
+    }
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+pub fn today() -> String {
+    lumen_core::Date::today_utc().iso()
 }
 
 /// Splits `anthropic/claude-…` into its provider and id; anything without
@@ -556,16 +1084,36 @@ pub fn split_model(model: &str) -> (Provider, &str) {
 /// The estimated cost of `usage` on a `provider/model`; `None` when the
 /// model has no published price (local servers).
 pub fn cost(model: &str, usage: &lumen_core::TokenUsage) -> Option<f64> {
-    let (provider, id) = split_model(model);
-    // A bare id (as traces may hold) is priced by its name.
-    let provider = match provider {
-        Provider::Compatible if !model.starts_with("compatible/") => infer_provider(id),
-        p => p,
-    };
+    let (provider, id) = named(model);
     if provider == Provider::Compatible {
         return None;
     }
-    spec(provider, id).price.map(|p| p.cost(usage))
+    lookup(provider, id).price().map(|p| p.cost(usage))
+}
+
+/// Why [`cost`] estimates nothing for a `provider/model` string, when the
+/// registry knows why: an id no row names, or a row whose price is
+/// unconfirmed. `None` for priced models and local servers.
+pub fn cost_note(model: &str) -> Option<String> {
+    let (provider, id) = named(model);
+    let found = lookup(provider, id);
+    match found.known {
+        Known::Compatible => None,
+        Known::Exact if found.spec.price.is_some() => None,
+        Known::Exact => Some(format!(
+            "{id}'s list price is not confirmed in Lumen's model registry, so its cost is not \
+             estimated"
+        )),
+        Known::Family | Known::Unknown => found.warning(id),
+    }
+}
+
+/// [`split_model`], with a bare id (as traces may hold) read by its name.
+fn named(model: &str) -> (Provider, &str) {
+    match split_model(model) {
+        (Provider::Compatible, id) if !model.starts_with("compatible/") => (infer_provider(id), id),
+        found => found,
+    }
 }
 
 /// The provider a bare model id names by itself (`claude-…`, `gpt-…`,
@@ -591,6 +1139,8 @@ fn parse(provider: Provider, model: &str) -> Option<(&'static str, (u32, u32))> 
                 "opus" => "claude-opus",
                 "sonnet" => "claude-sonnet",
                 "haiku" => "claude-haiku",
+                "fable" => "claude-fable",
+                "mythos" => "claude-mythos",
                 _ => "",
             };
             Some((family, (major, minor)))
@@ -600,11 +1150,21 @@ fn parse(provider: Provider, model: &str) -> Option<(&'static str, (u32, u32))> 
                 return Some(("computer-use-preview", (0, 0)));
             }
             let rest = model.strip_prefix("gpt-")?;
-            let mut parts = rest.split('-');
-            let version = dotted(parts.next()?)?;
-            let family = match parts.next() {
-                Some("mini") | Some("nano") => "gpt-mini",
-                _ => "gpt",
+            let (version, tier) = rest
+                .split_once('-')
+                .map_or((rest, None), |(v, t)| (v, Some(t)));
+            let version = dotted(version)?;
+            // A tier the registry does not know (`-pro`, `-codex`…) is an
+            // unknown family, never silently the base model.
+            let family = match tier {
+                None => "gpt",
+                Some("mini") => "gpt-mini",
+                Some("nano") => "gpt-nano",
+                Some("sol") => "gpt-sol",
+                Some("terra") => "gpt-terra",
+                Some("luna") => "gpt-luna",
+                Some("astra") => "gpt-astra",
+                Some(_) => "",
             };
             Some((family, version))
         }
@@ -614,6 +1174,8 @@ fn parse(provider: Provider, model: &str) -> Option<(&'static str, (u32, u32))> 
             let version = dotted(parts.next()?)?;
             let family = if rest.contains("computer-use") {
                 "gemini-computer-use"
+            } else if rest.contains("flash-lite") || rest.contains("live") {
+                ""
             } else if rest.contains("flash") {
                 "gemini-flash"
             } else if rest.contains("pro") {
@@ -662,30 +1224,129 @@ impl fmt::Display for Temperature {
     }
 }
 
-/// The registry as a Markdown table (for `lumen models` and docs).
+/// The registry as a Markdown table (for `lumen models` and docs). A
+/// figure not confirmed offline is marked `?`; a row's status names its
+/// shutdown date and replacement.
 pub fn table() -> String {
     let mut out = String::from(
-        "| model (and newer of its family) | provider | tools | thinking | temperature | image edge / pixels | context | output | $/M in / out |\n\
-         |---|---|---|---|---|---|---:|---:|---|\n",
+        "| model (and newer of its family) | provider | tools | thinking | temperature | image edge / pixels | context | output | $/M in / out | status |\n\
+         |---|---|---|---|---|---|---:|---:|---|---|\n",
     );
     for m in MODELS {
+        let mark = |figure: Figure| if m.is_unconfirmed(figure) { " ?" } else { "" };
         let price = m
             .price
             .map(|p| format!("{} / {}", p.input, p.output))
-            .unwrap_or_else(|| "—".into());
+            .unwrap_or_else(|| {
+                if m.is_unconfirmed(Figure::Price) {
+                    "?"
+                } else {
+                    "—"
+                }
+                .into()
+            });
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} / {:.2} MP | {} | {} | {} |\n",
+            "| `{}` | {} | {}{} | {} | {} | {} / {:.2} MP{} | {}{} | {} | {} | {} |\n",
             m.id,
             m.provider.name(),
             m.tools.name(),
+            mark(Figure::Tools),
             m.thinking,
             m.temperature,
             m.images.long_edge,
             m.images.pixels as f64 / 1e6,
+            mark(Figure::Images),
             m.context_window,
+            mark(Figure::Context),
             m.max_output,
             price,
+            status_cell(&m.status),
         ));
+    }
+    out
+}
+
+fn status_cell(status: &Status) -> String {
+    match status {
+        Status::Current => "current".into(),
+        Status::Deprecated {
+            shutdown,
+            replacement,
+            ..
+        } => format!("shuts down {shutdown} → `{replacement}`"),
+        Status::Retired {
+            since, replacement, ..
+        } => match since {
+            Some(date) => format!("retired {date} → `{replacement}`"),
+            None => format!("retired → `{replacement}`"),
+        },
+    }
+}
+
+/// What `lumen models MODEL` prints: the rules `model` runs with, how they
+/// were found, which figures are unconfirmed, and its status today.
+pub fn describe(model: &str) -> String {
+    let (provider, id) = named(model);
+    let found = lookup(provider, id);
+    let m = found.spec;
+    let mut out = format!("model: {}/{id}\n", provider.name());
+    out.push_str(&format!("registry: {}", found.known.name()));
+    match found.known {
+        Known::Exact => out.push_str(&format!(" (row `{}`)\n", m.id)),
+        Known::Compatible => out.push_str(" (any model on an OpenAI-compatible server)\n"),
+        _ => out.push_str(&format!(
+            "\nwarning: {}\n",
+            found.warning(id).unwrap_or_default()
+        )),
+    }
+    out.push_str(&format!("rules of: {}\n", m.id));
+    out.push_str(&format!("tools: {}\n", m.tools.name()));
+    out.push_str(&format!("thinking: {}\n", m.thinking));
+    out.push_str(&format!("temperature: {}\n", m.temperature));
+    out.push_str(&format!(
+        "images: {} px edge, {:.2} MP\n",
+        m.images.long_edge,
+        m.images.pixels as f64 / 1e6
+    ));
+    out.push_str(&format!("context: {} tokens\n", m.context_window));
+    out.push_str(&format!("output: {} tokens per call\n", m.max_output));
+    match found.price() {
+        Some(p) => out.push_str(&format!(
+            "price: ${} in / ${} out per million tokens (list price, an estimate)\n",
+            p.input, p.output
+        )),
+        None => out.push_str("price: not estimated\n"),
+    }
+    if found.known == Known::Exact && !m.unconfirmed.is_empty() {
+        let names: Vec<&str> = m.unconfirmed.iter().map(|f| f.name()).collect();
+        out.push_str(&format!(
+            "unconfirmed: {} (not confirmed offline; see docs/models.md)\n",
+            names.join(", ")
+        ));
+    }
+    match m.listed {
+        Listed::Sdk => out.push_str(&format!(
+            "listed by: the {} SDK's model list\n",
+            provider.name()
+        )),
+        Listed::Docs(by) => out.push_str(&format!("listed by: {by}\n")),
+    }
+    if found.known == Known::Exact {
+        let status = match (m.retired_on(&today()), m.status) {
+            (Some(r), _) => format!("retired: {r}"),
+            (
+                None,
+                Status::Deprecated {
+                    shutdown,
+                    replacement,
+                    source,
+                },
+            ) => {
+                format!("deprecated: shuts down {shutdown} ({source}); move to {replacement}")
+            }
+            _ => "current".into(),
+        };
+        out.push_str(&format!("status: {status}\n"));
     }
     out
 }
@@ -877,70 +1538,194 @@ fn gemini_schema_rules(schema: &serde_json::Value, at: &str, out: &mut Vec<Strin
 mod tests {
     use super::*;
 
-    fn id(provider: Provider, model: &str) -> &'static str {
-        spec(provider, model).id
+    fn found(provider: Provider, model: &str) -> (&'static str, Known) {
+        let l = lookup(provider, model);
+        (l.spec.id, l.known)
     }
 
     #[test]
-    fn ids_find_their_family_and_newer_ids_the_newest_rules() {
+    fn ids_find_their_row_family_or_nearest_rules() {
+        use Known::*;
         use Provider::*;
-        for (provider, model, expected) in [
-            (Anthropic, "claude-opus-4-7", "claude-opus-4-7"),
-            (Anthropic, "claude-opus-4-8", "claude-opus-4-7"),
-            (Anthropic, "claude-opus-5-5", "claude-opus-5"),
-            (Anthropic, "claude-opus-4-5-20251101", "claude-opus-4-5"),
-            (Anthropic, "claude-opus-4-1-20250805", "claude-opus-4"),
-            (Anthropic, "claude-sonnet-4-5-20250929", "claude-sonnet-4"),
-            (Anthropic, "claude-sonnet-5-5", "claude-sonnet-5"),
-            (Anthropic, "claude-3-7-sonnet-20250219", "claude-3-7-sonnet"),
-            (Anthropic, "claude-haiku-4-5", "claude-haiku-4-5"),
-            // An unknown family is matched by version (ties: the later row).
-            (Anthropic, "claude-fable-5", "claude-opus-5"),
-            (OpenAi, "gpt-5.4", "gpt-5.4"),
-            (OpenAi, "gpt-5.5", "gpt-5.4"),
-            (OpenAi, "gpt-5.1", "gpt-5"),
-            (OpenAi, "gpt-5.4-mini", "gpt-5-mini"),
+        for (provider, model, expected, known) in [
+            (Anthropic, "claude-opus-4-7", "claude-opus-4-7", Exact),
+            (Anthropic, "claude-opus-4-8", "claude-opus-4-8", Exact),
+            (Anthropic, "claude-opus-4-9", "claude-opus-4-8", Family),
+            (Anthropic, "claude-opus-5-5", "claude-opus-5-5", Exact),
+            (
+                Anthropic,
+                "claude-opus-4-5-20251101",
+                "claude-opus-4-5",
+                Exact,
+            ),
+            (
+                Anthropic,
+                "claude-haiku-4-5-20251001",
+                "claude-haiku-4-5",
+                Exact,
+            ),
+            // Rules never come from a retired row.
+            (
+                Anthropic,
+                "claude-opus-4-1-20250805",
+                "claude-opus-4-5",
+                Family,
+            ),
+            (
+                Anthropic,
+                "claude-sonnet-4-5-20250929",
+                "claude-sonnet-4-5",
+                Exact,
+            ),
+            (
+                Anthropic,
+                "claude-3-7-sonnet-20250219",
+                "claude-3-7-sonnet",
+                Exact,
+            ),
+            (Anthropic, "claude-fable-5-2", "claude-fable-5-2", Exact),
+            (Anthropic, "claude-mythos-6", "claude-mythos-5-2", Family),
+            // An unknown family is matched by version among callable rows.
+            (Anthropic, "claude-epic-5", "claude-mythos-5", Unknown),
+            (OpenAi, "gpt-5.4", "gpt-5.4", Exact),
+            (OpenAi, "gpt-5.5-2026-04-23", "gpt-5.5", Exact),
+            (OpenAi, "gpt-6.1-sol", "gpt-6.1-sol", Exact),
+            (OpenAi, "gpt-6.3-sol", "gpt-6.2-sol", Family),
+            (OpenAi, "gpt-5.4-mini-2026-03-17", "gpt-5.4-mini", Exact),
+            (OpenAi, "gpt-5.5-pro", "gpt-5.5", Unknown),
+            (OpenAi, "gpt-6.2-astra-law", "gpt-6.2-astra", Unknown),
             (
                 OpenAi,
                 "computer-use-preview-2025-03-11",
                 "computer-use-preview",
+                Exact,
             ),
             (
                 Google,
                 "gemini-2.5-computer-use-preview-10-2025",
                 "gemini-2.5-computer-use-preview-10-2025",
+                Exact,
             ),
-            (Google, "gemini-3-flash-preview", "gemini-3-flash-preview"),
-            (Google, "gemini-3.5-flash", "gemini-3.5-flash"),
-            (Google, "gemini-4-flash", "gemini-3.5-flash"),
-            (Compatible, "qwen2.5-vl:7b", "compatible"),
+            (
+                Google,
+                "gemini-3-flash-preview",
+                "gemini-3-flash-preview",
+                Exact,
+            ),
+            (Google, "gemini-3.6-flash", "gemini-3.6-flash", Exact),
+            (Google, "gemini-4-flash", "gemini-3.8-flash", Family),
+            (
+                Provider::Compatible,
+                "qwen2.5-vl:7b",
+                "compatible",
+                Known::Compatible,
+            ),
         ] {
-            assert_eq!(id(provider, model), expected, "{model}");
+            assert_eq!(found(provider, model), (expected, known), "{model}");
         }
     }
 
     #[test]
     fn the_newest_claude_models_take_adaptive_thinking_and_no_temperature() {
-        for model in ["claude-opus-4-7", "claude-opus-5", "claude-sonnet-5-5"] {
+        for model in [
+            "claude-opus-4-7",
+            "claude-opus-5",
+            "claude-sonnet-5-5",
+            "claude-fable-5",
+        ] {
             let s = spec(Provider::Anthropic, model);
             assert_eq!(s.thinking, ThinkingStyle::Adaptive, "{model}");
             assert_eq!(s.temperature, Temperature::Rejected, "{model}");
         }
         let old = spec(Provider::Anthropic, "claude-sonnet-4-5");
         assert_eq!(old.thinking, ThinkingStyle::Budget { min: 1024 });
+        // Claude 5 has the 1M context the provider documents.
+        assert_eq!(
+            spec(Provider::Anthropic, "claude-mythos-5-1").context_window,
+            1_000_000
+        );
     }
 
     #[test]
-    fn one_price_table_for_everyone() {
+    fn only_a_rows_own_price_estimates_a_cost() {
         let usage = lumen_core::TokenUsage {
             input_tokens: 1_000_000,
             output_tokens: 1_000_000,
             ..Default::default()
         };
-        assert_eq!(cost("openai/gpt-5", &usage), Some(11.25));
-        assert_eq!(cost("gpt-5", &usage), Some(11.25));
+        assert_eq!(cost("openai/gpt-5.4", &usage), Some(17.5));
+        assert_eq!(cost("gpt-5.4", &usage), Some(17.5));
         assert_eq!(cost("qwen2.5-vl:7b", &usage), None);
+        // Once priced as gpt-5.4; now unknown, so not estimated.
+        assert_eq!(cost("openai/gpt-6.1-sol", &usage), None);
+        assert_eq!(cost("openai/gpt-5.4-pro", &usage), None);
+        assert_eq!(cost("anthropic/claude-opus-4-9", &usage), None);
         assert!(table().contains("| `claude-opus-4-7` |"));
+    }
+
+    #[test]
+    fn unknown_ids_carry_a_warning_and_known_ones_none() {
+        let unknown = lookup(Provider::OpenAi, "gpt-6-pro");
+        let text = unknown.warning("gpt-6-pro").unwrap();
+        assert!(
+            text.contains("does not know") && text.contains("not estimated"),
+            "{text}"
+        );
+        assert!(
+            lookup(Provider::OpenAi, "gpt-5.4")
+                .warning("gpt-5.4")
+                .is_none()
+        );
+        let described = describe("openai/gpt-6-pro");
+        assert!(described.contains("registry: unknown"), "{described}");
+        assert!(described.contains("price: not estimated"), "{described}");
+        let described = describe("anthropic/claude-opus-4-8");
+        assert!(described.contains("unconfirmed: price"), "{described}");
+    }
+
+    #[test]
+    fn retirement_follows_the_calendar_and_names_the_replacement() {
+        assert_eq!(retirement_on("openai/gpt-5-mini", "2026-12-10"), None);
+        let r = retirement_on("openai/gpt-5-mini", "2026-12-11").unwrap();
+        assert_eq!(r.replacement, "gpt-6.1-terra");
+        assert!(r.to_string().contains("retired on 2026-12-11"), "{r}");
+        let r = retirement_on("anthropic/claude-sonnet-4-20250514", "2026-01-01").unwrap();
+        assert_eq!(
+            (r.model, r.replacement),
+            ("claude-sonnet-4", "claude-sonnet-4-6")
+        );
+        assert!(retirement_on("openai/computer-use-preview", "2026-01-01").is_some());
+        // An id no row names is never refused: nothing says it is retired.
+        assert_eq!(retirement_on("openai/gpt-9", "2030-01-01"), None);
+        // Every replacement is a row that outlives the one it replaces.
+        for m in MODELS {
+            if let Status::Deprecated { replacement, .. } | Status::Retired { replacement, .. } =
+                m.status
+            {
+                let r = lookup(m.provider, replacement);
+                assert_eq!(
+                    r.known,
+                    Known::Exact,
+                    "{}'s replacement {replacement}",
+                    m.id
+                );
+                assert!(
+                    !matches!(r.spec.status, Status::Retired { .. }),
+                    "{}'s replacement {replacement} is retired",
+                    m.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn dated_snapshots_are_their_model() {
+        assert_eq!(undated("gpt-5.4"), "gpt-5.4");
+        assert_eq!(undated("claude-sonnet-4-20250514"), "claude-sonnet-4");
+        assert_eq!(
+            undated("gemini-2.5-computer-use-preview-10-2025"),
+            "gemini-2.5-computer-use-preview-10-2025"
+        );
     }
 
     #[test]
@@ -949,6 +1734,88 @@ mod tests {
         assert!(
             docs.contains(&table()),
             "docs/models.md's registry table is stale: paste the output of `lumen models`"
+        );
+    }
+
+    /// The pinned SDKs' model lists (`cargo xtask sdk-schemas` writes them).
+    const SDK_MODELS: &str = include_str!("../../mock/sdk/schemas/models.json");
+
+    /// Whether an SDK id is of a family that drives a computer: the ones a
+    /// Lumen user can pick. Chat-only, audio, search, codex, pro and
+    /// research variants are not.
+    fn computer_use_family(provider: Provider, id: &str) -> bool {
+        match provider {
+            Provider::Anthropic => {
+                crate::anthropic::claude_version(id)
+                    .is_some_and(|(_, major, minor)| (major, minor) >= (4, 5))
+                    || id.starts_with("claude-mythos")
+                    || id.starts_with("claude-fable")
+            }
+            Provider::OpenAi => {
+                id.starts_with("computer-use-preview")
+                    || parse(provider, id)
+                        .is_some_and(|(family, (major, _))| !family.is_empty() && major >= 5)
+            }
+            Provider::Google => parse(provider, id)
+                .is_some_and(|(family, (major, _))| !family.is_empty() && major >= 3),
+            Provider::Compatible => false,
+        }
+    }
+
+    #[test]
+    fn the_registry_keeps_up_with_the_pinned_sdks() {
+        let sdk: serde_json::Value = serde_json::from_str(SDK_MODELS).unwrap();
+        let today = today();
+        let mut problems = Vec::new();
+        for (provider, key) in [
+            (Provider::Anthropic, "anthropic"),
+            (Provider::OpenAi, "openai"),
+            (Provider::Google, "google"),
+        ] {
+            let listed: Vec<&str> = sdk[key]["models"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|m| m.as_str())
+                .collect();
+            assert!(listed.len() > 5, "{key}: the SDK lists too few models");
+            for id in &listed {
+                if computer_use_family(provider, id) && lookup(provider, id).known != Known::Exact {
+                    problems.push(format!(
+                        "{key}: the SDK lists {id}, the registry has no row"
+                    ));
+                }
+            }
+            for row in MODELS.iter().filter(|m| m.provider == provider) {
+                let in_sdk = listed.iter().any(|id| undated(id) == row.id);
+                if row.listed == Listed::Sdk && !in_sdk && row.retired_on(&today).is_none() {
+                    problems.push(format!(
+                        "{key}: {} is no longer in the SDK's list: mark it retired",
+                        row.id
+                    ));
+                }
+            }
+            for (id, date) in sdk[key]["end_of_life"].as_object().unwrap() {
+                let found = lookup(provider, id);
+                if found.known != Known::Exact {
+                    continue;
+                }
+                let recorded = match found.spec.status {
+                    Status::Deprecated { shutdown, .. } => Some(shutdown),
+                    Status::Retired { since, .. } => since,
+                    Status::Current => None,
+                };
+                if recorded != date.as_str() {
+                    problems.push(format!(
+                        "{key}: the SDK says {id} shuts down {date}, the registry says {recorded:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            problems.is_empty(),
+            "the registry lags the pinned SDKs:\n{}",
+            problems.join("\n")
         );
     }
 }

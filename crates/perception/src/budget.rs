@@ -19,6 +19,7 @@ use crate::LoopConfig;
 
 /// A function from tokens to dollars.
 type CostFn = dyn Fn(&TokenUsage) -> Option<f64> + Send + Sync;
+type NoteFn = dyn Fn() -> Option<String> + Send + Sync;
 
 /// Turns tokens into an estimated cost in US dollars; `None` when the
 /// price is not known.
@@ -35,6 +36,8 @@ pub struct Pricing {
     main: Arc<CostFn>,
     verifier: Option<Arc<CostFn>>,
     planner: Option<Arc<CostFn>>,
+    /// Why a cost may be missing (the registry does not price the model).
+    note: Option<Arc<NoteFn>>,
 }
 
 impl Pricing {
@@ -44,6 +47,23 @@ impl Pricing {
             main: Arc::new(cost),
             verifier: None,
             planner: None,
+            note: None,
+        }
+    }
+
+    /// Says why this pricing may have no price (a model the registry does
+    /// not know), asked when a cost is missing; a run without a cost
+    /// carries the answer as `cost_note`.
+    pub fn with_note(mut self, note: impl Fn() -> Option<String> + Send + Sync + 'static) -> Self {
+        self.note = Some(Arc::new(note));
+        self
+    }
+
+    /// The note to carry beside `cost`: only when there is no cost.
+    pub fn note_for(&self, cost: Option<f64>) -> Option<String> {
+        match cost {
+            Some(_) => None,
+            None => self.note.as_ref().and_then(|note| note()),
         }
     }
 

@@ -9,14 +9,15 @@
 //! consumer slows a run down a little instead of growing memory without
 //! bound.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::Stream;
-use lumen_core::{ErrorInfo, LoopMonitor, RecordedEvent, StreamEvent};
+use lumen_core::{ErrorInfo, LoopMonitor, ModelNotice, NoticeSink, RecordedEvent, StreamEvent};
 use lumen_safety::Secrets;
 use tokio::sync::mpsc;
 
@@ -143,6 +144,13 @@ pub struct EventBus {
     seq: Arc<AtomicU64>,
     secrets: Option<Arc<Secrets>>,
     tails: Arc<Mutex<Tails>>,
+    /// Notices told by a model call in flight, not yet delivered.
+    notices: Arc<Mutex<VecDeque<ModelNotice>>>,
+    /// Held while an event is delivered, so a notice delivered from its own
+    /// task and the loop's next event keep the order they happened in.
+    order: Arc<tokio::sync::Mutex<()>>,
+    /// The step of the last `step_started`, for notices.
+    step: Arc<AtomicU32>,
 }
 
 /// The held-back tails of the two delta kinds: (step, text).
@@ -223,6 +231,53 @@ impl EventBus {
     /// delivered, or `None` for a delta held back whole (it may be the
     /// start of a secret; it goes out with the next delta or event).
     pub async fn emit(&self, event: StreamEvent) -> Option<RecordedEvent> {
+        let _order = self.order.lock().await;
+        self.deliver_notices().await;
+        if let StreamEvent::StepStarted { step, .. } = &event {
+            self.step.store(*step, Ordering::Relaxed);
+        }
+        self.emit_in_order(event).await
+    }
+
+    /// Where a model call tells what it waits for (see
+    /// [`ModelAdapter::set_notices`](lumen_core::ModelAdapter::set_notices)):
+    /// each notice becomes a [`StreamEvent::ModelNotice`] of the current
+    /// step, delivered at once from its own task (a wait is shown while it
+    /// lasts), and always before the loop's next event.
+    pub fn notice_sink(&self) -> NoticeSink {
+        let bus = self.clone();
+        NoticeSink::new(move |notice| {
+            bus.notices
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_back(notice);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let bus = bus.clone();
+                runtime.spawn(async move {
+                    let _order = bus.order.lock().await;
+                    bus.deliver_notices().await;
+                });
+            }
+        })
+    }
+
+    /// Delivers the queued notices; the caller holds `order`.
+    async fn deliver_notices(&self) {
+        loop {
+            let next = self
+                .notices
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop_front();
+            let Some(notice) = next else { return };
+            let step = self.step.load(Ordering::Relaxed);
+            self.emit_in_order(StreamEvent::ModelNotice { step, notice })
+                .await;
+        }
+    }
+
+    /// [`emit`](Self::emit) once `order` is held.
+    async fn emit_in_order(&self, event: StreamEvent) -> Option<RecordedEvent> {
         let (reasoning, step, text) = match event {
             StreamEvent::ReasoningDelta { step, text } => (true, step, text),
             StreamEvent::AssistantDelta { step, text } => (false, step, text),

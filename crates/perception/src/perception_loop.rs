@@ -502,6 +502,9 @@ impl PerceptionLoop {
                     max_steps: self.config.max_steps,
                 })
                 .await;
+            // Waits before retries and switches to a fallback model are
+            // shown as they happen.
+            self.adapter.set_notices(Some(self.bus.notice_sink()));
         }
         // The trace's root for telemetry (lumen::telemetry); a sub-task's
         // steps hang under the action that delegated it.
@@ -571,6 +574,11 @@ impl PerceptionLoop {
         }
         let usage_by_source = run.usage_by_source();
         let usage = usage_by_source.total();
+        let cost_usd = self
+            .config
+            .pricing
+            .as_ref()
+            .and_then(|p| p.cost_by_source(&usage_by_source));
         let result = RunResult {
             status,
             result,
@@ -579,11 +587,12 @@ impl PerceptionLoop {
             state: run.state.get().cloned(),
             usage,
             usage_by_source,
-            cost_usd: self
+            cost_usd,
+            cost_note: self
                 .config
                 .pricing
                 .as_ref()
-                .and_then(|p| p.cost_by_source(&usage_by_source)),
+                .and_then(|p| p.note_for(cost_usd)),
             error,
         };
         if top {
@@ -598,6 +607,7 @@ impl PerceptionLoop {
                     state: result.state.clone(),
                 })
                 .await;
+            self.adapter.set_notices(None);
         }
         result
     }

@@ -193,6 +193,13 @@ fn render_step(
     for nudge in &step.nudges {
         let _ = write!(html, "<div class=\"note\"><b>Nudge:</b> {}</div>", s(nudge));
     }
+    for notice in &step.notices {
+        let _ = write!(
+            html,
+            "<div class=\"note\"><b>Model:</b> {}</div>",
+            s(notice)
+        );
+    }
     let tokens = step
         .usage
         .map(|u| {

@@ -50,6 +50,9 @@ pub(crate) struct StepView {
     /// Verifier rejections of a terminate.
     pub(crate) rejections: Vec<String>,
     pub(crate) nudges: Vec<String>,
+    /// What the model call said before its answer: waits before retries,
+    /// a switch to a fallback model.
+    pub(crate) notices: Vec<String>,
     pub(crate) usage: Option<TokenUsage>,
     pub(crate) duration_ms: u64,
     pub(crate) model_ms: u64,
@@ -141,6 +144,11 @@ impl Timeline {
                 StreamEvent::Nudge { step, message, .. } => {
                     if let Some(s) = t.step_mut(*step) {
                         s.nudges.push(message.clone());
+                    }
+                }
+                StreamEvent::ModelNotice { step, notice } => {
+                    if let Some(s) = t.step_mut(*step) {
+                        s.notices.push(notice.to_string());
                     }
                 }
                 StreamEvent::StepCompleted {

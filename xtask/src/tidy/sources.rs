@@ -70,9 +70,9 @@ pub(crate) const SINGLE: &[Single] = &[
         home: "crates/models/src/registry.rs",
     },
     Single {
-        what: "civil-date arithmetic (use lumen_trace::clock)",
+        what: "civil-date arithmetic (use lumen_core::Date)",
         needles: &["719_468", "719468"],
-        home: "crates/trace/src/clock.rs",
+        home: "crates/core/src/date.rs",
     },
     Single {
         what: "a run-folder file name (use the constants of lumen_trace::layout)",

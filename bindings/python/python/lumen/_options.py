@@ -59,8 +59,11 @@ class Options(TypedDict, total=False):
     start_url: str
     """The page a run opens when ``run()`` is given none."""
     planner_model: str
+    fallback_models: List[str]
+    """Models to switch to, in order, when the model is retired, not found
+    or overloaded after every retry."""
     tools: Literal["computer", "browser"]
-    effort: Literal["minimal", "low", "medium", "high", "max"]
+    effort: Literal["minimal", "low", "medium", "high", "xhigh", "max"]
     thinking_budget: int
     system_prompt: str
     mode: Literal["agent", "plan", "exec"]
@@ -75,6 +78,8 @@ class Options(TypedDict, total=False):
     """Stop once the estimated cost reaches this many US dollars."""
     max_failures: int
     """Stop after this many actions in a row failed."""
+    max_wait: int
+    """The longest one model call waits in all before its retries, seconds."""
 
     # Checks and memory.
     verify_url: str

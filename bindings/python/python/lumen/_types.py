@@ -67,6 +67,9 @@ class RunResult:
     error: Optional[Dict[str, Any]]
     """The fatal error that ended the run (``code``, ``message``), if any;
     ``run()`` raises it as a :class:`~lumen.LumenError` instead."""
+    cost_note: Optional[str] = None
+    """Why ``cost_usd`` is missing, when the model registry could say (a
+    model it does not know, or an unconfirmed price)."""
 
     @property
     def ok(self) -> bool:
@@ -85,6 +88,7 @@ class RunResult:
             history=raw.get("history") or [],
             state=raw.get("state"),
             error=raw.get("error"),
+            cost_note=raw.get("costNote"),
         )
 
 

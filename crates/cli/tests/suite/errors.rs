@@ -44,6 +44,64 @@ async fn an_unknown_model_prefix_suggests_the_known_ones() {
 }
 
 #[tokio::test]
+async fn a_retired_model_is_refused_before_anything_starts_naming_its_replacement() {
+    let dir = tempfile::tempdir().unwrap();
+    for (model, replacement) in [
+        ("anthropic/claude-sonnet-4-20250514", "claude-sonnet-4-6"),
+        ("openai/computer-use-preview", "gpt-5.4-mini"),
+        ("google/gemini-2.5-flash", "gemini-3.6-flash"),
+    ] {
+        let out = lumen(dir.path())
+            .envs([
+                ("ANTHROPIC_API_KEY", "k"),
+                ("OPENAI_API_KEY", "k"),
+                ("GEMINI_API_KEY", "k"),
+            ])
+            .env_remove("GOOGLE_GEMINI_BASE_URL")
+            .args(["run", "Do something", "--url", "http://127.0.0.1:9/"])
+            .args(["--model", model])
+            .output()
+            .await
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(code(&out), 2, "{model}: {stderr}");
+        assert!(
+            stderr.contains("was retired") && stderr.contains(&format!("use {replacement}")),
+            "{model}: {stderr}"
+        );
+        assert!(!dir.path().join("lumen-traces").exists());
+    }
+}
+
+#[tokio::test]
+async fn lumen_models_says_what_a_model_runs_with_and_whether_it_is_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let show = |args: &'static [&'static str]| {
+        let mut cmd = lumen(dir.path());
+        cmd.arg("models").args(args);
+        async move {
+            let out = cmd.output().await.unwrap();
+            assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+            text(&out.stdout)
+        }
+    };
+    let table = show(&[]).await;
+    assert!(table.contains("| `gpt-6.1-sol` |"), "{table}");
+    assert!(
+        table.contains("retired 2026-07-23 → `gpt-5.4-mini`"),
+        "{table}"
+    );
+    let unknown = show(&["openai/gpt-6-pro"]).await;
+    assert!(unknown.contains("registry: unknown"), "{unknown}");
+    assert!(unknown.contains("price: not estimated"), "{unknown}");
+    let known = show(&["anthropic/claude-opus-4-7"]).await;
+    assert!(known.contains("registry: known"), "{known}");
+    assert!(known.contains("price: $5 in / $25 out"), "{known}");
+    let new = show(&["openai/gpt-6.1-sol"]).await;
+    assert!(new.contains("unconfirmed: price, context"), "{new}");
+}
+
+#[tokio::test]
 async fn a_bad_config_file_names_the_file_and_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("lumen.toml");
@@ -62,11 +120,7 @@ async fn flags_override_the_config_file() {
     let config = dir.path().join("lumen.toml");
     // The file names a model with no key; the flag's model is just as
     // keyless but from another provider, and the error shows which won.
-    std::fs::write(
-        &config,
-        "model = \"openai/computer-use-preview\"\nmax_steps = 5\n",
-    )
-    .unwrap();
+    std::fs::write(&config, "model = \"openai/gpt-5.4\"\nmax_steps = 5\n").unwrap();
     let path = config.to_str().unwrap();
     let (_, from_file) = run_in(dir.path(), &["--config", path]).await;
     assert!(from_file.contains("OPENAI_API_KEY"), "{from_file}");

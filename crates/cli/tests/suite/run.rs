@@ -4,12 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lumen_test_support::StatusCode;
+use lumen_test_support::mock_provider::script::{OpenAiItem, openai_turn};
 use lumen_test_support::mock_provider::{Reply, Route};
 use serde_json::Value;
 
 use super::harness::{
-    API_KEY, Env, alive, assert_absent, code, descendants, done, events, key, names, navigate,
-    text, type_text,
+    API_KEY, Env, alive, assert_absent, code, descendants, done, events, key, lumen, names,
+    navigate, text, type_text,
 };
 
 /// Timestamps, durations and ports vary between runs; effect receipts carry
@@ -274,6 +276,158 @@ async fn a_token_budget_stops_the_run_with_exit_6_and_the_budget_status() {
     assert!(
         result["costUsd"].as_f64().is_some_and(|c| c > 0.0),
         "{result}"
+    );
+}
+
+/// A new version of a known family runs with its family's nearest rules,
+/// but is never priced as that other model: the run warns, and
+/// `result.json` says why it has no cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_the_registry_does_not_name_runs_unpriced_and_says_so() {
+    let env = Env::new().await;
+    env.script(vec![done(0, "Nothing to do", "success")]);
+    let out = lumen(env.dir.path())
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .args(["run", "Do the scripted task", "--url"])
+        .arg(env.site.url("links/page1.html"))
+        .args(["--model", "anthropic/claude-sonnet-4-7", "--base-url"])
+        .arg(env.mock.base_url())
+        .arg("--trace-dir")
+        .arg(env.trace())
+        .output()
+        .await
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 0, "stderr: {stderr}");
+    assert!(
+        stderr.contains("claude-sonnet-4-7 is not in Lumen's model registry")
+            && stderr.contains("rules of claude-sonnet-4-6")
+            && stderr.contains("not estimated"),
+        "{stderr}"
+    );
+    let requests = env.mock.requests();
+    assert_eq!(requests[0].body["model"], "claude-sonnet-4-7");
+    let result: Value =
+        serde_json::from_slice(&std::fs::read(env.trace().join("result.json")).unwrap()).unwrap();
+    assert!(result.get("costUsd").is_none(), "{result}");
+    assert!(
+        result["costNote"]
+            .as_str()
+            .is_some_and(|n| n.contains("not estimated")),
+        "{result}"
+    );
+}
+
+/// The model answers a step, then is gone (404): the run goes on on the
+/// fallback, another provider, with the whole history in that provider's
+/// own wire format; the switch is an event, a progress line and a line in
+/// the report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_is_gone_hands_the_run_to_its_fallback_on_another_provider() {
+    let env = Env::new().await;
+    let openai = lumen_test_support::mock_provider().await.unwrap();
+    env.script(vec![
+        navigate(0, &env.site.url("links/page2.html")),
+        Reply::error(
+            StatusCode::NOT_FOUND,
+            "not_found_error",
+            "model: claude-sonnet-4-6",
+            None,
+        ),
+    ]);
+    openai.push(
+        Route::OpenAiResponses,
+        openai_turn(
+            &[OpenAiItem::FunctionCall {
+                call_id: "call_fb".into(),
+                name: "task_complete".into(),
+                arguments: serde_json::json!({"result": "Finished on the fallback", "status": "success"}),
+            }],
+            800,
+        ),
+    );
+    let out = env
+        .run_command("links/page1.html", &["--fallback-model", "openai/gpt-5.4"])
+        .env("OPENAI_API_KEY", "sk-openai-test")
+        .env("OPENAI_BASE_URL", format!("{}/v1", openai.base_url()))
+        .output()
+        .await
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(code(&out), 0, "stdout: {stdout}\nstderr: {stderr}");
+    let switched = "switched from anthropic/claude-sonnet-4-6 to openai/gpt-5.4";
+    assert!(
+        stdout.contains(switched) || stderr.contains(switched),
+        "{stdout}\n{stderr}"
+    );
+    // The fallback got the run so far as OpenAI input (checked against the
+    // SDK's types by the mock): the first step's call and its result, as
+    // the adapter replays another provider's turns.
+    let requests = openai.requests();
+    assert_eq!(requests.len(), 1);
+    let input = serde_json::to_string(&requests[0].body["input"]).unwrap();
+    assert!(
+        input.contains("[action toolu_0_0]") && input.contains("Result of `goto` (toolu_0_0): ok"),
+        "the history reached the fallback"
+    );
+    let notice = events(&env.trace())
+        .into_iter()
+        .find(|e| e["type"] == "model_notice")
+        .expect("a model_notice event");
+    assert_eq!(
+        (notice["step"].as_u64(), notice["notice"]["kind"].as_str()),
+        (Some(1), Some("fallback"))
+    );
+    assert_eq!(notice["notice"]["to"], "openai/gpt-5.4");
+    let report = std::fs::read_to_string(env.trace().join("report.html")).unwrap();
+    assert!(report.contains(switched), "the report shows the switch");
+}
+
+/// A rate limit with a Retry-After is shown while the run waits; with
+/// `--max-wait` below it, the call gives up instead of waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_before_a_retry_is_shown_and_max_wait_caps_it() {
+    let env = Env::new().await;
+    let limited = |secs| {
+        Reply::error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit",
+            Some(secs),
+        )
+    };
+    env.script(vec![limited(1), done(0, "Nothing to do", "success")]);
+    let out = env.run("links/page1.html", &[]).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(code(&out), 0, "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        format!("{stdout}{stderr}").contains("waiting 1.0s before retrying"),
+        "{stdout}\n{stderr}"
+    );
+    let wait = events(&env.trace())
+        .into_iter()
+        .find(|e| e["type"] == "model_notice")
+        .expect("a model_notice event");
+    assert_eq!(wait["notice"]["kind"], "waiting");
+    assert_eq!(
+        (
+            wait["notice"]["attempt"].as_u64(),
+            wait["notice"]["waitMs"].as_u64()
+        ),
+        (Some(1), Some(1000))
+    );
+
+    // A 5 s Retry-After does not fit in a 2 s budget: no retry is made.
+    let capped = Env::new().await;
+    capped.script(vec![limited(5), done(0, "Nothing to do", "success")]);
+    let out = capped.run("links/page1.html", &["--max-wait", "2"]).await;
+    let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_ne!(code(&out), 0, "{shown}");
+    assert!(shown.contains("gave up after 1 attempts"), "{shown}");
+    assert_eq!(
+        capped.mock.requests().len(),
+        1,
+        "no retry past the wait budget"
     );
 }
 

@@ -457,7 +457,7 @@ mod tests {
         assert_eq!(keys, ["x-api-key"]);
 
         let (v, body, keys) = judged(
-            "google/gemini-2.5-flash",
+            "google/gemini-3.5-flash",
             Route::Gemini,
             json!({"candidates": [{"content": {"parts": [{"text": r#"{"verdict":"pass","reason":"ok"}"#}]}}]}),
             "",

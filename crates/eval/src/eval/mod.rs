@@ -63,7 +63,7 @@ pub(crate) struct Options {
     #[arg(long)]
     pub(crate) base_url: Option<String>,
     /// Live: the judge's model (google/…, anthropic/…, openai/…).
-    #[arg(long, default_value = "google/gemini-2.5-flash")]
+    #[arg(long, default_value = "google/gemini-3.5-flash")]
     pub(crate) judge: String,
     /// Live: skip the judge; a run passes when the agent reports success.
     #[arg(long)]

@@ -339,7 +339,7 @@ mod tests {
             started: "2026-11-22".into(),
             trials: 2,
             feedback: true,
-            judge: Some("google/gemini-2.5-flash".into()),
+            judge: Some("google/gemini-3.5-flash".into()),
             notes: vec!["A note.".into()],
             results: vec![
                 run("A--1", "m1", 1, true),

@@ -27,12 +27,16 @@ pub(super) const SCHEMA: &[(&str, SchemaFn)] = &[
         || json!({"type": "string", "description": "A separate model for a planning pass before the run."}),
     ),
     (
+        "fallbackModels",
+        || json!({"type": "array", "items": {"type": "string"}, "maxItems": 4, "description": "Models to switch to, in order, when the model is retired, not found or overloaded after every retry (each one the operator allows)."}),
+    ),
+    (
         "tools",
         || json!({"type": "string", "enum": ["computer", "browser"], "description": "The tool family (default: the model registry's)."}),
     ),
     (
         "effort",
-        || json!({"type": "string", "enum": ["minimal", "low", "medium", "high", "max"], "description": "How hard the model thinks."}),
+        || json!({"type": "string", "enum": ["minimal", "low", "medium", "high", "xhigh", "max"], "description": "How hard the model thinks."}),
     ),
     (
         "thinkingBudget",
@@ -65,6 +69,10 @@ pub(super) const SCHEMA: &[(&str, SchemaFn)] = &[
     (
         "maxFailures",
         || json!({"type": "integer", "minimum": 1, "description": "Stop after this many failed actions in a row."}),
+    ),
+    (
+        "maxWait",
+        || json!({"type": "integer", "minimum": 1, "maximum": 3600, "description": "The longest one model call waits in all before its retries, seconds."}),
     ),
     (
         "verifyUrl",
@@ -165,6 +173,7 @@ pub fn every_option_set() -> RunOptions {
         start_url: Some("https://example.com".into()),
         model: Some("anthropic/claude-sonnet-4-6".into()),
         planner_model: Some("anthropic/claude-haiku-4-5".into()),
+        fallback_models: Some(vec!["openai/gpt-5.4".into()]),
         tools: Some(Tools::Browser),
         effort: Some(Effort::High),
         thinking_budget: Some(4096),
@@ -175,6 +184,7 @@ pub fn every_option_set() -> RunOptions {
         max_tokens: Some(1000),
         max_cost: Some(0.5),
         max_failures: Some(3),
+        max_wait: Some(120),
         verify_url: Some("done".into()),
         verifier_model: Some("anthropic/claude-haiku-4-5".into()),
         confidence_gate: Some(3),

@@ -95,19 +95,48 @@ pub(crate) fn pricing(info: &lumen_core::ModelInfo, max_cost_usd: Option<f64>) -
             ));
         }
     }
-    Ok(Pricing::new(move |usage| {
-        lumen_models::registry::cost(&model, usage)
-    }))
+    let note = lumen_models::registry::cost_note(&model);
+    Ok(
+        Pricing::new(move |usage| lumen_models::registry::cost(&model, usage))
+            .with_note(move || note.clone()),
+    )
+}
+
+/// `provider/id` of a model's info.
+fn model_name(info: &lumen_core::ModelInfo) -> String {
+    format!("{}/{}", info.provider, info.model_id)
 }
 
 /// The pricing of a session's loop: the main model's list prices, and the
-/// verifier's model's for its tokens.
+/// verifier's model's for its tokens. An adapter that switched to a
+/// fallback model ([`lumen_models::fallback`]) is priced at the dearer of
+/// the first and the current model's prices for all its tokens: an upper
+/// bound, so a cost budget still holds; no estimate when either has no
+/// price.
 fn session_pricing(
-    main: &lumen_core::ModelInfo,
+    adapter: &Arc<dyn ModelAdapter>,
     verifier: Option<&dyn lumen_core::Verifier>,
     max_cost_usd: Option<f64>,
 ) -> Result<Pricing> {
-    let mut priced = pricing(main, max_cost_usd)?;
+    // Checks the budget against the first model.
+    pricing(adapter.info(), max_cost_usd)?;
+    let first = model_name(adapter.info());
+    let (live, named) = (adapter.clone(), first.clone());
+    let cost = move |usage: &lumen_core::TokenUsage| {
+        let at_first = lumen_models::registry::cost(&first, usage)?;
+        let now = model_name(live.info());
+        if now == first {
+            return Some(at_first);
+        }
+        Some(at_first.max(lumen_models::registry::cost(&now, usage)?))
+    };
+    let live = adapter.clone();
+    let note = move || {
+        let now = model_name(live.info());
+        lumen_models::registry::cost_note(&now)
+            .or_else(|| lumen_models::registry::cost_note(&named))
+    };
+    let mut priced = Pricing::new(cost).with_note(note);
     if let Some(model) = verifier.and_then(|v| v.model()) {
         priced = priced.with_verifier(&pricing(model, None)?);
     }
@@ -181,7 +210,7 @@ impl Session {
             run_id: options.run_id.clone(),
             handoff: options.handoff.clone(),
             pricing: Some(session_pricing(
-                adapter.info(),
+                &adapter,
                 options.verifier.as_deref(),
                 options.max_cost_usd,
             )?),

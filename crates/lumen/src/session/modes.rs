@@ -95,6 +95,7 @@ impl Session {
                 ..UsageBreakdown::default()
             },
             cost_usd: pricing.cost(&plan.usage),
+            cost_note: pricing.note_for(pricing.cost(&plan.usage)),
             error: None,
         })
     }

@@ -301,7 +301,9 @@ impl AnthropicCodec {
                 body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
             }
             Some(Thinking::Adaptive(effort)) => {
-                body["thinking"] = json!({"type": "adaptive"});
+                // Newer models omit the thinking text unless asked; the
+                // live reasoning stream needs it.
+                body["thinking"] = json!({"type": "adaptive", "display": "summarized"});
                 body["output_config"] = json!({"effort": effort.anthropic()});
             }
             // The registry decides: Anthropic's current request types have

@@ -32,7 +32,7 @@ use crate::adapter::{Codec, HttpAdapter};
 use crate::decoder::ActionDecoder;
 use crate::http::{SseEvent, stream_error};
 use crate::prompt::{self};
-use crate::registry::{self, ModelSpec, Temperature, ThinkingStyle};
+use crate::registry::{self, ModelSpec, Temperature, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
 use crate::{AdapterOptions, Effort, Provider, join_url};
 
@@ -45,7 +45,7 @@ use request::*;
 
 const PROVIDER: &str = "google";
 const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
-const DEFAULT_SUMMARY_MODEL: &str = "gemini-2.5-flash";
+const DEFAULT_SUMMARY_MODEL: &str = "gemini-3.5-flash";
 
 /// The Gemini adapter: the shared HTTP adapter over [`GoogleCodec`].
 pub type GoogleAdapter = HttpAdapter<GoogleCodec>;
@@ -192,11 +192,17 @@ impl GoogleCodec {
                 }
             }
         }
+        let mut computer = json!({"environment": "ENVIRONMENT_BROWSER"});
+        if self.spec.tools == ToolFamily::GeminiExtended {
+            // The 3.x computer-use models screen pages for injected
+            // instructions when asked (`ComputerUse` in google-genai 3.6.1).
+            computer["enablePromptInjectionDetection"] = json!(true);
+        }
         json!({
             "systemInstruction": {"parts": [{"text": prompt::MECHANICS}]},
             "contents": contents,
             "tools": [
-                {"computerUse": {"environment": "ENVIRONMENT_BROWSER"}},
+                {"computerUse": computer},
                 {"functionDeclarations": functions},
             ],
             "generationConfig": config,
@@ -309,7 +315,7 @@ mod tests {
             ..AdapterOptions::default()
         };
         assert!(GoogleAdapter::new("gemini-3-pro-preview", options()).is_ok());
-        assert!(GoogleAdapter::new("gemini-2.5-flash", options()).is_ok());
+        assert!(GoogleAdapter::new("gemini-3.5-flash", options()).is_ok());
         for bad in ["../../v1beta/other#", "x?key=1", "a/b", "", ".."] {
             let err = GoogleAdapter::new(bad, options()).unwrap_err();
             assert!(
@@ -319,6 +325,6 @@ mod tests {
         }
         let mut o = options();
         o.summary_model = Some("../x".into());
-        assert!(GoogleAdapter::new("gemini-2.5-flash", o).is_err());
+        assert!(GoogleAdapter::new("gemini-3.5-flash", o).is_err());
     }
 }

@@ -4,11 +4,11 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use lumen_core::{LumenError, ModelErrorKind, Result};
+use lumen_core::{LumenError, ModelErrorKind, ModelNotice, NoticeSink, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::observer::{NEXT_CALL, WireEvent, WireObserver};
@@ -25,6 +25,10 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// Upper bound of any single wait, including a provider's Retry-After.
     pub max_delay: Duration,
+    /// Upper bound of all waits of one call together (`--max-wait`): a
+    /// retry whose wait would pass it is not made. `None`: only the
+    /// call's overall deadline bounds them.
+    pub max_wait: Option<Duration>,
 }
 
 impl Default for RetryPolicy {
@@ -33,6 +37,7 @@ impl Default for RetryPolicy {
             max_retries: 4,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(60),
+            max_wait: None,
         }
     }
 }
@@ -110,6 +115,8 @@ pub(crate) struct Http {
     retry: RetryPolicy,
     deadlines: Deadlines,
     observer: Option<WireObserver>,
+    /// Where waits before retries are told (the loop sets it per run).
+    notices: Arc<Mutex<Option<NoticeSink>>>,
 }
 
 /// How long a model call may take. Every call has all three, streamed or
@@ -170,7 +177,24 @@ impl Http {
             retry,
             deadlines,
             observer: None,
+            notices: Arc::default(),
         })
+    }
+
+    /// Tells waits before retries to `sink` (`None`: to nobody).
+    pub(crate) fn set_notices(&self, sink: Option<NoticeSink>) {
+        *self.notices.lock().unwrap_or_else(PoisonError::into_inner) = sink;
+    }
+
+    fn tell(&self, notice: ModelNotice) {
+        let sink = self
+            .notices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink.tell(notice);
+        }
     }
 
     /// Reports this client's traffic to `observer` (none: no reporting).
@@ -300,6 +324,7 @@ impl Http {
         let call = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
         let deadline = tokio::time::Instant::now() + self.deadlines.overall;
         let mut attempt: u32 = 0;
+        let mut waited = Duration::ZERO;
         loop {
             if let Some(o) = &self.observer {
                 let mut shown: Vec<(&str, String)> = headers
@@ -404,14 +429,22 @@ impl Http {
                 _ => None,
             };
             let wait = self.retry.delay(attempt, retry_after);
-            if tokio::time::Instant::now() + wait >= deadline {
-                // Waiting would pass the overall deadline: give up now, with
-                // the error that made us wait.
+            let over_budget = self.retry.max_wait.is_some_and(|max| waited + wait > max);
+            if over_budget || tokio::time::Instant::now() + wait >= deadline {
+                // Waiting would pass the overall deadline or the wait
+                // budget: give up now, with the error that made us wait.
                 return Err(LumenError::MaxRetriesExceeded {
                     attempts: attempt + 1,
                     last: Box::new(error),
                 });
             }
+            waited += wait;
+            self.tell(ModelNotice::Waiting {
+                provider: self.provider.to_owned(),
+                attempt: attempt + 1,
+                wait_ms: wait.as_millis().min(u64::MAX as u128) as u64,
+                reason: error.to_string(),
+            });
             tracing::warn!(
                 provider = self.provider,
                 attempt = attempt + 1,
@@ -851,6 +884,7 @@ mod tests {
                 max_retries: 2,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(10),
+                max_wait: None,
             },
             Deadlines::default(),
             Duration::from_secs(5),

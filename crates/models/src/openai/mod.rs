@@ -51,7 +51,7 @@ use request::*;
 
 const PROVIDER: &str = "openai";
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-const DEFAULT_SUMMARY_MODEL: &str = "gpt-5-mini";
+const DEFAULT_SUMMARY_MODEL: &str = "gpt-5.4-mini";
 
 /// A 1×1 PNG sent as the screenshot of a `computer_call_output` whose real
 /// screenshot was compressed out of history (the item requires an image;
@@ -196,11 +196,27 @@ impl OpenAiCodec {
         {
             body["temperature"] = crate::temperature_json(t);
         }
+        // Requests of one task share a cache key, so they land where their
+        // common prefix is cached.
+        body["prompt_cache_key"] = json!(cache_key(&self.model, ctx.instruction));
+        if self.batched {
+            // Coordinates refer to the screenshot as sent: it must never be
+            // recompressed in the context.
+            body["image"] = json!({"context_compression": "disabled"});
+        }
         if stream {
             body["stream"] = json!(true);
         }
         body
     }
+}
+
+/// A stable `prompt_cache_key` for a task on a model (no task text in it).
+fn cache_key(model: &str, instruction: &str) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (model, instruction).hash(&mut h);
+    format!("lumen-{:016x}", h.finish())
 }
 
 impl Codec for OpenAiCodec {

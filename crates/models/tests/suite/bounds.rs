@@ -39,6 +39,7 @@ fn adapter(base_url: String, model: &str) -> Arc<dyn ModelAdapter> {
             max_retries: 0,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(1),
+            max_wait: None,
         },
         deadlines: Deadlines {
             headers: Duration::from_secs(20),

@@ -28,6 +28,7 @@ fn options(base_url: &str, space: CoordinateSpace) -> AdapterOptions {
             max_retries: 2,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(20),
+            max_wait: None,
         },
         deadlines: Deadlines {
             idle: Duration::from_secs(2),
@@ -195,6 +196,7 @@ async fn text_answers_missing_done_and_faults() {
                 max_retries: 2,
                 base_delay: Duration::from_millis(1),
                 max_delay: Duration::from_millis(5),
+                max_wait: None,
             },
             ..AdapterOptions::default()
         },

@@ -96,6 +96,7 @@ fn adapter_with(mock: &MockProvider, case: &Case, deadlines: Deadlines) -> Arc<d
             max_retries: 3,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(20),
+            max_wait: None,
         },
         deadlines,
         ..AdapterOptions::default()

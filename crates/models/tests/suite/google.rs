@@ -28,6 +28,7 @@ fn options(base_url: Option<String>) -> AdapterOptions {
             max_retries: 2,
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(20),
+            max_wait: None,
         },
         deadlines: Deadlines {
             idle: Duration::from_secs(2),

@@ -2,6 +2,7 @@ mod anthropic;
 mod bounds;
 mod compatible;
 mod conformance;
+mod defaults;
 mod faults;
 mod google;
 mod openai;

@@ -140,6 +140,7 @@ fn a_typed_secret_never_reaches_the_run_artefacts() {
         usage: TokenUsage::default(),
         usage_by_source: Default::default(),
         cost_usd: None,
+        cost_note: None,
         error: Some(ErrorInfo::from(&fatal)),
     };
 

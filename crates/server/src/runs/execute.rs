@@ -471,7 +471,11 @@ impl RunManager {
         let recorder = writer.recorder(entry.clone(), self.options.test_hooks.panic_at_step);
         let info = lock(&entry.info).clone();
         let adapter_options = agent.adapter_options();
-        let adapter = lumen::models::create_adapter(&agent.model, adapter_options.clone())?;
+        let adapter = lumen::models::create_adapter_chain(
+            &agent.model,
+            &agent.fallback_models,
+            adapter_options.clone(),
+        )?;
         let planner = match &agent.planner_model {
             Some(m) => Some(lumen::models::create_adapter(m, adapter_options)?),
             None => None,

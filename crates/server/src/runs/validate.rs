@@ -273,11 +273,17 @@ impl RunManager {
     /// for (400 otherwise).
     fn check_models(&self, o: &RunOptions) -> Result<(), ApiError> {
         let default = &self.options.default_model;
-        for (field, m) in [
+        let named = [
             ("model", Some(o.model.as_ref().unwrap_or(default))),
             ("plannerModel", o.planner_model.as_ref()),
             ("verifierModel", o.verifier_model.as_ref()),
-        ] {
+        ];
+        let fallbacks = o
+            .fallback_models
+            .iter()
+            .flatten()
+            .map(|m| ("fallbackModels", Some(m)));
+        for (field, m) in named.into_iter().chain(fallbacks) {
             let Some(m) = m else { continue };
             let allowed = &self.options.allowed_models;
             if !allowed.is_empty()
@@ -298,6 +304,13 @@ impl RunManager {
                 ));
             }
             self.check_provider(field, m)?;
+            // A retired model with fallbacks is skipped when the run starts.
+            let skipped = field == "model"
+                && o.fallback_models.as_ref().is_some_and(|f| !f.is_empty())
+                && lumen::models::registry::retirement(m).is_some();
+            if skipped {
+                continue;
+            }
             if let Err(e) = lumen::models::create_adapter(m, self.options.adapter.clone()) {
                 return Err(ApiError::invalid_field(field, e.to_string()));
             }
