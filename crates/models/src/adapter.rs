@@ -44,6 +44,14 @@ pub trait Codec: Send + Sync + fmt::Debug + 'static {
     fn summary_request(&self, text: String) -> (String, Vec<(&'static str, String)>, Value);
     /// The summary's text from its answer (may be empty).
     fn summary_text(&self, answer: Value) -> Result<String>;
+    /// Whether `error` refuses one of two request shapes the provider's
+    /// documentation and its behaviour disagree on; the codec then builds
+    /// the other from now on, and the request is sent once more. Default:
+    /// no such shapes.
+    fn switch_shape(&self, error: &lumen_core::LumenError) -> bool {
+        let _ = error;
+        false
+    }
 }
 
 /// A model adapter over HTTP: the shared client and a provider's codec.
@@ -69,11 +77,15 @@ impl<C: Codec> ModelAdapter for HttpAdapter<C> {
 
     async fn stream(&self, ctx: &StepContext<'_>) -> Result<ModelStream> {
         let started = std::time::Instant::now();
-        let body = self.codec.body(ctx, true);
-        let events = self
-            .http
-            .post_sse(&self.codec.url(true), &self.codec.headers(), &body)
-            .await?;
+        let post = |body: Value| async move {
+            self.http
+                .post_sse(&self.codec.url(true), &self.codec.headers(), &body)
+                .await
+        };
+        let events = match post(self.codec.body(ctx, true)).await {
+            Err(e) if self.codec.switch_shape(&e) => post(self.codec.body(ctx, true)).await?,
+            answer => answer?,
+        };
         let model = self.info.model_id.clone();
         tracing::debug!(
             target: lumen_core::logs::ADAPTER,
@@ -92,11 +104,15 @@ impl<C: Codec> ModelAdapter for HttpAdapter<C> {
 
     async fn step(&self, ctx: &StepContext<'_>) -> Result<ModelResponse> {
         let started = std::time::Instant::now();
-        let body = self.codec.body(ctx, false);
-        let answer = self
-            .http
-            .post_json(&self.codec.url(false), &self.codec.headers(), &body)
-            .await?;
+        let post = |body: Value| async move {
+            self.http
+                .post_json(&self.codec.url(false), &self.codec.headers(), &body)
+                .await
+        };
+        let answer = match post(self.codec.body(ctx, false)).await {
+            Err(e) if self.codec.switch_shape(&e) => post(self.codec.body(ctx, false)).await?,
+            answer => answer?,
+        };
         let response = self.codec.answer(ActionDecoder::for_step(ctx), answer)?;
         log_call(&self.info.model_id, "step", started, &response);
         Ok(response)

@@ -96,6 +96,9 @@ struct Shared {
     queues: Mutex<HashMap<Route, VecDeque<Reply>>>,
     requests: Mutex<Vec<ProviderRequest>>,
     checks: Mutex<Vec<Arc<conformance::Check>>>,
+    /// OpenAI as public reports describe it (see
+    /// [`MockProvider::refuse_unstored_item_ids`]).
+    unstored_ids_refused: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -187,6 +190,19 @@ impl MockProvider {
         lock(&self.shared.checks).push(Arc::new(check));
     }
 
+    /// Answers OpenAI Responses requests as public reports say the API does
+    /// with `store: false` (open-webui-developer-toolkit #715, hermes-agent
+    /// #10217), where they disagree with the SDK's types: an input item
+    /// that carries the `id` of an output item (`computer_call`,
+    /// `function_call`, `reasoning`, `message`) is looked up among stored
+    /// items and refused with 404 "Item with id … not found", and an item
+    /// without its `id` is accepted although the SDK marks it required.
+    pub fn refuse_unstored_item_ids(&self) {
+        self.shared
+            .unstored_ids_refused
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Every violation of every request so far, each prefixed with the
     /// request's path: what a conformance test asserts is empty.
     pub fn violations(&self) -> Vec<String> {
@@ -216,6 +232,20 @@ impl Drop for MockProvider {
     }
 }
 
+/// The first input item of a Responses request that names an output item
+/// by its `id`.
+fn unstored_item_id(body: &serde_json::Value) -> Option<String> {
+    body["input"].as_array()?.iter().find_map(|item| {
+        let output = matches!(
+            item["type"].as_str(),
+            Some("computer_call" | "function_call" | "reasoning")
+        ) || (item["type"] == "message" && item["role"] == "assistant");
+        output
+            .then(|| item["id"].as_str().map(str::to_owned))
+            .flatten()
+    })
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panicking test thread must not hide the other tests' records.
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -243,9 +273,23 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         }
     }
     let body: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+    let unstored = match (route, &body) {
+        (Some(Route::OpenAiResponses), Some(body))
+            if body["store"] == false
+                && shared
+                    .unstored_ids_refused
+                    .load(std::sync::atomic::Ordering::Relaxed) =>
+        {
+            Some(unstored_item_id(body))
+        }
+        _ => None,
+    };
     let violations = match (route, &body) {
         (Some(route), Some(body)) => {
             let mut found = conformance::schema_violations(route, body);
+            if unstored.is_some() {
+                found.retain(|v| !v.contains("missing the required field `id`"));
+            }
             let checks: Vec<Arc<conformance::Check>> = lock(&shared.checks).clone();
             for check in checks {
                 found.extend(check(route, body));
@@ -275,6 +319,27 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
                     "error": {
                         "type": "invalid_request_error",
                         "message": format!("mock provider: {}", violations.join("; ")),
+                    },
+                })
+                .to_string(),
+            ))
+            .unwrap_or_default();
+    }
+    if let Some(Some(id)) = unstored {
+        return Response::builder()
+            .status(StatusCode::NOT_FOUND)
+            .header("content-type", "application/json")
+            .body(Body::from(
+                serde_json::json!({
+                    "error": {
+                        "message": format!(
+                            "Item with id '{id}' not found. Items are not persisted when `store` \
+                             is set to false. Try again with `store` set to true, or remove this \
+                             item from your input."
+                        ),
+                        "type": "invalid_request_error",
+                        "param": "input",
+                        "code": null,
                     },
                 })
                 .to_string(),

@@ -40,6 +40,8 @@ use crate::http::{SseEvent, stream_error};
 use crate::prompt::{self};
 use crate::registry::{self, ModelSpec, ThinkingStyle, ToolFamily};
 use crate::stream::{self, Decode, TurnBuilder, parse_payload};
+use std::sync::atomic::Ordering;
+
 use crate::{AdapterOptions, Effort, Provider, join_url};
 
 mod actions;
@@ -78,6 +80,21 @@ pub struct OpenAiCodec {
     summary_model: String,
     /// Which session-dependent own tools to offer.
     own: prompt::OwnTools,
+    /// Stateless replay: whether replayed output items keep their `id`.
+    /// The SDK's types require it; public reports say the API looks such
+    /// ids up among stored items and refuses them. Starts with the SDK's
+    /// shape and switches once, for good, on an answer naming an id.
+    item_ids: ItemIds,
+}
+
+/// How stateless requests replay output items, settled by the API's
+/// answers (see [`OpenAiCodec::switch_shape`](Codec::switch_shape)).
+#[derive(Debug, Default)]
+struct ItemIds {
+    /// Replayed items go without their `id`.
+    stripped: std::sync::atomic::AtomicBool,
+    /// The other shape was tried: never switch back.
+    settled: std::sync::atomic::AtomicBool,
 }
 
 impl HttpAdapter<OpenAiCodec> {
@@ -111,6 +128,7 @@ impl HttpAdapter<OpenAiCodec> {
             reasoning_room: options.thinking_budget.unwrap_or(0),
             effort: effort.map(Effort::openai),
             own,
+            item_ids: ItemIds::default(),
             summary_model: options
                 .summary_model
                 .unwrap_or_else(|| DEFAULT_SUMMARY_MODEL.to_owned()),
@@ -160,7 +178,8 @@ impl OpenAiCodec {
         } else {
             (None, ctx.wire)
         };
-        let mut input = build_input(records, ctx, self.chain);
+        let ids = !self.item_ids.stripped.load(Ordering::Relaxed);
+        let mut input = build_input(records, ctx, self.chain, ids);
         if !ctx.system_prompt.trim().is_empty() {
             input.push(json!({"role": "user", "content": [{"type": "input_text", "text": ctx.system_prompt}]}));
         }
@@ -211,6 +230,17 @@ impl OpenAiCodec {
     }
 }
 
+/// Whether an API error is about a replayed item's `id`: "Item with id
+/// 'rs_…' not found", or a required `id` missing.
+fn names_an_item_id(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("item with id")
+        || ((m.contains("required") || m.contains("missing"))
+            && ["`id`", "'id'", "\"id\"", ".id"]
+                .iter()
+                .any(|id| m.contains(id)))
+}
+
 /// A stable `prompt_cache_key` for a task on a model (no task text in it).
 fn cache_key(model: &str, instruction: &str) -> String {
     use std::hash::{Hash as _, Hasher as _};
@@ -224,6 +254,36 @@ impl Codec for OpenAiCodec {
 
     fn provider(&self) -> &'static str {
         PROVIDER
+    }
+
+    /// A stateless request refused over a replayed item's `id` (missing,
+    /// or not found among stored items) is sent once more the other way,
+    /// which then holds for the adapter's life.
+    fn switch_shape(&self, error: &LumenError) -> bool {
+        let LumenError::ModelApi {
+            status: Some(400 | 404),
+            message,
+            ..
+        } = error
+        else {
+            return false;
+        };
+        if self.chain || !names_an_item_id(message) {
+            return false;
+        }
+        if self.item_ids.settled.swap(true, Ordering::Relaxed) {
+            return false;
+        }
+        let stripped = !self.item_ids.stripped.load(Ordering::Relaxed);
+        self.item_ids.stripped.store(stripped, Ordering::Relaxed);
+        tracing::warn!(
+            target: lumen_core::logs::ADAPTER,
+            model = %self.model,
+            stripped,
+            "the API refused replayed item ids ({message}); replaying items {} their ids from now on",
+            if stripped { "without" } else { "with" }
+        );
+        true
     }
 
     fn url(&self, _stream: bool) -> String {

@@ -49,6 +49,7 @@ pub(super) fn build_input(
     records: &[WireRecord],
     ctx: &StepContext<'_>,
     chain: bool,
+    ids: bool,
 ) -> Vec<Value> {
     let mut input: Vec<Value> = Vec::new();
     let mut pending: Vec<Pending> = Vec::new();
@@ -97,7 +98,7 @@ pub(super) fn build_input(
                 {
                     Some(items) => {
                         for item in items {
-                            if !skip_items && let Some(item) = replayable(item, chain) {
+                            if !skip_items && let Some(item) = replayable(item, chain, ids) {
                                 input.push(item);
                             }
                             let kind = item["type"].as_str().unwrap_or("");
@@ -157,12 +158,19 @@ pub(super) fn build_input(
 /// with id 'rs_…' not found". So a reasoning item without it is dropped.
 /// Every other item keeps its id: the SDK's input types require it on
 /// computer calls and output messages, and the API does not look it up.
-pub(super) fn replayable(item: &Value, chained: bool) -> Option<Value> {
+pub(super) fn replayable(item: &Value, chained: bool, ids: bool) -> Option<Value> {
     let stateless_reasoning = !chained && item["type"] == "reasoning";
     if stateless_reasoning && !item["encrypted_content"].is_string() {
         return None;
     }
-    Some(item.clone())
+    let mut item = item.clone();
+    if !chained
+        && !ids
+        && let Some(fields) = item.as_object_mut()
+    {
+        fields.remove("id");
+    }
+    Some(item)
 }
 
 /// Answers the pending calls. `shot` is the screenshot that follows them

@@ -416,3 +416,76 @@ async fn faults_are_typed_errors() {
     let e = a.stream(&ctx(&[], &shot)).await.err().unwrap();
     assert_eq!(kind_of(&e), ModelErrorKind::ContextLength);
 }
+
+/// The ids of the output items a request replays, by item type.
+fn replayed_ids(body: &Value) -> Vec<(String, Option<String>)> {
+    body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| matches!(i["type"].as_str(), Some("computer_call" | "reasoning")))
+        .map(|i| {
+            (
+                i["type"].as_str().unwrap().to_owned(),
+                i["id"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// The SDK's types require the `id` of a replayed output item; public
+/// reports say the API looks such ids up among stored items and, with
+/// `store: false`, refuses them. The adapter sends the SDK's shape, and
+/// when an answer names an item id it sends the request once more the
+/// other way and keeps that shape: tested against a mock answering each
+/// way, over real HTTP.
+#[tokio::test]
+async fn stateless_replay_settles_item_ids_by_the_apis_answer() {
+    let wire = native_history();
+    let shot = shot_1280();
+    let with_ids: Vec<(String, Option<String>)> =
+        [("reasoning", "rs_0"), ("computer_call", "cu_0")]
+            .iter()
+            .map(|(k, id)| ((*k).to_owned(), Some((*id).to_owned())))
+            .collect();
+    let without_ids: Vec<(String, Option<String>)> =
+        with_ids.iter().map(|(k, _)| (k.clone(), None)).collect();
+
+    // As the SDK's types say: the ids go and are accepted.
+    let sdk = lumen_test_support::mock_provider().await.unwrap();
+    let a = adapter(&sdk, "gpt-5.4");
+    for _ in 0..2 {
+        sdk.push(Route::OpenAiResponses, Reply::Sse(batched_events()));
+        let items = collect_events(a.stream(&ctx(&wire, &shot)).await.unwrap()).await;
+        assert!(matches!(items.last(), Some(Ok(ModelEvent::Completed(_)))));
+    }
+    let sent = sdk.requests();
+    assert_eq!(sent.len(), 2, "nothing was sent twice");
+    assert_eq!(replayed_ids(&sent[1].body), with_ids);
+    assert!(sdk.violations().is_empty(), "{:?}", sdk.violations());
+
+    // As public reports say: the ids are refused with a 404, the request
+    // goes once more without them, and later requests go without them.
+    let reports = lumen_test_support::mock_provider().await.unwrap();
+    reports.refuse_unstored_item_ids();
+    let a = adapter(&reports, "gpt-5.4");
+    for _ in 0..2 {
+        reports.push(Route::OpenAiResponses, Reply::Sse(batched_events()));
+        let items = collect_events(a.stream(&ctx(&wire, &shot)).await.unwrap()).await;
+        assert!(matches!(items.last(), Some(Ok(ModelEvent::Completed(_)))));
+    }
+    let sent = reports.requests();
+    assert_eq!(sent.len(), 3, "one request went twice");
+    assert_eq!(replayed_ids(&sent[0].body), with_ids);
+    assert_eq!(replayed_ids(&sent[1].body), without_ids);
+    assert_eq!(
+        replayed_ids(&sent[2].body),
+        without_ids,
+        "the shape is remembered"
+    );
+    assert!(
+        reports.violations().is_empty(),
+        "{:?}",
+        reports.violations()
+    );
+}
