@@ -83,7 +83,7 @@ pub use hooks::{
 pub use image::{Image, ImageFormat};
 pub use model::{
     ModelAdapter, ModelEvent, ModelInfo, ModelNotice, ModelResponse, ModelStream, NoticeSink,
-    StepContext,
+    NoticeSlot, StepContext,
 };
 pub use outcome::{
     ActionExecution, ActionOutcome, ControlRequest, DialogInfo, DownloadInfo, EffectReceipt,

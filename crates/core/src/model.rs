@@ -192,6 +192,41 @@ impl fmt::Debug for NoticeSink {
     }
 }
 
+/// An adapter's place for the sink it is handed
+/// ([`ModelAdapter::set_notices`]): empty until the loop sets one.
+#[derive(Debug, Default)]
+pub struct NoticeSlot(std::sync::Mutex<Option<NoticeSink>>);
+
+impl NoticeSlot {
+    /// Puts `sink` in the slot (`None` empties it).
+    pub fn set(&self, sink: Option<NoticeSink>) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = sink;
+    }
+
+    /// Whether a sink is set.
+    pub fn is_set(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Tells `notice` to the sink, if one is set.
+    pub fn tell(&self, notice: ModelNotice) {
+        let sink = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink.tell(notice);
+        }
+    }
+}
+
 /// A model provider, as the loop sees it: a codec between wire history and
 /// the provider's protocol, not a controller (it never decides when to call,
 /// retry at the loop level, or compact).

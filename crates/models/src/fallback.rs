@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::BoxFuture;
 use lumen_core::{
     LumenError, ModelAdapter, ModelErrorKind, ModelInfo, ModelNotice, ModelResponse, ModelStream,
-    NoticeSink, Result, StepContext, TaskState, TokenUsage, WireRecord,
+    NoticeSink, NoticeSlot, Result, StepContext, TaskState, TokenUsage, WireRecord,
 };
 
 /// One model of a chain.
@@ -37,7 +37,7 @@ struct Link {
 pub struct FallbackAdapter {
     chain: Vec<Link>,
     active: AtomicUsize,
-    notices: Mutex<Option<NoticeSink>>,
+    notices: NoticeSlot,
     /// A switch made before the first call (a retired primary), told with
     /// the first call, when someone listens.
     pending: Mutex<Option<ModelNotice>>,
@@ -93,7 +93,7 @@ impl FallbackAdapter {
         Ok(Self {
             chain,
             active: AtomicUsize::new(0),
-            notices: Mutex::new(None),
+            notices: NoticeSlot::default(),
             pending: Mutex::new(None),
         })
     }
@@ -119,14 +119,7 @@ impl FallbackAdapter {
 
     fn tell(&self, notice: ModelNotice) {
         tracing::warn!(target: lumen_core::logs::ADAPTER, "{notice}");
-        let sink = self
-            .notices
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
-            sink.tell(notice);
-        }
+        self.notices.tell(notice);
     }
 
     /// Runs `call` on the active model, moving down the chain while it
@@ -135,11 +128,7 @@ impl FallbackAdapter {
         &'a self,
         call: impl Fn(&'a dyn ModelAdapter) -> BoxFuture<'a, Result<T>>,
     ) -> Result<T> {
-        if self
-            .notices
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
+        if self.notices.is_set()
             && let Some(notice) = self
                 .pending
                 .lock()
@@ -257,7 +246,7 @@ impl ModelAdapter for FallbackAdapter {
         for link in &self.chain {
             link.adapter.set_notices(sink.clone());
         }
-        *self.notices.lock().unwrap_or_else(PoisonError::into_inner) = sink;
+        self.notices.set(sink);
     }
 }
 

@@ -4,11 +4,11 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once, PoisonError};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use lumen_core::{LumenError, ModelErrorKind, ModelNotice, NoticeSink, Result};
+use lumen_core::{LumenError, ModelErrorKind, ModelNotice, NoticeSink, NoticeSlot, Result};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::observer::{NEXT_CALL, WireEvent, WireObserver};
@@ -116,7 +116,7 @@ pub(crate) struct Http {
     deadlines: Deadlines,
     observer: Option<WireObserver>,
     /// Where waits before retries are told (the loop sets it per run).
-    notices: Arc<Mutex<Option<NoticeSink>>>,
+    notices: Arc<NoticeSlot>,
 }
 
 /// How long a model call may take. Every call has all three, streamed or
@@ -183,18 +183,7 @@ impl Http {
 
     /// Tells waits before retries to `sink` (`None`: to nobody).
     pub(crate) fn set_notices(&self, sink: Option<NoticeSink>) {
-        *self.notices.lock().unwrap_or_else(PoisonError::into_inner) = sink;
-    }
-
-    fn tell(&self, notice: ModelNotice) {
-        let sink = self
-            .notices
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
-            sink.tell(notice);
-        }
+        self.notices.set(sink);
     }
 
     /// Reports this client's traffic to `observer` (none: no reporting).
@@ -439,7 +428,7 @@ impl Http {
                 });
             }
             waited += wait;
-            self.tell(ModelNotice::Waiting {
+            self.notices.tell(ModelNotice::Waiting {
                 provider: self.provider.to_owned(),
                 attempt: attempt + 1,
                 wait_ms: wait.as_millis().min(u64::MAX as u128) as u64,
