@@ -69,37 +69,43 @@ impl std::fmt::Debug for Session {
 }
 
 /// The registry's list prices of the model `info` names, for the run's
-/// cost and its cost budget. A cost budget that is not a positive number,
-/// or is set for a model without a published price, is a configuration
-/// error naming the fix.
+/// cost and its cost budget (see [`check_cost_budget`]).
 pub(crate) fn pricing(info: &lumen_core::ModelInfo, max_cost_usd: Option<f64>) -> Result<Pricing> {
-    let model = format!("{}/{}", info.provider, info.model_id);
-    let probe = lumen_core::TokenUsage {
-        input_tokens: 1,
-        ..Default::default()
-    };
-    if let Some(max) = max_cost_usd {
-        if !(max.is_finite() && max > 0.0) {
-            return Err(LumenError::config(
-                "max cost",
-                format!("{max} is not a positive number of US dollars"),
-            ));
-        }
-        if lumen_models::registry::cost(&model, &probe).is_none() {
-            return Err(LumenError::config(
-                "max cost",
-                format!(
-                    "{model} has no published price, so a cost budget cannot be checked; \
-                     use a token budget (max tokens) instead"
-                ),
-            ));
-        }
-    }
+    let model = model_name(info);
+    check_cost_budget(&model, max_cost_usd)?;
     let note = lumen_models::registry::cost_note(&model);
     Ok(
         Pricing::new(move |usage| lumen_models::registry::cost(&model, usage))
             .with_note(move || note.clone()),
     )
+}
+
+/// A cost budget that is not a positive number, or is set for a `model`
+/// without a published price, is a configuration error naming the fix.
+fn check_cost_budget(model: &str, max_cost_usd: Option<f64>) -> Result<()> {
+    let Some(max) = max_cost_usd else {
+        return Ok(());
+    };
+    if !(max.is_finite() && max > 0.0) {
+        return Err(LumenError::config(
+            "max cost",
+            format!("{max} is not a positive number of US dollars"),
+        ));
+    }
+    let probe = lumen_core::TokenUsage {
+        input_tokens: 1,
+        ..Default::default()
+    };
+    if lumen_models::registry::cost(model, &probe).is_none() {
+        return Err(LumenError::config(
+            "max cost",
+            format!(
+                "{model} has no published price, so a cost budget cannot be checked; \
+                 use a token budget (max tokens) instead"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `provider/id` of a model's info.
@@ -118,9 +124,8 @@ fn session_pricing(
     verifier: Option<&dyn lumen_core::Verifier>,
     max_cost_usd: Option<f64>,
 ) -> Result<Pricing> {
-    // Checks the budget against the first model.
-    pricing(adapter.info(), max_cost_usd)?;
     let first = model_name(adapter.info());
+    check_cost_budget(&first, max_cost_usd)?;
     let (live, named) = (adapter.clone(), first.clone());
     let cost = move |usage: &lumen_core::TokenUsage| {
         let at_first = lumen_models::registry::cost(&first, usage)?;
