@@ -12,6 +12,15 @@ pub(crate) fn navigate(url: &str) -> Command {
     ("Page.navigate", json!({ "url": url }))
 }
 
+/// `Target.attachToTarget` in flattened mode (the page's commands then
+/// carry the session id the answer names), for a socket of the browser.
+pub(crate) fn attach_flat(target_id: &str) -> Command {
+    (
+        "Target.attachToTarget",
+        json!({ "targetId": target_id, "flatten": true }),
+    )
+}
+
 /// Why a `Page.navigate` answer says the navigation failed (`net::ERR_…`);
 /// `None` when it started.
 pub(crate) fn navigate_error(answer: &Value) -> Option<&str> {

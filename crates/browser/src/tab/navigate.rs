@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use lumen_core::{ActionOutcome, EffectReceipt, LumenError, Result};
 
 use super::{CdpTab, PageCtx, is_fatal, page_level};
-use crate::cdp::CallError;
+use crate::cdp::{CallError, Conn, PAGE_BUSY};
 use crate::protocol::pages;
 use crate::tracker::Ev;
+use crate::ws::Wire;
 
 /// Marks one of our navigation commands in flight on a page for as long
 /// as it lives (`PageCtx::leaving`): a `beforeunload` handler cannot
@@ -191,9 +192,10 @@ impl CdpTab {
             return Ok(ActionOutcome::failed("no URL given"));
         }
         let conn = self.shared.conn.clone();
+        let ws_url = self.shared.ws_url.clone();
+        let timeout = self.shared.options.navigation_timeout;
         self.navigate_with("goto", |ctx| async move {
-            let (method, params) = pages::navigate(&url);
-            match conn.page_raw(&ctx.page, method, params).await {
+            match send_navigate(&conn, &ws_url, &ctx, &url, timeout).await {
                 Ok(v) => {
                     Ok(pages::navigate_error(&v)
                         .map(|e| format!("navigation to {url} failed: {e}")))
@@ -216,5 +218,63 @@ impl CdpTab {
             Ok(None)
         })
         .await
+    }
+}
+
+/// Sends a goto's `Page.navigate` to the page of `ctx` and returns its
+/// answer, which Chromium gives at the commit (or the failure), within
+/// `timeout`.
+///
+/// Sent through chromiumoxide's page handle, `Page.navigate` is held back
+/// until the page's load event, under a 30 s cap no setting changes: a
+/// page that took longer to load (40 MB of text on a loaded machine)
+/// failed its goto although the tab waits for the commit and the load
+/// itself, each bounded by the navigation timeout. So the command goes
+/// over a connection of its own to the browser, in a flattened session
+/// attached for it alone (closing the socket detaches it); a browser that
+/// refuses a second client (a gateway) gets chromiumoxide's way.
+async fn send_navigate(
+    conn: &Conn,
+    browser_ws_url: &str,
+    ctx: &PageCtx,
+    url: &str,
+    timeout: Duration,
+) -> std::result::Result<serde_json::Value, CallError> {
+    let deadline = Instant::now() + timeout;
+    let (method, params) = pages::navigate(url);
+    let Ok(mut wire) = Wire::open(browser_ws_url, conn.call_timeout.min(timeout)).await else {
+        return conn
+            .page_raw_within(&ctx.page, method, params, timeout)
+            .await;
+    };
+    let answer = async {
+        let (attach, attach_params) = pages::attach_flat(&ctx.id);
+        let id = wire.send(attach, attach_params).await?;
+        let attached = wire.reply(id, attach, deadline).await?;
+        let session = attached["sessionId"].as_str().unwrap_or_default();
+        let id = wire.send_in(Some(session), method, params).await?;
+        wire.reply(id, method, deadline).await
+    };
+    let answer = tokio::select! {
+        biased;
+        reason = conn.died() => return Err(CallError::Disconnected(reason)),
+        answer = answer => answer,
+    };
+    match answer {
+        Ok(v) => Ok(v),
+        Err(LumenError::Script { message }) => Err(CallError::Protocol {
+            code: -32000,
+            message,
+        }),
+        // No answer in time: a page that does not commit, unless the
+        // browser itself is gone.
+        Err(e) if conn.browser_alive().await => Err(CallError::Protocol {
+            code: PAGE_BUSY,
+            message: format!(
+                "{method}: no answer within {:.0}s ({e})",
+                timeout.as_secs_f64()
+            ),
+        }),
+        Err(e) => Err(CallError::Disconnected(e.to_string())),
     }
 }

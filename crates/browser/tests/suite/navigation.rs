@@ -2,7 +2,12 @@
 
 use lumen_core::{BrowserTab, ClickOptions, ImageFormat, Point, ScreenshotOptions, SettleOptions};
 
-use super::common::{env, receipt};
+use std::time::Duration;
+
+use lumen_browser::{CdpTab, TabOptions};
+use lumen_test_support::FixtureServer;
+
+use super::common::{env, launch_options, receipt};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goto_back_forward_reload_and_failures() {
@@ -282,6 +287,42 @@ async fn a_slow_navigation_is_reported_as_still_loading_then_settled() {
     assert!(report.navigated && !report.timed_out, "{report:?}");
     assert_eq!(e.lumen("page").await, 2);
     e.close().await;
+}
+
+/// A goto waits for the load event by the navigation timeout, not by the
+/// per-call one: a page that commits at once but whose image holds its
+/// load event past the call timeout opens. (chromiumoxide holds a
+/// `Page.navigate` sent through it until the load event, capped at 30 s,
+/// so a 40 MB page failed its goto on a loaded machine.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goto_waits_for_a_late_load_event_by_the_navigation_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("late.html"),
+        "<!doctype html><title>late</title><img src=late.png>\
+         <script>window.lumen = { loaded: false };\
+         addEventListener('load', () => { window.lumen.loaded = true; });</script>",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("late.png"), b"not really a png").unwrap();
+    let server = FixtureServer::start_at(dir.path()).await.unwrap();
+    server.set_delay("/late.png", Duration::from_secs(4));
+    let tab = CdpTab::launch(launch_options(TabOptions {
+        call_timeout: Duration::from_secs(2),
+        navigation_timeout: Duration::from_secs(20),
+        ..TabOptions::default()
+    }))
+    .await
+    .unwrap();
+    let out = tab.goto(&server.url("late.html")).await.unwrap();
+    assert!(out.ok, "{out:?}");
+    assert!(receipt(&out).navigated, "{out:?}");
+    assert!(
+        !out.hints.iter().any(|h| h.contains("still loading")),
+        "{out:?}"
+    );
+    assert_eq!(tab.evaluate("window.lumen.loaded").await.unwrap(), true);
+    tab.close().await.unwrap();
 }
 
 /// `url()` answers from the page's tracker, without asking the page: it
