@@ -53,6 +53,9 @@ use crate::owners::Owner;
 pub(crate) const JUDGE_DEADLINE: Duration = Duration::from_secs(5);
 /// Refusals kept for the receipts.
 const LOG_CAPACITY: usize = 256;
+/// The scheme of the page Chromium commits for a refused navigation
+/// (`chrome-error://chromewebdata/`).
+const ERROR_PAGE_SCHEME: &str = "chrome-error:";
 /// Refusals one receipt reports.
 const PER_RECEIPT: usize = 16;
 
@@ -86,10 +89,24 @@ impl Paused {
     }
 }
 
+/// What [`RequestGuard::take_unreported`] found.
+struct Unreported {
+    before: Vec<BlockedRequest>,
+    during: Vec<BlockedRequest>,
+    /// A navigation of the driven page was refused: Chromium commits its
+    /// error page next.
+    page_left: bool,
+}
+
+/// How long a receipt waits for the error page of a refused navigation
+/// of its page to commit.
+const ERROR_PAGE_WAIT: Duration = Duration::from_secs(5);
+
 /// The installed filter, the refusal log and the tasks feeding them.
 pub(crate) struct RequestGuard {
     filter: RwLock<Arc<dyn RequestFilter>>,
-    log: Mutex<VecDeque<(u64, BlockedRequest)>>,
+    /// Refusals by sequence number, each with the frame it was for.
+    log: Mutex<VecDeque<(u64, BlockedRequest, String)>>,
     next_seq: AtomicU64,
     /// The last sequence number a receipt reported.
     reported: AtomicU64,
@@ -128,11 +145,11 @@ impl RequestGuard {
             .clone()
     }
 
-    fn record(&self, blocked: BlockedRequest) {
+    fn record(&self, blocked: BlockedRequest, frame_id: String) {
         tracing::info!(url = %blocked.url, kind = ?blocked.kind, "request blocked: {}", blocked.reason);
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed) + 1;
         let mut log = lock(&self.log);
-        log.push_back((seq, blocked));
+        log.push_back((seq, blocked, frame_id));
         while log.len() > LOG_CAPACITY {
             log.pop_front();
         }
@@ -141,23 +158,32 @@ impl RequestGuard {
     /// Refusals no receipt has reported yet, split at `since` (the
     /// sequence number when the action started): those before it and
     /// those during it, at most [`PER_RECEIPT`] each (the newest); all are
-    /// marked reported.
-    fn take_unreported(&self, since: u64) -> (Vec<BlockedRequest>, Vec<BlockedRequest>) {
+    /// marked reported. With them, whether one was a navigation of the
+    /// tab whose main frame is `page` (its error page is on the way).
+    fn take_unreported(&self, since: u64, page: &str) -> Unreported {
         let log = lock(&self.log);
         let from = self.reported.load(Ordering::Relaxed);
-        let fresh: Vec<&(u64, BlockedRequest)> = log.iter().filter(|(s, _)| *s > from).collect();
-        if let Some((last, _)) = fresh.last() {
+        let fresh: Vec<&(u64, BlockedRequest, String)> =
+            log.iter().filter(|(s, ..)| *s > from).collect();
+        if let Some((last, ..)) = fresh.last() {
             self.reported.store(*last, Ordering::Relaxed);
         }
-        let newest = |list: Vec<&(u64, BlockedRequest)>| {
+        let page_left = fresh
+            .iter()
+            .any(|(_, b, frame)| b.kind == BlockKind::Navigation && frame == page);
+        let newest = |list: Vec<&(u64, BlockedRequest, String)>| {
             let skip = list.len().saturating_sub(PER_RECEIPT);
             list.into_iter()
                 .skip(skip)
-                .map(|(_, b)| b.clone())
+                .map(|(_, b, _)| b.clone())
                 .collect::<Vec<_>>()
         };
-        let (before, during): (Vec<_>, Vec<_>) = fresh.into_iter().partition(|(s, _)| *s <= since);
-        (newest(before), newest(during))
+        let (before, during): (Vec<_>, Vec<_>) = fresh.into_iter().partition(|(s, ..)| *s <= since);
+        Unreported {
+            before: newest(before),
+            during: newest(during),
+            page_left,
+        }
     }
 }
 
@@ -267,12 +293,15 @@ impl CdpTab {
                 let RequestVerdict::Deny { reason } = guard.filter().judge_address(&url, ip) else {
                     continue;
                 };
-                guard.record(BlockedRequest {
-                    url: url.clone(),
-                    reason: reason.clone(),
-                    kind: BlockKind::Rebinding,
-                    resource_type: e.r#type.as_ref().to_owned(),
-                });
+                guard.record(
+                    BlockedRequest {
+                        url: url.clone(),
+                        reason: reason.clone(),
+                        kind: BlockKind::Rebinding,
+                        resource_type: e.r#type.as_ref().to_owned(),
+                    },
+                    String::new(),
+                );
                 // The page already holds the answer: take the tab away from
                 // it (not back: the page before may be the one that asked),
                 // its beforeunload handler accepted (tab/navigate.rs).
@@ -307,16 +336,29 @@ impl CdpTab {
     /// hint each; earlier ones (a timer that fired between actions, a
     /// form post that left just after the last receipt) become hints
     /// saying so, without being blamed on this action.
-    pub(super) fn note_blocked(&self, out: &mut ActionOutcome, mark: u64) {
+    ///
+    /// When one was a navigation of the driven page, the error page
+    /// Chromium shows for it may not have committed yet: the receipt
+    /// waits for it (bounded by [`ERROR_PAGE_WAIT`]) and says where the
+    /// page is then, so whoever judges the landing (the loop's undo)
+    /// judges the page the tab is really on, not the one it is leaving.
+    pub(super) async fn note_blocked(&self, ctx: &PageCtx, out: &mut ActionOutcome, mark: u64) {
         let Some(guard) = self.shared.request_guard.get() else {
             return;
         };
-        let (before, during) = guard.take_unreported(mark);
+        let Unreported {
+            before,
+            during,
+            page_left,
+        } = guard.take_unreported(mark, &ctx.id);
         out.hints.extend(
             before
                 .iter()
                 .map(|b| format!("Before this action: {}", b.describe())),
         );
+        if page_left {
+            self.await_error_page(ctx, out).await;
+        }
         if during.is_empty() {
             return;
         }
@@ -325,6 +367,35 @@ impl CdpTab {
         out.effect
             .get_or_insert_with(|| Box::new(EffectReceipt::default()))
             .blocked_requests = during;
+    }
+
+    /// Waits for the page to commit the error page of a refused
+    /// navigation, then puts the page it is on into the receipt.
+    async fn await_error_page(&self, ctx: &PageCtx, out: &mut ActionOutcome) {
+        let deadline = Instant::now() + ERROR_PAGE_WAIT;
+        loop {
+            {
+                let log = ctx.log.lock();
+                if log.url.starts_with(ERROR_PAGE_SCHEME) && !log.nav_pending {
+                    break;
+                }
+            }
+            if Instant::now() >= deadline || self.conn().dead_reason().is_some() {
+                tracing::debug!("the error page of a refused navigation did not commit");
+                return;
+            }
+            ctx.log
+                .wait_change(deadline.saturating_duration_since(Instant::now()))
+                .await;
+        }
+        let url = ctx.log.lock().url.clone();
+        if let Some(effect) = out.effect.as_mut()
+            && effect.url_after.as_deref() != Some(url.as_str())
+        {
+            effect.url_after = Some(url);
+            effect.navigated = true;
+            effect.page_changed = Some(true);
+        }
     }
 
     /// How many requests the guard answered and their mean judging time
@@ -408,7 +479,7 @@ async fn answer(conn: Arc<Conn>, guard: Arc<RequestGuard>, p: Paused) {
                 }
             };
             if ours {
-                guard.record(blocked);
+                guard.record(blocked, p.frame_id.clone());
             } else {
                 tracing::info!(url = %blocked.url, "request of an unattributed frame blocked: {}", blocked.reason);
             }

@@ -81,7 +81,7 @@ impl CdpTab {
                     url_after: Some(url_before),
                     ..EffectReceipt::default()
                 });
-                self.note_blocked(&mut out, mark);
+                self.note_blocked(&ctx, &mut out, mark).await;
                 return Ok(out);
             }
             Err(e) => return page_level(e),
@@ -161,7 +161,7 @@ impl CdpTab {
         };
         out = out.with_effect(receipt);
         out.hints.extend(hints);
-        self.note_blocked(&mut out, mark);
+        self.note_blocked(&ctx, &mut out, mark).await;
         Ok(out)
     }
 

@@ -167,11 +167,11 @@ impl CdpTab {
         self.finish_settling(&ctx).await?;
         let mark = self.blocked_mark();
         if !self.shared.receipts.load(Ordering::Relaxed) {
-            let mut out = match f(ctx).await {
+            let mut out = match f(ctx.clone()).await {
                 Ok(()) => ActionOutcome::ok(),
                 Err(e) => return page_level(e),
             };
-            self.note_blocked(&mut out, mark);
+            self.note_blocked(&ctx, &mut out, mark).await;
             return Ok(out);
         }
         let seq_page = ctx.log.lock().seq();
@@ -181,10 +181,10 @@ impl CdpTab {
             return page_level(e);
         }
         let mut out = self
-            .receipt(ctx, before, seq_page, seq_browser, pointer)
+            .receipt(ctx.clone(), before, seq_page, seq_browser, pointer)
             .await?;
         // Requests the filter refused meanwhile (guard.rs).
-        self.note_blocked(&mut out, mark);
+        self.note_blocked(&ctx, &mut out, mark).await;
         Ok(out)
     }
 
