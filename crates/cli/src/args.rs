@@ -321,6 +321,10 @@ pub(crate) struct RunArgs {
     /// Stop (exit 6) after N actions in a row failed.
     #[arg(long, value_name = "N")]
     pub(crate) max_failures: Option<u32>,
+    /// Answer the actions of one model turn past N with `ok: false`
+    /// without running them (default 25).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_actions_per_turn: Option<u32>,
     /// Show the browser window.
     #[arg(long)]
     pub(crate) headed: bool,

@@ -15,6 +15,7 @@
 //! max_tokens = 200000               # stop before the next model call
 //! max_cost = 0.50                   # US dollars, at list prices
 //! max_failures = 5                  # failed actions in a row
+//! max_actions_per_turn = 25         # actions one model turn may ask for
 //! verify_url = "/order/confirmed"   # "done" only counts on such a page
 //! checkpoint_interval = 5
 //! viewport = "1280x800"
@@ -238,6 +239,7 @@ fn flag_options(args: &RunArgs) -> Result<RunOptions, CliError> {
         max_tokens: args.max_tokens,
         max_cost: args.max_cost,
         max_failures: args.max_failures,
+        max_actions_per_turn: args.max_actions_per_turn,
         verify_url: args.verify_url.clone(),
         verifier_model: args.verifier_model.clone(),
         confidence_gate: args.confidence_gate,

@@ -80,7 +80,7 @@ impl SavedRun {
         secrets.redact_json(&mut value);
         let mut text = serde_json::to_vec_pretty(&value).map_err(std::io::Error::other)?;
         text.push(b'\n');
-        lumen_trace::write_atomic(path, &text)
+        lumen_trace::write_private(path, &text)
     }
 
     /// Reads `path`; a missing file is `None` (a trace from before

@@ -230,6 +230,10 @@ pub struct RunOptions {
     /// Stop after this many actions in a row failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_failures: Option<u32>,
+    /// The most actions one model turn may ask for (1-1000; default 25):
+    /// the rest of the turn is answered `ok: false` without running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_actions_per_turn: Option<u32>,
     /// The longest one model call waits in all before its retries
     /// (seconds; a provider's long Retry-After otherwise waits up to 60 s
     /// per try).
@@ -437,6 +441,12 @@ impl RunOptions {
         at_least("maxSteps", self.max_steps.map(u64::from), 1)?;
         at_least("maxTokens", self.max_tokens, 1)?;
         at_least("maxFailures", self.max_failures.map(u64::from), 1)?;
+        within(
+            "maxActionsPerTurn",
+            self.max_actions_per_turn.map(u64::from),
+            1,
+            1000,
+        )?;
         within("maxWait", self.max_wait, 1, 3600)?;
         for m in self.fallback_models.iter().flatten() {
             not_empty("fallbackModels", Some(m))?;
@@ -629,6 +639,7 @@ impl RunOptions {
         s.max_tokens = self.max_tokens.or(s.max_tokens);
         s.max_cost_usd = self.max_cost.or(s.max_cost_usd);
         s.max_failures = self.max_failures.or(s.max_failures);
+        s.max_actions_per_turn = self.max_actions_per_turn.unwrap_or(s.max_actions_per_turn);
         if let Some(p) = &self.system_prompt {
             s.system_prompt = Some(p.clone());
         }

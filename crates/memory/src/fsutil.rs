@@ -7,13 +7,15 @@ use std::path::Path;
 
 use lumen_core::{LumenError, Result};
 
-/// Writes `bytes` to `path` atomically with the workspace's one writer
-/// ([`lumen_trace::write_atomic`]): readers see either the old content or
-/// the new, never a torn file.
+/// Writes `bytes` to `path` atomically with the workspace's one writer,
+/// readable by its owner only ([`lumen_trace::write_private`]): readers see
+/// either the old content or the new, never a torn file, and no other user
+/// reads a history, cache or workflow (they hold pages, screenshots and
+/// what was typed).
 ///
 /// `what` names the file for error messages ("history file").
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], what: &str) -> Result<()> {
-    lumen_trace::write_atomic(path, bytes).map_err(|e| {
+    lumen_trace::write_private(path, bytes).map_err(|e| {
         LumenError::config(
             path.display().to_string(),
             format!("cannot write the {what}: {e}; choose a writable location"),

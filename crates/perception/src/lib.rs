@@ -51,7 +51,9 @@ pub mod router;
 
 mod perception_loop;
 mod undo;
-pub use perception_loop::{LoopConfig, PerceptionLoop, RunState, StepHook};
+pub use perception_loop::{
+    DEFAULT_MAX_ACTIONS_PER_TURN, LoopConfig, PerceptionLoop, RunState, StepHook,
+};
 
 #[cfg(test)]
 mod fake;

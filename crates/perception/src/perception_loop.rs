@@ -49,6 +49,11 @@ use crate::prompt::{PromptParts, build_system_prompt};
 use crate::repeat::RepeatDetector;
 use crate::router::ActionRouter;
 
+/// [`LoopConfig::max_actions_per_turn`] by default: more than any model
+/// batches for one screenshot (a form filled field by field, a key
+/// sequence), far fewer than a runaway answer lists.
+pub const DEFAULT_MAX_ACTIONS_PER_TURN: u32 = 25;
+
 /// Settings of a loop.
 #[derive(Debug, Clone)]
 pub struct LoopConfig {
@@ -85,6 +90,10 @@ pub struct LoopConfig {
     /// Stop after this many actions in a row failed (an action that works
     /// resets the count; 0 or `None`: never).
     pub max_failures: Option<u32>,
+    /// The most actions one model turn may ask for: the rest of the turn
+    /// is answered `ok: false` without running (a hostile page or a
+    /// runaway model cannot buy unbounded browser time with one answer).
+    pub max_actions_per_turn: u32,
     /// Prices the run's tokens, for `RunResult::cost_usd` and the cost
     /// budget (the facade sets it from the model registry).
     pub pricing: Option<Pricing>,
@@ -111,6 +120,7 @@ impl Default for LoopConfig {
             max_tokens: None,
             max_cost_usd: None,
             max_failures: None,
+            max_actions_per_turn: DEFAULT_MAX_ACTIONS_PER_TURN,
             pricing: None,
             run_id: None,
             handoff: None,
@@ -1142,6 +1152,16 @@ impl PerceptionLoop {
                 call: call.clone(),
             })
             .await;
+        // Past the per-turn cap, the rest of the turn is answered unrun.
+        let cap = self.config.max_actions_per_turn.max(1) as usize;
+        if done.len() >= cap {
+            let execution = ActionExecution::failed(format!(
+                "not executed: one turn may ask for at most {cap} actions \
+                 (maxActionsPerTurn); ask for the rest in the next turn"
+            ));
+            done.push(Done::answered(call, execution));
+            return Ok(());
+        }
         // Once a terminate was accepted, the rest of the turn is drained:
         // recorded and answered, never executed.
         if terminated.is_some() || run.handoffs.timed_out.is_some() {

@@ -919,3 +919,42 @@ async fn the_usage_breakdown_counts_summaries_gate_samples_verifier_and_children
 
 #[path = "perception_loop_handoff_tests.rs"]
 mod handoff;
+
+/// One turn listing 20,000 actions runs the first `max_actions_per_turn`
+/// and answers the rest `ok: false` unrun: every call still has a result
+/// (the provider's protocol holds) and the tab saw only the capped number.
+#[tokio::test]
+async fn a_turn_past_the_action_cap_runs_only_the_cap() {
+    let flood: Vec<Action> = (0..20_000).map(|i| click(i % 100, 10)).collect();
+    let tab = Arc::new(FakeTab::new("http://127.0.0.1/start"));
+    let config = LoopConfig {
+        max_steps: 5,
+        max_actions_per_turn: 3,
+        ..LoopConfig::default()
+    };
+    let adapter = Scripted::new(vec![flood, vec![done("ok")]]);
+    let l = PerceptionLoop::new(tab.clone(), adapter, config);
+    let (r, _) = run(&l, "flood").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let clicks = tab
+        .calls()
+        .iter()
+        .filter(|c| c.starts_with("click"))
+        .count();
+    assert_eq!(clicks, 3);
+    let actions = &r.history[0].actions;
+    assert_eq!(actions.len(), 20_000);
+    assert!(actions[..3].iter().all(|a| a.execution.ok));
+    let refused = &actions[3].execution;
+    assert!(!refused.ok);
+    assert!(
+        refused
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("at most 3 actions")),
+        "{refused:?}"
+    );
+    // Every call was answered (an over-long wire is then compacted, as
+    // any other).
+    assert!(actions[3..].iter().all(|a| !a.execution.ok));
+}

@@ -412,36 +412,9 @@ impl RunDir {
     }
 }
 
-/// Creates `dir` (and any missing parents) readable by its owner only
-/// (0700 on Unix), and tightens it to 0700 if it already exists: run
-/// folders hold the instructions, pages and screenshots of every client.
-pub fn private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
-        builder.mode(0o700);
-        builder.create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-    }
-    #[cfg(not(unix))]
-    builder.create(dir)
-}
-
-/// Makes a file readable and writable by its owner only (0600 on Unix).
-pub fn private_file(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        Ok(())
-    }
-}
+/// The workspace's one maker of owner-only folders and files (0700, 0600):
+/// run folders hold the instructions, pages and screenshots of every client.
+pub use lumen_trace::{private_dir, private_file};
 
 /// Tightens everything under `dir` to 0700 folders and 0600 files: what
 /// other writers put in a run folder (the facade's session snapshot,

@@ -1,4 +1,5 @@
-//! Atomic file writes, the one implementation every crate uses: a run
+//! Atomic file writes, the one implementation every crate uses (private
+//! ones, [`write_private`], for a run folder's files): a run
 //! folder's artefacts, the server's run store, `lumen-memory`'s saved
 //! state, the CLI's session files and the eval's results.
 //!
@@ -20,10 +21,22 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// folder must exist. On failure the temporary file is removed and `path`
 /// is left as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with(path, bytes, fs::OpenOptions::new())
+}
+
+/// As [`write_atomic`], for a file only its owner may read: it is 0600 on
+/// Unix from its creation on (never briefly readable by others). A run
+/// folder's files are written so: they hold pages, screenshots and what
+/// was typed.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_with(path, bytes, crate::private::private_options())
+}
+
+fn write_with(path: &Path, bytes: &[u8], mut options: fs::OpenOptions) -> std::io::Result<()> {
     let dir = parent_of(path);
     let tmp = temp_path(dir, path);
     let result = (|| {
-        let mut file = fs::File::create(&tmp)?;
+        let mut file = options.write(true).create_new(true).open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use lumen_core::{RecordedEvent, Recorder, RunResult, StreamEvent, TokenUsage};
 use lumen_safety::Secrets;
 
-use crate::atomic::write_atomic;
+use crate::atomic::write_private;
 use crate::layout::{EVENTS, GIF, REPORT, RESULT, SCREENSHOTS, screenshot_name};
 use crate::recorder::{ScreenshotFiles, jsonl_recorder};
 use crate::timeline::Timeline;
@@ -136,13 +136,13 @@ fn write_artefacts(
     let timeline = Timeline::build(events, files);
     let html = report::render(&timeline, &options.secrets, options.pricing);
     let report = dir.join(REPORT);
-    write_atomic(&report, html.as_bytes()).map_err(|e| io(REPORT, &e))?;
+    write_private(&report, html.as_bytes()).map_err(|e| io(REPORT, &e))?;
     let mut gif_path = None;
     if options.gif
         && let Some(bytes) = gif::render(&timeline)
     {
         let path = dir.join(GIF);
-        write_atomic(&path, &bytes).map_err(|e| io(GIF, &e))?;
+        write_private(&path, &bytes).map_err(|e| io(GIF, &e))?;
         gif_path = Some(path);
     }
     Ok(Rendered {
@@ -183,7 +183,8 @@ impl Trace {
                 dir.display()
             ))
         };
-        std::fs::create_dir_all(dir.join(SCREENSHOTS)).map_err(fail)?;
+        crate::private_dir(dir).map_err(fail)?;
+        crate::private_dir(&dir.join(SCREENSHOTS)).map_err(fail)?;
         if dir.join(EVENTS).exists() {
             return Err(TraceError::Setup(format!(
                 "{} already holds a trace; pass another --trace-dir",
@@ -271,7 +272,7 @@ impl Trace {
             .redacted_json(&summary)
             .map_err(|e| io(RESULT, &e))?;
         let text = serde_json::to_string_pretty(&summary).map_err(|e| io(RESULT, &e))?;
-        write_atomic(&self.dir.join(RESULT), text.as_bytes()).map_err(|e| io(RESULT, &e))?;
+        write_private(&self.dir.join(RESULT), text.as_bytes()).map_err(|e| io(RESULT, &e))?;
         let rendered = write_artefacts(&self.dir, &events, &files, options)?;
         Ok(rendered.report)
     }
@@ -295,7 +296,7 @@ fn scrub_lines(path: &Path, secrets: &Secrets) -> std::io::Result<()> {
         }
         out.push('\n');
     }
-    write_atomic(path, out.as_bytes())
+    write_private(path, out.as_bytes())
 }
 
 #[cfg(test)]

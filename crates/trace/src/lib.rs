@@ -41,13 +41,15 @@ pub mod clock;
 mod folder;
 mod gif;
 pub mod layout;
+mod private;
 mod recorder;
 mod report;
 pub mod timeline;
 
-pub use atomic::{sync_dir, write_atomic};
+pub use atomic::{sync_dir, write_atomic, write_private};
 pub use folder::{Pricing, RenderOptions, Rendered, Trace, TraceError, render};
 pub use layout::{
     EVENTS, GIF, OPTIONS, REPORT, RESULT, SCREENSHOTS, SESSION, default_dir, screenshot_name, slug,
 };
+pub use private::{private_dir, private_file};
 pub use recorder::{ScreenshotFiles, jsonl_recorder};

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use lumen_core::{Image, RecordedEvent, Recorder, StreamEvent};
 
-use crate::atomic::write_atomic;
+use crate::atomic::write_private;
 use crate::layout::screenshot_name;
 
 /// Saves a run's screenshots as files of its folder, named by
@@ -36,7 +36,7 @@ impl ScreenshotFiles {
         }
     }
 
-    /// Writes each file atomically ([`write_atomic`]), for folders that
+    /// Writes each file atomically ([`write_private`]), for folders that
     /// others read while the run goes (the server serves screenshots live).
     pub fn atomic(mut self) -> Self {
         self.atomic = true;
@@ -56,9 +56,14 @@ impl ScreenshotFiles {
         let name = screenshot_name(step, nth, image.format.extension());
         let path = self.dir.join(&name);
         if self.atomic {
-            write_atomic(&path, &image.data)?;
+            write_private(&path, &image.data)?;
         } else {
-            std::fs::write(&path, &*image.data)?;
+            crate::private::private_options()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)?
+                .write_all(&image.data)?;
         }
         Ok(name)
     }
@@ -71,7 +76,7 @@ impl ScreenshotFiles {
 /// the caller saves screenshots as files. Write errors are logged once and
 /// do not disturb the run.
 pub fn jsonl_recorder(path: &Path, keep_images: bool) -> std::io::Result<Recorder> {
-    let file = std::fs::OpenOptions::new()
+    let file = crate::private::private_options()
         .create(true)
         .append(true)
         .open(path)?;

@@ -78,6 +78,9 @@ class Options(TypedDict, total=False):
     """Stop once the estimated cost reaches this many US dollars."""
     max_failures: int
     """Stop after this many actions in a row failed."""
+    max_actions_per_turn: int
+    """The most actions one model turn may ask for (1-1000, default 25); the
+    rest are answered ``ok: false`` without running."""
     max_wait: int
     """The longest one model call waits in all before its retries, seconds."""
 

@@ -73,6 +73,16 @@ async fn a_successful_run_exits_0_streams_json_events_and_writes_a_complete_trac
     ] {
         assert!(names.contains(f), "{f} missing from {names:?}");
     }
+    // Screenshots, pages and what was typed: the owner's alone.
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&trace), 0o700);
+        assert_eq!(mode(&trace.join("screenshots")), 0o700);
+        for f in &names {
+            assert_eq!(mode(&trace.join(f)), 0o600, "{f}");
+        }
+    }
     let gif = std::fs::read(trace.join("run.gif")).unwrap();
     assert!(gif.starts_with(b"GIF89a"), "run.gif is a GIF");
     let result: Value =
@@ -443,6 +453,10 @@ async fn budget_flags_that_cannot_work_are_configuration_errors() {
         (
             &["--max-failures", "0"][..],
             "--max-failures must be at least 1",
+        ),
+        (
+            &["--max-actions-per-turn", "0"][..],
+            "--max-actions-per-turn must be from 1 to 1000",
         ),
     ] {
         let out = env.run("links/page1.html", flags).await;

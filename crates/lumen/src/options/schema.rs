@@ -184,6 +184,7 @@ pub fn every_option_set() -> RunOptions {
         max_tokens: Some(1000),
         max_cost: Some(0.5),
         max_failures: Some(3),
+        max_actions_per_turn: Some(10),
         max_wait: Some(120),
         verify_url: Some("done".into()),
         verifier_model: Some("anthropic/claude-haiku-4-5".into()),

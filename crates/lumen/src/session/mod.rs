@@ -212,6 +212,7 @@ impl Session {
             max_tokens: options.max_tokens,
             max_cost_usd: options.max_cost_usd,
             max_failures: options.max_failures,
+            max_actions_per_turn: options.max_actions_per_turn,
             run_id: options.run_id.clone(),
             handoff: options.handoff.clone(),
             pricing: Some(session_pricing(

@@ -62,6 +62,10 @@ pub struct SessionOptions {
     /// Stop a run after this many actions in a row failed (a working
     /// action resets the count).
     pub max_failures: Option<u32>,
+    /// The most actions one model turn may ask for; the rest of the turn
+    /// is answered `ok: false` unrun (default
+    /// [`DEFAULT_MAX_ACTIONS_PER_TURN`](lumen_perception::DEFAULT_MAX_ACTIONS_PER_TURN)).
+    pub max_actions_per_turn: u32,
     /// The run's id in traces (`lumen.run.id` on the root span, see
     /// `lumen::telemetry`); the server sets its run id.
     pub run_id: Option<String>,
@@ -95,6 +99,7 @@ impl Default for SessionOptions {
             max_tokens: None,
             max_cost_usd: None,
             max_failures: None,
+            max_actions_per_turn: lumen_perception::DEFAULT_MAX_ACTIONS_PER_TURN,
             run_id: None,
             handoff: None,
         }
@@ -120,6 +125,7 @@ impl std::fmt::Debug for SessionOptions {
             .field("max_tokens", &self.max_tokens)
             .field("max_cost_usd", &self.max_cost_usd)
             .field("max_failures", &self.max_failures)
+            .field("max_actions_per_turn", &self.max_actions_per_turn)
             .field("run_id", &self.run_id)
             .field("handoff", &self.handoff)
             .finish_non_exhaustive()
