@@ -35,6 +35,8 @@
 //! full screenshots, thinking, every action (including the accepted
 //! terminate) and usage. Nothing here ever edits it.
 
+use std::sync::Arc;
+
 use lumen_core::{
     ActionCall, AssistantTurn, ControlRequest, Image, LumenError, ModelAdapter, Result,
     SemanticStep, StepContext, TaskState, TerminateStatus, TokenUsage, ToolResult, WireRecord,
@@ -137,10 +139,52 @@ pub struct Compaction {
 /// stays in history once the model has answered it.
 pub const OLD_OUTPUT_KEPT: usize = 2_000;
 
+/// What every record passes on its way into the wire: the session's
+/// secret redaction, which the loop sets ([`HistoryManager::set_scrub`]).
+/// Every model request is built from the wire, so a value a page echoed
+/// (a typed secret in a tab's URL or title, page text, a console line)
+/// cannot reach one by a block that forgot to redact it.
+#[derive(Clone, Default)]
+pub struct WireScrub(Option<Arc<ScrubFn>>);
+
+/// The function a [`WireScrub`] runs on each record.
+type ScrubFn = dyn Fn(&mut WireRecord) + Send + Sync;
+
+impl WireScrub {
+    /// A scrub that runs `f` on each record.
+    pub fn new(f: impl Fn(&mut WireRecord) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(f)))
+    }
+
+    fn apply(&self, record: &mut WireRecord) {
+        if let Some(f) = &self.0 {
+            f(record);
+        }
+    }
+}
+
+impl std::fmt::Debug for WireScrub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "WireScrub(set)"
+        } else {
+            "WireScrub(none)"
+        })
+    }
+}
+
+/// Two histories are equal by what they hold, whatever scrubs them.
+impl PartialEq for WireScrub {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// The wire and semantic histories of one run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HistoryManager {
     config: HistoryConfig,
+    scrub: WireScrub,
     wire: Vec<WireRecord>,
     semantic: Vec<SemanticStep>,
     folds: Vec<FoldRecord>,
@@ -155,6 +199,16 @@ impl HistoryManager {
             config,
             ..Self::default()
         }
+    }
+
+    /// Sets what every record passes on its way into the wire from now on
+    /// (see [`WireScrub`]), and runs it over the records already there (a
+    /// resumed history).
+    pub fn set_scrub(&mut self, scrub: WireScrub) {
+        for record in &mut self.wire {
+            scrub.apply(record);
+        }
+        self.scrub = scrub;
     }
 
     /// The compression settings.
@@ -191,13 +245,15 @@ impl HistoryManager {
     /// Adds the screenshot of `step` and applies tier-1 compression, so the
     /// newest `keep_recent` screenshots keep their image.
     pub fn push_screenshot(&mut self, step: u32, image: Image, url: Option<String>) {
-        self.wire.push(WireRecord::Screenshot(WireScreenshot {
+        let mut record = WireRecord::Screenshot(WireScreenshot {
             step,
             image: Some(image),
             compressed: false,
             url,
             tabs: Vec::new(),
-        }));
+        });
+        self.scrub.apply(&mut record);
+        self.wire.push(record);
         self.compress();
         self.condense();
     }
@@ -205,13 +261,16 @@ impl HistoryManager {
     /// Records the open tabs on the newest screenshot (for models told the
     /// tab inventory after each turn).
     pub fn set_tabs(&mut self, tabs: Vec<lumen_core::TabInfo>) {
-        if let Some(WireRecord::Screenshot(shot)) = self
+        if let Some(record) = self
             .wire
             .iter_mut()
             .rev()
             .find(|r| matches!(r, WireRecord::Screenshot(_)))
         {
-            shot.tabs = tabs;
+            if let WireRecord::Screenshot(shot) = record {
+                shot.tabs = tabs;
+            }
+            self.scrub.apply(record);
         }
     }
 
@@ -329,17 +388,22 @@ impl HistoryManager {
                 }
             }
         }
-        self.wire.push(WireRecord::Assistant(turn));
+        let mut record = WireRecord::Assistant(turn);
+        self.scrub.apply(&mut record);
+        self.wire.push(record);
     }
 
     /// Records the answer to one tool call.
     pub fn push_tool_result(&mut self, result: ToolResult) {
-        self.wire.push(WireRecord::ToolResult(result));
+        let mut record = WireRecord::ToolResult(result);
+        self.scrub.apply(&mut record);
+        self.wire.push(record);
     }
 
     /// Appends any record; screenshots go through tier-1 compression.
-    pub fn push(&mut self, record: WireRecord) {
+    pub fn push(&mut self, mut record: WireRecord) {
         let is_screenshot = matches!(record, WireRecord::Screenshot(_));
+        self.scrub.apply(&mut record);
         self.wire.push(record);
         if is_screenshot {
             self.compress();
@@ -502,10 +566,12 @@ impl HistoryManager {
             _ => None,
         };
         let records_replaced = self.wire.len();
-        self.wire = vec![WireRecord::Summary {
+        let mut record = WireRecord::Summary {
             content: summary.to_owned(),
             compacted_at: ctx.step,
-        }];
+        };
+        self.scrub.apply(&mut record);
+        self.wire = vec![record];
         if let Some(last) = keep_last {
             self.wire.push(last);
         }
@@ -561,6 +627,7 @@ impl HistoryManager {
     ) -> (HistoryManager, Option<TaskState>) {
         let mut history = HistoryManager {
             config,
+            scrub: WireScrub::default(),
             wire: snapshot.wire,
             semantic: snapshot.semantic.unwrap_or_default(),
             folds: snapshot.folds,

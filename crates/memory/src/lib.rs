@@ -53,7 +53,9 @@ pub mod state;
 pub mod workflow;
 
 pub use cache::{ActionCache, RunScript, ScriptKey};
-pub use history::{Compaction, HistoryConfig, HistoryManager, screenshot_marker, shrink_image};
+pub use history::{
+    Compaction, HistoryConfig, HistoryManager, WireScrub, screenshot_marker, shrink_image,
+};
 pub use serialize::{FoldRecord, SerializedHistory};
 pub use site_kb::{SiteKB, SiteRule};
 pub use state::{StateError, StateStore};

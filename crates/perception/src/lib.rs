@@ -50,6 +50,7 @@ pub mod repeat;
 pub mod router;
 
 mod perception_loop;
+mod scrub;
 mod undo;
 pub use perception_loop::{
     DEFAULT_MAX_ACTIONS_PER_TURN, LoopConfig, PerceptionLoop, RunState, StepHook,

@@ -504,6 +504,11 @@ impl PerceptionLoop {
         // Only a run of its own history, and of no state carried in from
         // an earlier task (the model reads it), is a script of its task.
         let fresh = run.history.step_count() == 0 && run.state.get().is_none();
+        // Everything entering the wire passes the session's redaction
+        // (crate::scrub): no request block can carry a secret.
+        run.history.set_scrub(crate::scrub::wire_scrub(
+            self.pipeline.router().shared_secrets(),
+        ));
         if top {
             self.bus
                 .emit(StreamEvent::RunStarted {

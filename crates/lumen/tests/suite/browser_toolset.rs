@@ -23,7 +23,7 @@ pub(super) fn member(turn: usize, i: usize, name: &str, input: Value) -> Anthrop
 }
 
 /// Claude Sonnet 5 with the browser toolset, against the mock.
-fn browser_toolset(mock: &MockProvider) -> Arc<dyn lumen::ModelAdapter> {
+pub(super) fn browser_toolset(mock: &MockProvider) -> Arc<dyn lumen::ModelAdapter> {
     lumen::models::create_adapter(
         "anthropic/claude-sonnet-5",
         AdapterOptions {

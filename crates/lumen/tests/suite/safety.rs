@@ -356,3 +356,168 @@ async fn a_long_secret_in_a_field_and_a_url_never_leaves_and_its_field_is_masked
     assert_eq!(pixel(&shots[1]), [96, 96, 96, 255], "masked after typing");
     tab.close().await.unwrap();
 }
+
+/// A secret typed into a GET search form comes back in the next page's
+/// URL, title, text and console: no spelling of it reaches a later
+/// request, `browser_state` (the tab inventory) included. (Red team: the
+/// tab list was stored unredacted, so every request after the search
+/// carried `…?q=<value>` and the title in `browser_state`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_echoed_by_the_page_reaches_no_request_through_the_toolset() {
+    use super::browser_toolset::{browser_toolset, by_ref, member};
+    use lumen_test_support::mock_provider::Route;
+    use lumen_test_support::mock_provider::script::{AnthropicBlock, anthropic_turn};
+
+    let secret = "s3cr3t-Vq8Lm2Zx";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("search.html"),
+        "<!doctype html><title>Search</title>\
+         <form action=search.html method=get><input name=q aria-label=Query>\
+         <button>Go</button></form><p id=out></p><script>\
+         const q = new URLSearchParams(location.search).get('q');\
+         if (q) { document.title = 'Results for ' + q; out.textContent = 'You searched for ' + q;\
+         console.log('searched for', q); }</script>",
+    )
+    .unwrap();
+    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
+    let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
+    assert!(tab.goto(&site.url("search.html")).await.unwrap().ok);
+    let outline = tab.accessibility().await.unwrap().unwrap();
+    let query = outline.find("textbox", "Query").unwrap().reference.clone();
+    let go = outline.find("button", "Go").unwrap().reference.clone();
+    let turns = [
+        vec![
+            member(
+                0,
+                0,
+                "form_input",
+                json!({"target": by_ref(&query), "value": "<secret:token>"}),
+            ),
+            member(0, 1, "left_click", json!({"target": by_ref(&go)})),
+        ],
+        vec![member(1, 0, "get_page_text", json!({}))],
+        vec![member(2, 0, "read_console", json!({}))],
+        vec![member(3, 0, "new_tab", json!({}))],
+        vec![AnthropicBlock::ToolUse {
+            id: "toolu_4_0".into(),
+            name: "task_complete".into(),
+            input: json!({"result": "searched"}),
+        }],
+    ];
+    for t in &turns {
+        mock.push(Route::AnthropicMessages, anthropic_turn(t, 1000));
+    }
+    let secrets = Secrets::new().with("token", secret).unwrap();
+    let options = SessionOptions {
+        secrets: secrets.clone(),
+        max_steps: 8,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), browser_toolset(&mock), options).unwrap();
+    let r = session.run("Search for the token").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    // The page did echo it (the attack works).
+    let tabs = tab.tabs().await.unwrap();
+    assert!(
+        tabs.iter()
+            .any(|t| t.title.contains(secret) && t.url.contains(secret)),
+        "{tabs:?}"
+    );
+    let bodies: Vec<String> = mock.requests().iter().map(|r| r.body.to_string()).collect();
+    assert_eq!(bodies.len(), 5);
+    assert!(
+        bodies[1].contains("browser_state"),
+        "the toolset's tab inventory is in the request"
+    );
+    for (i, body) in bodies.iter().enumerate() {
+        assert!(
+            secrets.leaks(body).is_empty(),
+            "request {i} carries the secret: {}",
+            body.find(secret)
+                .map(|at| &body[at.saturating_sub(200)..(at + 50).min(body.len())])
+                .unwrap_or("(another spelling)")
+        );
+    }
+    assert!(
+        bodies[1].contains("<secret:token>"),
+        "the placeholder stands in"
+    );
+    tab.close().await.unwrap();
+}
+
+/// The same echo through every adapter's computer-use wire: after the
+/// search, the page's URL, title and text hold the value; no request of
+/// any provider carries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_echoed_by_the_page_reaches_no_request_of_any_adapter() {
+    let secret = "s3cr3t-Vq8Lm2Zx";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("search.html"),
+        "<!doctype html><title>Search</title>\
+         <form action=search.html method=get><input name=q \
+         style='position:absolute;left:20px;top:20px;width:300px;height:40px'>\
+         <button style='position:absolute;left:20px;top:80px;width:100px;height:40px'>Go</button></form>\
+         <p id=out style='margin-top:100px'></p><script>\
+         const q = new URLSearchParams(location.search).get('q');\
+         if (q) { document.title = 'Results for ' + q; out.textContent = 'You searched for ' + q; }\
+         </script>",
+    )
+    .unwrap();
+    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    for wire in [
+        Wire::Anthropic,
+        Wire::OpenAi,
+        Wire::Google,
+        Wire::Compatible,
+    ] {
+        let mock = lumen_test_support::mock_provider().await.unwrap();
+        let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
+        assert!(tab.goto(&site.url("search.html")).await.unwrap().ok);
+        let vp = (1280, 720);
+        let turns = [
+            vec![ScriptStep::TypeAt(170, 40, "<secret:token>".into())],
+            vec![ScriptStep::Click(70, 100)],
+            vec![ScriptStep::ScrollDown],
+            vec![ScriptStep::Done("searched".into())],
+        ];
+        for (i, steps) in turns.iter().enumerate() {
+            mock.push(wire.route(), wire.turn(i, steps, vp));
+        }
+        let secrets = Secrets::new().with("token", secret).unwrap();
+        let options = SessionOptions {
+            secrets: secrets.clone(),
+            max_steps: 6,
+            ..SessionOptions::default()
+        };
+        let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+        let r = session.run("Search for the token").await;
+        assert_eq!(r.status, RunStatus::Success, "{wire:?}: {:?}", r.error);
+        let title = tab.title().await.unwrap();
+        assert!(
+            title.contains(secret),
+            "{wire:?}: the page did not echo: {title} at {}; {:?}",
+            tab.url().await.unwrap(),
+            r.history
+                .iter()
+                .flat_map(|s| s
+                    .actions
+                    .iter()
+                    .map(|a| (&a.call.action, &a.execution.error)))
+                .collect::<Vec<_>>()
+        );
+        for (i, request) in mock.requests().iter().enumerate() {
+            let body = request.body.to_string();
+            assert!(
+                secrets.leaks(&body).is_empty(),
+                "{wire:?} request {i} carries the secret: {}",
+                body.find(secret)
+                    .map(|at| &body[at.saturating_sub(200)..(at + 50).min(body.len())])
+                    .unwrap_or("(another spelling)")
+            );
+        }
+        tab.close().await.unwrap();
+    }
+}
