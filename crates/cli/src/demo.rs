@@ -217,7 +217,10 @@ pub(crate) async fn run(args: DemoArgs) -> Result<Finished, CliError> {
     drop(site);
     match proof.received() {
         Some(order) => {
-            eprintln!("\nThe bakery received the order (read back from its page): {order}")
+            eprintln!(
+                "\nThe bakery received the order (read back from its page): {}",
+                crate::terminal::visible(&order.to_string())
+            )
         }
         None if finished.code == exit::SUCCESS => {
             return Err(CliError::failure(

@@ -58,6 +58,11 @@ pub(crate) struct BrowserArgs {
     /// Machine-readable output (one JSON value).
     #[arg(long, global = true)]
     json: bool,
+    /// Print what the page chose (its text, console lines, titles) byte for
+    /// byte, escape sequences included; by default they are shown as
+    /// visible escapes (`\x1b`) so a page cannot drive the terminal.
+    #[arg(long, global = true)]
+    raw: bool,
     /// Show the window (for `open` when it starts a browser).
     #[arg(long, global = true)]
     headed: bool,
@@ -1452,8 +1457,10 @@ fn print(args: &BrowserArgs, value: Value, text: String) -> Result<u8, CliError>
     let mut out = std::io::stdout().lock();
     let _ = if args.json {
         writeln!(out, "{value}")
-    } else {
+    } else if args.raw {
         writeln!(out, "{}", text.trim_end())
+    } else {
+        writeln!(out, "{}", crate::terminal::visible(text.trim_end()))
     };
     let _ = out.flush();
     Ok(crate::exit::SUCCESS)

@@ -67,7 +67,7 @@ impl CliError {
 
     /// Prints the message and returns the exit code.
     pub(crate) fn report(&self) -> ExitCode {
-        eprintln!("lumen: {}", self.message);
+        eprintln!("lumen: {}", crate::terminal::visible(&self.message));
         ExitCode::from(self.code)
     }
 

@@ -35,6 +35,7 @@ mod progress;
 mod replay;
 mod resume;
 mod runner;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -324,7 +325,7 @@ async fn launch(
     )
     .map_err(|e| CliError::from_setup(&e, None))?;
     if let Some(note) = lumen::models::registry::cost_note(&options.model) {
-        eprintln!("lumen: warning: {note}");
+        eprintln!("lumen: warning: {}", terminal::visible(&note));
     }
     let mode = config.options.run_mode();
     let saved = resume::SavedRun::of(&config, &instruction);

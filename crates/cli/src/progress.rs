@@ -15,6 +15,7 @@ use lumen::perception::monitor::Recorder;
 use lumen::safety::Secrets;
 use lumen::{RecordedEvent, StreamEvent, TokenUsage};
 
+use crate::terminal::visible;
 use crate::timeline::{describe, shorten};
 
 /// How progress is shown.
@@ -75,7 +76,7 @@ impl State {
             let label = if reasoning { "thinking" } else { "says" };
             self.partial = format!("  {:>3} {label}: ", step + 1);
         }
-        self.partial.push_str(text);
+        self.partial.push_str(&visible(text));
         match &self.bar {
             Some(bar) => {
                 while let Some(at) = self.partial.find('\n') {
@@ -113,6 +114,8 @@ impl State {
     }
 
     fn line(&self, text: &str) {
+        let text = visible(text);
+        let text = text.as_ref();
         match &self.bar {
             Some(bar) => bar.println(text),
             None => {

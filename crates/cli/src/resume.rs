@@ -231,7 +231,10 @@ async fn reopen(
         match judge.judge_resolved(&candidate).await {
             PolicyDecision::Allow => return Ok(Some(candidate)),
             PolicyDecision::Deny(d) => {
-                eprintln!("not reopening {candidate}: {}", d.reason);
+                eprintln!(
+                    "{}",
+                    crate::terminal::visible(&format!("not reopening {candidate}: {}", d.reason))
+                );
             }
         }
     }

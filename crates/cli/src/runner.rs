@@ -51,7 +51,7 @@ async fn handoff_desk(
                 ),
                 Err(e) => format!("a person is needed but no live-view link could be made: {e}\n"),
             };
-            let _ = std::io::stderr().write_all(line.as_bytes());
+            let _ = std::io::stderr().write_all(crate::terminal::visible(&line).as_bytes());
             control.handoff_closed(pending.id).await;
             server.forget(pending.id);
         }
@@ -219,6 +219,7 @@ fn summarize(
         dir.display(),
         report.display()
     ));
+    let text = crate::terminal::visible(&text);
     if style == Style::Json {
         eprint!("{text}");
     } else {

@@ -131,6 +131,7 @@ pub(super) async fn run_on_link(
     let args = BrowserArgs {
         session: session.to_owned(),
         json: false,
+        raw: false,
         headed: false,
         dialog,
         profile: None,

@@ -207,7 +207,7 @@ impl Replay<'_> {
         let _ = if self.args.json {
             writeln!(out, "{value}")
         } else {
-            writeln!(out, "{line}")
+            writeln!(out, "{}", crate::terminal::visible(&line))
         };
         let _ = out.flush();
     }

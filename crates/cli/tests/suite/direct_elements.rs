@@ -337,3 +337,29 @@ async fn batch_runs_one_command_a_line_and_stops_at_the_first_failure() {
     );
     s.ok(&["close"]).await;
 }
+
+/// Page text that carries terminal escapes (a clipboard write, a forged
+/// hyperlink, a screen clear, a bidi override) is printed as visible
+/// escapes; `--raw` prints it byte for byte; `--json` escapes it as JSON
+/// does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_text_cannot_drive_the_terminal() {
+    let s = Session::new().await;
+    s.ok(&["open", &s.site.url("form.html")]).await;
+    s.eval(
+        "(() => { document.querySelector('h1').textContent = \
+         '\\x1b]52;c;ZXZpbA==\\x07\\x1b[2Jhi\\u202e'; return 0; })()",
+    )
+    .await;
+    let shown = s.ok(&["get", "text", "h1"]).await;
+    assert_eq!(shown, "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2Jhi\\u{202e}");
+    let raw = s.ok(&["--raw", "get", "text", "h1"]).await;
+    assert_eq!(raw, "\x1b]52;c;ZXZpbA==\x07\x1b[2Jhi\u{202e}");
+    let json = s.json(&["get", "text", "h1"]).await;
+    assert_eq!(json["text"], "\x1b]52;c;ZXZpbA==\x07\x1b[2Jhi\u{202e}");
+    // A bad key name in an error is shown the same way.
+    let err = s.fails(&["press", "\x1b[2Jnope"], 2).await;
+    assert!(err.contains("\\x1b[2Jnope"), "{err}");
+    assert!(!err.contains('\x1b'), "{err:?}");
+    s.ok(&["close"]).await;
+}

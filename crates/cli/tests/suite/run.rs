@@ -636,3 +636,26 @@ async fn a_second_run_with_cache_replays_the_saved_script_without_the_model() {
     );
     assert_absent(&env.trace(), secret);
 }
+
+/// The model's final answer is printed with its escape sequences shown,
+/// not sent to the terminal (a clipboard write, a screen clear).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_final_answer_cannot_drive_the_terminal() {
+    let env = Env::new().await;
+    env.script(vec![done(
+        0,
+        "\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2Jdone",
+        "success",
+    )]);
+    let out = env.run("links/page1.html", &[]).await;
+    assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+    assert!(
+        stdout.contains("\\x1b]52;c;ZXZpbA==\\x07\\x1b[2Jdone"),
+        "{stdout}"
+    );
+}
