@@ -444,6 +444,10 @@ pub struct LiveServer {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// Connections the standalone live view holds at once (one person views a
+/// hand-over; a reload or a second tab, with room to spare).
+const LIVE_MAX_CONNECTIONS: usize = 16;
+
 /// The run name a standalone live view's tickets carry.
 const STANDALONE_RUN: &str = "run";
 
@@ -462,6 +466,23 @@ impl LiveServer {
     /// # Errors
     /// When no port can be bound.
     pub async fn start(control: RunControl) -> std::io::Result<Self> {
+        let defaults = crate::ServeOptions::default();
+        Self::start_with(
+            control,
+            crate::listen::Limits {
+                max_connections: LIVE_MAX_CONNECTIONS,
+                header_read_timeout: defaults.header_read_timeout,
+                idle_timeout: defaults.idle_timeout,
+            },
+        )
+        .await
+    }
+
+    /// As [`start`](Self::start), with these connection limits.
+    async fn start_with(
+        control: RunControl,
+        limits: crate::listen::Limits,
+    ) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let tickets = Arc::new(Tickets::default());
@@ -475,8 +496,13 @@ impl LiveServer {
             .route("/live", get(standalone_page))
             .route("/live/socket", get(standalone_socket))
             .with_state(state);
+        // The API server's accept loop, with its header-read and idle
+        // deadlines: a client that opens a connection and sends nothing
+        // (or half a header) is dropped, not held for ever. It stops when
+        // the server is dropped (the task is aborted).
         let task = tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app).await {
+            let (_running, stop) = tokio::sync::watch::channel(false);
+            if let Err(e) = crate::listen::serve(listener, app, limits, stop).await {
                 tracing::warn!("the live view stopped: {e}");
             }
         });
@@ -546,6 +572,29 @@ async fn standalone_socket(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client that sends half a request header is dropped at the
+    /// header-read deadline (the live view used `axum::serve`, which has
+    /// none, and held such a connection for ever).
+    #[tokio::test]
+    async fn a_client_that_never_finishes_its_header_is_dropped() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let limits = crate::listen::Limits {
+            max_connections: 4,
+            header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_secs(60),
+        };
+        let server = LiveServer::start_with(RunControl::new(), limits)
+            .await
+            .unwrap();
+        let mut tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+        tcp.write_all(b"GET /live HTTP/1.1\r\nHost: x")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut buf)).await;
+        assert!(read.is_ok(), "the connection was still open after 5 s");
+    }
 
     #[test]
     fn a_ticket_opens_one_view_of_its_run_at_a_time() {
