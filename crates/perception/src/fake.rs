@@ -25,6 +25,19 @@ pub(crate) struct FakeTab {
     pub(crate) console: Mutex<Vec<String>>,
     /// A receipt the next click reports (and the URL it lands on).
     pub(crate) next_effect: Mutex<Option<lumen_core::EffectReceipt>>,
+    /// After this many screenshots the page stops answering: screenshots
+    /// and scripts fail as a hung CdpTab page's do (a script error, the
+    /// browser still there).
+    pub(crate) hang_after_shots: Mutex<Option<usize>>,
+    shots: Mutex<usize>,
+}
+
+/// What a CdpTab call on a hung page fails with.
+fn hung() -> lumen_core::LumenError {
+    lumen_core::LumenError::Script {
+        message: "Page.captureScreenshot: the page did not answer within 15.0s (busy or hung)"
+            .into(),
+    }
 }
 
 impl FakeTab {
@@ -33,6 +46,13 @@ impl FakeTab {
             url: Mutex::new(url.into()),
             ..Self::default()
         }
+    }
+
+    fn is_hung(&self) -> bool {
+        self.hang_after_shots
+            .lock()
+            .unwrap()
+            .is_some_and(|n| *self.shots.lock().unwrap() >= n)
     }
 
     pub(crate) fn calls(&self) -> Vec<String> {
@@ -51,6 +71,10 @@ impl FakeTab {
 #[async_trait]
 impl BrowserTab for FakeTab {
     async fn screenshot(&self, _: &ScreenshotOptions) -> Result<Screenshot> {
+        if self.is_hung() {
+            return Err(hung());
+        }
+        *self.shots.lock().unwrap() += 1;
         Ok(Screenshot {
             image: Image::new(ImageFormat::Png, 1280, 720, vec![1, 2, 3]),
             viewport: Size::new(1280, 720),
@@ -153,6 +177,9 @@ impl BrowserTab for FakeTab {
     }
     async fn evaluate(&self, expression: &str) -> Result<serde_json::Value> {
         self.log(format!("eval {expression}"));
+        if self.is_hung() {
+            return Err(hung());
+        }
         Ok(serde_json::Value::from(0))
     }
     async fn read_console(&self) -> Result<Option<lumen_core::BufferedLines>> {

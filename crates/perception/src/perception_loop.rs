@@ -207,6 +207,9 @@ pub struct RunState {
     /// Whether guidance steered the run: like a hand-over, something a
     /// replay of its actions would lack, so no script is saved.
     guided: bool,
+    /// The last screenshot taken, shown again when a page will not let
+    /// itself be captured.
+    last_shot: Option<Screenshot>,
 }
 
 impl RunState {
@@ -279,6 +282,7 @@ impl RunState {
             step_span: tracing::Span::none(),
             handoffs: handoff::Handoffs::default(),
             guided: false,
+            last_shot: None,
         }
     }
 }
@@ -732,9 +736,30 @@ impl PerceptionLoop {
             return Ok(None);
         }
 
-        let shot = self
+        let shot = match self
             .guarded(self.tab.screenshot(&self.capture_options()))
-            .await?;
+            .await
+        {
+            Ok(shot) => shot,
+            // A page that will not be captured (an endless dialog loop, a
+            // script holding the renderer) does not end the run: the model
+            // sees the last screenshot again, told why, and can leave.
+            Err(e) if !e.is_fatal() => match run.last_shot.clone() {
+                Some(last) => {
+                    tracing::warn!("the page could not be captured: {e}");
+                    run.notice = Some(format!(
+                        "The page did not let itself be captured ({}); the screenshot \
+                         is the previous one. It may be hung or hostile: go back or open \
+                         another page.",
+                        self.pipeline.secrets().redact(&e.to_string())
+                    ));
+                    last
+                }
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+        run.last_shot = Some(shot.clone());
         self.bus
             .emit(StreamEvent::Screenshot {
                 step,

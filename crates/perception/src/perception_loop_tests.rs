@@ -958,3 +958,40 @@ async fn a_turn_past_the_action_cap_runs_only_the_cap() {
     // any other).
     assert!(actions[3..].iter().all(|a| !a.execution.ok));
 }
+
+/// A page that stops answering (a dialog loop, a script holding the
+/// renderer) fails the action that met it and is shown as it last was;
+/// the run goes on and the model can leave. (Both ended the run.)
+#[tokio::test]
+async fn a_hung_page_fails_the_action_not_the_run() {
+    let (tab, adapter, l) = setup(
+        vec![
+            vec![Action::PageText],
+            vec![Action::Goto {
+                url: "http://127.0.0.1/elsewhere".into(),
+            }],
+            vec![done("left")],
+        ],
+        5,
+    );
+    // The page hangs once the first screenshot is taken.
+    *tab.hang_after_shots.lock().unwrap() = Some(1);
+    let (r, _) = run(&l, "read it").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let read = &r.history[0].actions[0].execution;
+    assert!(!read.ok, "{read:?}");
+    assert!(
+        read.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("did not answer"),
+        "{read:?}"
+    );
+    // The next step's prompt says the screenshot is the previous one.
+    let seen = adapter.seen.lock().unwrap();
+    assert!(
+        seen[1].2.contains("did not let itself be captured"),
+        "{}",
+        seen[1].2
+    );
+}

@@ -229,7 +229,22 @@ impl ActionRouter {
         viewport: Size,
     ) -> Result<ActionExecution> {
         let started = Instant::now();
-        let mut exec = self.dispatch(&call.action, tab, viewport).await?;
+        let mut exec = match self.dispatch(&call.action, tab, viewport).await {
+            Ok(exec) => exec,
+            // A page that does not answer (busy, hung, a dialog loop, a
+            // tree too big to read in time) or answers with an error fails
+            // this action, not the run: only a browser that is gone ends it.
+            Err(e) if !e.is_fatal() => {
+                let mut exec = ActionExecution::failed(e.to_string());
+                exec.hints.push(
+                    "The page did not answer this action; it may be busy, hung or hostile. \
+                     Try again, or go back or to another page."
+                        .to_owned(),
+                );
+                exec
+            }
+            Err(e) => return Err(e),
+        };
         // Observing (a zoom) changes nothing to wait for.
         let observes = call.action.category() == lumen_core::ActionCategory::Observe;
         if exec.ok && exec.control.is_none() && call.action.touches_browser() && !observes {

@@ -521,3 +521,63 @@ async fn a_secret_echoed_by_the_page_reaches_no_request_of_any_adapter() {
         tab.close().await.unwrap();
     }
 }
+
+/// A page too big to read in time (100,000 elements against a 2 s call
+/// deadline; the red team's 300,000 took over 15 s) makes the
+/// accessibility read time out: that action fails with a hint, the run
+/// goes on and ends as the model says. (It ended the run.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_hangs_the_accessibility_read_fails_the_action_not_the_run() {
+    use super::browser_toolset::{browser_toolset, member};
+    use lumen::browser::TabOptions;
+    use lumen_test_support::mock_provider::Route;
+    use lumen_test_support::mock_provider::script::{AnthropicBlock, anthropic_turn};
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("busy.html"),
+        "<!doctype html><title>Busy</title><body><script>\
+         document.body.innerHTML = '<button>press</button>'.repeat(100000);\
+         </script></body>",
+    )
+    .unwrap();
+    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
+    let tab = Arc::new(
+        CdpTab::launch(LaunchOptions {
+            tab: TabOptions {
+                call_timeout: std::time::Duration::from_secs(2),
+                ..TabOptions::default()
+            },
+            ..LaunchOptions::default()
+        })
+        .await
+        .unwrap(),
+    );
+    assert!(tab.goto(&site.url("busy.html")).await.unwrap().ok);
+    let turns = [
+        vec![member(0, 0, "read_page", json!({"filter": "all"}))],
+        vec![AnthropicBlock::ToolUse {
+            id: "toolu_1_0".into(),
+            name: "task_complete".into(),
+            input: json!({"result": "the page hung"}),
+        }],
+    ];
+    for t in &turns {
+        mock.push(Route::AnthropicMessages, anthropic_turn(t, 1000));
+    }
+    let options = SessionOptions {
+        max_steps: 4,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), browser_toolset(&mock), options).unwrap();
+    let r = session.run("Press busy and read the page").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let read = &r.history[0].actions[0].execution;
+    assert!(!read.ok, "{read:?}");
+    assert!(
+        read.hints.iter().any(|h| h.contains("did not answer")),
+        "{read:?}"
+    );
+    tab.close().await.unwrap();
+}
