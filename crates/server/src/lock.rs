@@ -42,6 +42,9 @@ impl DataDirLock {
         {
             use std::os::unix::fs::OpenOptionsExt as _;
             open.mode(0o600);
+            // A link planted in its place is refused, never followed (it
+            // would have the pid written over the file it points to).
+            open.custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
         }
         let mut file = open.open(&path).map_err(LockError::Io)?;
         match file.try_lock() {

@@ -297,8 +297,12 @@ impl RunManager {
         };
         let shared = options.database_url.is_some();
         let prepared = off_thread(move || {
-            if !data_dir.exists() {
-                store::private_dir(&data_dir)?;
+            // Workers sharing a database may share a volume: the folder
+            // is then checked, not tightened, by the others' owner.
+            match shared {
+                false => store::own_dir(&data_dir)?,
+                true if !data_dir.exists() => store::private_dir(&data_dir)?,
+                true => {}
             }
             // Workers sharing a database may share the folder (a shared
             // volume): the store, not a lock file, coordinates them.
@@ -309,7 +313,7 @@ impl RunManager {
                     LockError::Io(e) => e,
                 })?),
             };
-            store::private_dir(&data_dir.join("runs"))?;
+            store::own_dir(&data_dir.join("runs"))?;
             Ok(lock)
         })
         .await;

@@ -255,3 +255,77 @@ async fn a_file_based_data_dir_is_imported_at_the_first_start() {
     );
     server.shutdown().await;
 }
+
+/// Links and folders another user planted in or as the data directory
+/// are refused before anything is written or chmod-ed through them.
+/// (Red team: a root `lumen ipc` on a data dir holding another user's
+/// `lock` and `runs` links truncated a root-owned file and chmod-ed a
+/// root directory.) Runs as root in CI, so "another user" is `nobody`
+/// (65534), made the owner with `lchown`; skipped where that cannot be.
+#[tokio::test]
+async fn links_and_folders_another_user_planted_are_refused() {
+    use std::os::unix::fs::{PermissionsExt as _, lchown, symlink};
+    const NOBODY: u32 = 65534;
+    let root = tempfile::tempdir().unwrap();
+    let probe = root.path().join("probe");
+    std::fs::write(&probe, "").unwrap();
+    if lchown(&probe, Some(NOBODY), None).is_err() {
+        eprintln!("cannot give files to another user here (not root): skipped");
+        return;
+    }
+    let victim = root.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    let victim_dir = root.path().join("victim-dir");
+    std::fs::create_dir(&victim_dir).unwrap();
+    std::fs::set_permissions(&victim_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let refused = |err: ServeError| {
+        let text = err.to_string();
+        assert!(
+            text.contains("not a folder of this user's") || text.contains("link"),
+            "{text}"
+        );
+    };
+
+    // 1. The data dir is another user's link to a folder of ours.
+    let ours = root.path().join("ours");
+    std::fs::create_dir(&ours).unwrap();
+    let linked = root.path().join("linked");
+    symlink(&ours, &linked).unwrap();
+    lchown(&linked, Some(NOBODY), None).unwrap();
+    refused(Server::start(options_on(&linked)).await.unwrap_err());
+
+    // 2. The data dir is another user's folder.
+    let theirs = root.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    lchown(&theirs, Some(NOBODY), None).unwrap();
+    refused(Server::start(options_on(&theirs)).await.unwrap_err());
+
+    // 3. Our folder, left writable, where another user planted `lock`
+    // and `runs` links: neither is followed, by the server, IPC or MCP.
+    let loose = root.path().join("loose");
+    std::fs::create_dir(&loose).unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o777)).unwrap();
+    symlink(&victim, loose.join("lock")).unwrap();
+    lchown(loose.join("lock"), Some(NOBODY), None).unwrap();
+    assert!(Server::start(options_on(&loose)).await.is_err());
+    let (_, server_in) = tokio::io::duplex(64);
+    let (server_out, _) = tokio::io::duplex(64);
+    assert!(
+        lumen_server::ipc(options_on(&loose), server_in, server_out)
+            .await
+            .is_err()
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    std::fs::remove_file(loose.join("lock")).unwrap();
+    symlink(&victim_dir, loose.join("runs")).unwrap();
+    lchown(loose.join("runs"), Some(NOBODY), None).unwrap();
+    refused(Server::start(options_on(&loose)).await.unwrap_err());
+    assert_eq!(
+        mode(&victim_dir),
+        0o755,
+        "the link's target was not chmod-ed"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
