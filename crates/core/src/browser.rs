@@ -177,6 +177,18 @@ pub struct ScrollOffset {
 /// at most 50,000 characters).
 pub const MAX_PAGE_TEXT_CHARS: usize = 1 << 20;
 
+/// Finds the URL of the document holding the focus, for
+/// [`BrowserTab::focused_url`]: down through focused frames, a
+/// cross-origin frame by its `src` (`about:blank` when it has none that
+/// parses).
+const FOCUSED_URL_SCRIPT: &str = "(() => { let d = document; for (let i = 0; i < 16; i++) { \
+    const a = d.activeElement; \
+    if (!a || (a.tagName !== 'IFRAME' && a.tagName !== 'FRAME')) return d.URL; \
+    let inner = null; try { inner = a.contentDocument; } catch (e) {} \
+    if (!inner) { try { return new URL(a.getAttribute('src') || 'about:blank', d.baseURI).href; } \
+    catch (e) { return 'about:blank'; } } \
+    d = inner; } return d.URL; })()";
+
 /// A browser tab the loop can see and act on.
 ///
 /// Object-safe (`#[async_trait]`), stored as `Arc<dyn BrowserTab>`; methods
@@ -322,6 +334,19 @@ pub trait BrowserTab: Send + Sync {
         Ok(ActionOutcome::failed(format!(
             "this browser cannot fill ref {reference}"
         )))
+    }
+    /// The URL of the document that holds the keyboard focus, which typed
+    /// keys reach: the page's own, or that of the frame the focus is in
+    /// (same-origin frames are followed down; a cross-origin one is known
+    /// by its `src`). A secret is judged by where it would land, not by
+    /// the page around it. The default asks the page and falls back to
+    /// [`url`](Self::url) when it does not say.
+    async fn focused_url(&self) -> Result<String> {
+        let v = self.evaluate(FOCUSED_URL_SCRIPT).await?;
+        match v.as_str() {
+            Some(u) if !u.is_empty() => Ok(u.to_owned()),
+            _ => self.url().await,
+        }
     }
     /// The visible text of the page, at most [`MAX_PAGE_TEXT_CHARS`]
     /// characters of it (a page's text is the page's to inflate; the cut

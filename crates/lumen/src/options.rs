@@ -306,7 +306,9 @@ pub struct RunOptions {
     /// never reach the model, logs or traces.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secrets: Option<SecretValues>,
-    /// Secret name → the sites it may be typed on.
+    /// Secret name → the sites it may be typed on (`["*"]`: anywhere). A
+    /// secret left out is typed only on the start URL's site (its host,
+    /// `www.` dropped, subdomains included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_domains: Option<BTreeMap<String, Vec<String>>>,
     /// Hand the browser to a person: offers the model `request_human`,
@@ -538,6 +540,11 @@ impl RunOptions {
                     .scope(name, domains)
                     .map_err(|e| config("secretDomains", e.to_string()))?;
             }
+        }
+        // The rest are typed only where the task starts (its site), unless
+        // secretDomains widens them (`["*"]`: anywhere).
+        if let Some(start) = &self.start_url {
+            secrets.scope_rest_to(&lumen_safety::policy::with_default_scheme(start));
         }
         Ok(secrets)
     }

@@ -203,15 +203,22 @@ impl ActionRouter {
     /// `text` with its `<secret:NAME>` placeholders filled for the page the
     /// tab is on now (a scoped secret is refused elsewhere). The page URL
     /// is read only when there is something to fill.
+    /// Fills the secret placeholders of `text` for typing into the page:
+    /// judged by the document the keys would reach (`focused`: the focused
+    /// one, a cross-origin frame's included) or else by the page.
     async fn fill_secrets(
         &self,
         text: &str,
         tab: &dyn BrowserTab,
+        focused: bool,
     ) -> Result<std::result::Result<String, lumen_safety::SecretError>> {
         if !Secrets::has_placeholder(text) {
             return Ok(Ok(text.to_owned()));
         }
-        let url = tab.url().await?;
+        let url = match focused {
+            true => tab.focused_url().await?,
+            false => tab.url().await?,
+        };
         Ok(self.secrets.substitute(text, &url))
     }
 
@@ -321,7 +328,7 @@ impl ActionRouter {
                 tab.scroll(Point::new(*x, *y), dx, dy, *modifiers).await?
             }
             // The filled text is typed and dropped, never stored.
-            Action::Type { text } => match self.fill_secrets(text, tab).await? {
+            Action::Type { text } => match self.fill_secrets(text, tab, true).await? {
                 Ok(filled) => {
                     let outcome = tab.type_text(&filled).await?;
                     if filled != *text {
@@ -413,7 +420,7 @@ impl ActionRouter {
             Action::FormInput { reference, value } => {
                 // A secret placeholder is filled here, as for typing.
                 let filled = match value.as_str() {
-                    Some(text) => match self.fill_secrets(text, tab).await? {
+                    Some(text) => match self.fill_secrets(text, tab, false).await? {
                         Ok(filled) => serde_json::Value::String(filled),
                         Err(e) => return Ok(ActionExecution::failed(e.to_string())),
                     },

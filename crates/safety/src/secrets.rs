@@ -59,6 +59,8 @@ struct Entry {
     value: String,
     /// Where it may be typed; empty means anywhere.
     domains: Vec<DomainPattern>,
+    /// Scoped to anywhere on purpose (`*`): no default scope applies.
+    anywhere: bool,
 }
 
 /// The most secrets one set holds: each is looked for in everything the
@@ -147,6 +149,7 @@ impl Secrets {
             name,
             value,
             domains: Vec::new(),
+            anywhere: false,
         });
         self.rebuild();
         Ok(())
@@ -156,13 +159,18 @@ impl Secrets {
     /// (patterns as in the policy: `example.com` covers its subdomains).
     /// Filling its placeholder anywhere else fails with
     /// [`SecretError::OutOfScope`].
+    ///
+    /// `["*"]` scopes it to anywhere on purpose:
+    /// [`scope_rest_to`](Self::scope_rest_to) then leaves it so.
     pub fn scope<S: AsRef<str>>(&mut self, name: &str, domains: &[S]) -> Result<()> {
+        let anywhere = domains.len() == 1 && domains[0].as_ref().trim() == "*";
         let patterns = domains
             .iter()
+            .filter(|_| !anywhere)
             .map(|d| DomainPattern::parse(d.as_ref()))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| LumenError::config("secrets", format!("secret `{name}`: {e}")))?;
-        if patterns.is_empty() {
+        if patterns.is_empty() && !anywhere {
             return Err(LumenError::config(
                 "secrets",
                 format!("secret `{name}`: give at least one domain to scope it to"),
@@ -175,7 +183,32 @@ impl Secrets {
             ));
         };
         entry.domains = patterns;
+        entry.anywhere = anywhere;
         Ok(())
+    }
+
+    /// Scopes every secret not scoped yet (and not to anywhere, `*`) to the
+    /// site of `start_url`: its host, a leading `www.` dropped, subdomains
+    /// included. A run's secrets are typed where its task starts unless
+    /// the operator widens them, so a page that lures the model elsewhere
+    /// (or injects a login form of its own) cannot collect them. A start
+    /// URL without a host scopes nothing.
+    pub fn scope_rest_to(&mut self, start_url: &str) {
+        let Some(host) = parse_url(start_url).as_ref().and_then(host_of) else {
+            return;
+        };
+        let site = match &host {
+            url::Host::Domain(d) => d.strip_prefix("www.").unwrap_or(d).to_owned(),
+            other => other.to_string(),
+        };
+        let Ok(pattern) = DomainPattern::parse(&site) else {
+            return;
+        };
+        for entry in &mut self.entries {
+            if entry.domains.is_empty() && !entry.anywhere {
+                entry.domains = vec![pattern.clone()];
+            }
+        }
     }
 
     /// Builder form of [`scope`](Self::scope).

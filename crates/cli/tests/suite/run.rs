@@ -659,3 +659,48 @@ async fn the_final_answer_cannot_drive_the_terminal() {
         "{stdout}"
     );
 }
+
+/// A secret is typed only on the start URL's site unless the operator
+/// widens it: a page that leads the model to another host gets nothing,
+/// and the model is told why. `--secret-domain NAME='*'` widens it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_is_typed_only_on_the_start_sites_pages_by_default() {
+    let secret = "hunter2-Zq9v7";
+    // The site is served on 127.0.0.1; `localhost` is another host.
+    for (flags, typed) in [
+        (&[][..], false),
+        (&["--secret-domain", "PASSWORD=*"][..], true),
+    ] {
+        let env = Env::new().await;
+        let elsewhere = env.site.url("form.html").replace("127.0.0.1", "localhost");
+        env.script(vec![
+            navigate(0, &elsewhere),
+            key(1, "Tab"),
+            type_text(2, "<secret:PASSWORD>"),
+            done(3, "done", "success"),
+        ]);
+        let mut args = vec!["--secret", "PASSWORD=LUMEN_TEST_PASSWORD"];
+        args.extend_from_slice(flags);
+        let out = env
+            .run_command("form.html", &args)
+            .env("LUMEN_TEST_PASSWORD", secret)
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(code(&out), 0, "stderr: {}", text(&out.stderr));
+        let result = events(&env.trace())
+            .into_iter()
+            .find(|e| {
+                e["type"] == "action_result" && e["call"]["action"]["text"] == "<secret:PASSWORD>"
+            })
+            .expect("the typing was answered");
+        assert_eq!(result["execution"]["ok"], typed, "{flags:?}: {result}");
+        if !typed {
+            let error = result["execution"]["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("may only be typed on 127.0.0.1") && error.contains("localhost"),
+                "{error}"
+            );
+        }
+    }
+}

@@ -71,6 +71,10 @@ pub(super) const SCHEMA: &[(&str, SchemaFn)] = &[
         || json!({"type": "integer", "minimum": 1, "description": "Stop after this many failed actions in a row."}),
     ),
     (
+        "maxActionsPerTurn",
+        || json!({"type": "integer", "minimum": 1, "maximum": 1000, "description": "The most actions one model turn may ask for (default 25); the rest are answered ok: false without running."}),
+    ),
+    (
         "maxWait",
         || json!({"type": "integer", "minimum": 1, "maximum": 3600, "description": "The longest one model call waits in all before its retries, seconds."}),
     ),

@@ -581,3 +581,67 @@ async fn a_page_that_hangs_the_accessibility_read_fails_the_action_not_the_run()
     );
     tab.close().await.unwrap();
 }
+
+/// A secret scoped to the page's site is not typed into a cross-origin
+/// frame on that page: the keys would reach the frame's origin. The
+/// action fails saying so, and the frame's field stays empty. (Red team:
+/// the frame received it while the model was told nothing was typed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_secret_is_not_typed_into_a_cross_origin_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    let frame_url = site.url("frame.html").replace("127.0.0.1", "localhost");
+    std::fs::write(
+        dir.path().join("frame.html"),
+        "<!doctype html><input id=f autofocus style='position:absolute;left:0;top:0;width:200px;height:40px'>",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("host.html"),
+        format!(
+            "<!doctype html><title>Host</title><iframe src='{frame_url}' \
+             style='position:absolute;left:0;top:0;width:400px;height:200px;border:0'></iframe>"
+        ),
+    )
+    .unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
+    let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
+    assert!(tab.goto(&site.url("host.html")).await.unwrap().ok);
+    let wire = Wire::Anthropic;
+    let vp = (1280, 720);
+    mock.push(
+        wire.route(),
+        wire.turn(0, &[ScriptStep::TypeAt(100, 20, "<secret:pw>".into())], vp),
+    );
+    mock.push(
+        wire.route(),
+        wire.turn(1, &[ScriptStep::Done("done".into())], vp),
+    );
+    let secrets = Secrets::new()
+        .with("pw", "hunter2-frame")
+        .unwrap()
+        .scoped("pw", &["127.0.0.1"])
+        .unwrap();
+    let options = SessionOptions {
+        secrets,
+        max_steps: 4,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+    let r = session.run("Type the password").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let typed = r.history[0]
+        .actions
+        .iter()
+        .find(|a| matches!(a.call.action, lumen::Action::Type { .. }))
+        .unwrap();
+    assert!(!typed.execution.ok, "{:?}", typed.execution);
+    let error = typed.execution.error.as_deref().unwrap_or_default();
+    assert!(error.contains("localhost"), "{error}");
+    let value = tab
+        .evaluate_in_frame("frame.html", "f.value")
+        .await
+        .unwrap();
+    assert_eq!(value, json!(""), "the frame got nothing");
+    tab.close().await.unwrap();
+}
