@@ -35,8 +35,6 @@
 //! full screenshots, thinking, every action (including the accepted
 //! terminate) and usage. Nothing here ever edits it.
 
-use std::sync::Arc;
-
 use lumen_core::{
     ActionCall, AssistantTurn, ControlRequest, Image, LumenError, ModelAdapter, Result,
     SemanticStep, StepContext, TaskState, TerminateStatus, TokenUsage, ToolResult, WireRecord,
@@ -45,6 +43,7 @@ use lumen_core::{
 use serde::{Deserialize, Serialize};
 
 use crate::serialize::{FoldRecord, SerializedHistory};
+use crate::wire_scrub::WireScrub;
 
 /// The default number of full screenshots kept in a request.
 pub const DEFAULT_KEEP_RECENT: usize = 2;
@@ -138,47 +137,6 @@ pub struct Compaction {
 /// How much of a reading action's output (a page outline, the page's text)
 /// stays in history once the model has answered it.
 pub const OLD_OUTPUT_KEPT: usize = 2_000;
-
-/// What every record passes on its way into the wire: the session's
-/// secret redaction, which the loop sets ([`HistoryManager::set_scrub`]).
-/// Every model request is built from the wire, so a value a page echoed
-/// (a typed secret in a tab's URL or title, page text, a console line)
-/// cannot reach one by a block that forgot to redact it.
-#[derive(Clone, Default)]
-pub struct WireScrub(Option<Arc<ScrubFn>>);
-
-/// The function a [`WireScrub`] runs on each record.
-type ScrubFn = dyn Fn(&mut WireRecord) + Send + Sync;
-
-impl WireScrub {
-    /// A scrub that runs `f` on each record.
-    pub fn new(f: impl Fn(&mut WireRecord) + Send + Sync + 'static) -> Self {
-        Self(Some(Arc::new(f)))
-    }
-
-    fn apply(&self, record: &mut WireRecord) {
-        if let Some(f) = &self.0 {
-            f(record);
-        }
-    }
-}
-
-impl std::fmt::Debug for WireScrub {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "WireScrub(set)"
-        } else {
-            "WireScrub(none)"
-        })
-    }
-}
-
-/// Two histories are equal by what they hold, whatever scrubs them.
-impl PartialEq for WireScrub {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
 
 /// The wire and semantic histories of one run.
 #[derive(Debug, Clone, Default, PartialEq)]

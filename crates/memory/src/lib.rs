@@ -50,13 +50,13 @@ pub mod history;
 pub mod serialize;
 pub mod site_kb;
 pub mod state;
+mod wire_scrub;
 pub mod workflow;
 
 pub use cache::{ActionCache, RunScript, ScriptKey};
-pub use history::{
-    Compaction, HistoryConfig, HistoryManager, WireScrub, screenshot_marker, shrink_image,
-};
+pub use history::{Compaction, HistoryConfig, HistoryManager, screenshot_marker, shrink_image};
 pub use serialize::{FoldRecord, SerializedHistory};
 pub use site_kb::{SiteKB, SiteRule};
 pub use state::{StateError, StateStore};
+pub use wire_scrub::WireScrub;
 pub use workflow::{Workflow, WorkflowMemory};

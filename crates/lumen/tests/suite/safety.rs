@@ -357,6 +357,30 @@ async fn a_long_secret_in_a_field_and_a_url_never_leaves_and_its_field_is_masked
     tab.close().await.unwrap();
 }
 
+/// The secret the echo pages below are given.
+const ECHOED: &str = "s3cr3t-Vq8Lm2Zx";
+
+/// A site whose `search.html` is a GET search form (a `Query` box at
+/// (20, 20) 300×40, a `Go` button at (20, 80) 100×40) that echoes the
+/// query into its URL, title, text and console.
+async fn echo_site() -> (FixtureServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("search.html"),
+        "<!doctype html><title>Search</title>\
+         <form action=search.html method=get><input name=q aria-label=Query \
+         style='position:absolute;left:20px;top:20px;width:300px;height:40px'>\
+         <button style='position:absolute;left:20px;top:80px;width:100px;height:40px'>Go</button></form>\
+         <p id=out style='margin-top:100px'></p><script>\
+         const q = new URLSearchParams(location.search).get('q');\
+         if (q) { document.title = 'Results for ' + q; out.textContent = 'You searched for ' + q;\
+         console.log('searched for', q); }</script>",
+    )
+    .unwrap();
+    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    (site, dir)
+}
+
 /// A secret typed into a GET search form comes back in the next page's
 /// URL, title, text and console: no spelling of it reaches a later
 /// request, `browser_state` (the tab inventory) included. (Red team: the
@@ -368,19 +392,8 @@ async fn a_secret_echoed_by_the_page_reaches_no_request_through_the_toolset() {
     use lumen_test_support::mock_provider::Route;
     use lumen_test_support::mock_provider::script::{AnthropicBlock, anthropic_turn};
 
-    let secret = "s3cr3t-Vq8Lm2Zx";
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("search.html"),
-        "<!doctype html><title>Search</title>\
-         <form action=search.html method=get><input name=q aria-label=Query>\
-         <button>Go</button></form><p id=out></p><script>\
-         const q = new URLSearchParams(location.search).get('q');\
-         if (q) { document.title = 'Results for ' + q; out.textContent = 'You searched for ' + q;\
-         console.log('searched for', q); }</script>",
-    )
-    .unwrap();
-    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    let secret = ECHOED;
+    let (site, _dir) = echo_site().await;
     let mock = lumen_test_support::mock_provider().await.unwrap();
     let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
     assert!(tab.goto(&site.url("search.html")).await.unwrap().ok);
@@ -452,21 +465,8 @@ async fn a_secret_echoed_by_the_page_reaches_no_request_through_the_toolset() {
 /// any provider carries it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_echoed_by_the_page_reaches_no_request_of_any_adapter() {
-    let secret = "s3cr3t-Vq8Lm2Zx";
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("search.html"),
-        "<!doctype html><title>Search</title>\
-         <form action=search.html method=get><input name=q \
-         style='position:absolute;left:20px;top:20px;width:300px;height:40px'>\
-         <button style='position:absolute;left:20px;top:80px;width:100px;height:40px'>Go</button></form>\
-         <p id=out style='margin-top:100px'></p><script>\
-         const q = new URLSearchParams(location.search).get('q');\
-         if (q) { document.title = 'Results for ' + q; out.textContent = 'You searched for ' + q; }\
-         </script>",
-    )
-    .unwrap();
-    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    let secret = ECHOED;
+    let (site, _dir) = echo_site().await;
     for wire in [
         Wire::Anthropic,
         Wire::OpenAi,
