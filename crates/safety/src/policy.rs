@@ -472,8 +472,14 @@ impl SessionPolicy {
     /// Empty when everything it reached is allowed.
     pub fn check_effect(&self, effect: &EffectReceipt) -> Vec<Violation> {
         let mut out = Vec::new();
+        // A tab that has not navigated yet (a popup caught as it opens) has
+        // no URL: it holds the empty document, judged as such; where it
+        // goes next is judged then (the request filter, the next receipt).
         if let Some(tab) = &effect.new_tab
-            && let Some(d) = self.url_denial(&tab.url)
+            && let Some(d) = self.url_denial(match tab.url.as_str() {
+                "" => "about:blank",
+                url => url,
+            })
         {
             out.push(Violation {
                 url: tab.url.clone(),

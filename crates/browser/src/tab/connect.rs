@@ -206,6 +206,7 @@ impl CdpTab {
             options,
             request_guard: std::sync::OnceLock::new(),
             live: Default::default(),
+            input_page: Mutex::default(),
         };
         Ok(Self {
             shared: Arc::new(shared),

@@ -26,7 +26,14 @@ impl CdpTab {
     /// snapshot) or, without one, the focused element, as holding a
     /// secret. Returns whether a field was found.
     pub(super) async fn mark_secret(&self, reference: Option<&str>) -> Result<bool> {
-        let ctx = self.active();
+        // The field typed into is on the page the typing was sent to, which
+        // is not the active one when the page opened a tab on input (the
+        // tab follows it): the mask goes with the field.
+        let typed_on = lock(&self.shared.input_page).upgrade();
+        let ctx = match (reference, typed_on) {
+            (None, Some(page)) => page,
+            _ => self.active(),
+        };
         let backend = match reference {
             Some(r) => crate::ax::backend_of(&ctx.ax_refs, r),
             None => self.focused_backend(&ctx).await?,

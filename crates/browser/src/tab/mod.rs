@@ -128,6 +128,9 @@ struct Shared {
     request_guard: std::sync::OnceLock<Arc<guard::RequestGuard>>,
     /// What a person in a live view holds down.
     live: Arc<live::LiveState>,
+    /// The page the last input action was sent to: a secret typed there is
+    /// masked there, even when the typing made the tab follow a popup.
+    input_page: Mutex<std::sync::Weak<PageCtx>>,
 }
 
 impl Drop for Shared {

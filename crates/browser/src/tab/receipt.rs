@@ -154,6 +154,7 @@ impl CdpTab {
         Fut: Future<Output = Result<()>>,
     {
         let ctx = self.active();
+        *lock(&self.shared.input_page) = Arc::downgrade(&ctx);
         if let (Some(p), Some(vp)) = (at, self.viewport_known())
             && !vp.contains(p)
         {

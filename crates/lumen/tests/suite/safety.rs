@@ -645,3 +645,70 @@ async fn a_scoped_secret_is_not_typed_into_a_cross_origin_frame() {
     assert_eq!(value, json!(""), "the frame got nothing");
     tab.close().await.unwrap();
 }
+
+/// A page that opens a tab when its field gets input makes the tab follow
+/// the popup mid-typing: the mask still goes on the field typed into (its
+/// page, painted over when that page is captured again), and the
+/// legitimate popup is left open. (Red team: the mask went on the popup,
+/// the value showed in every later screenshot of the form, and the popup
+/// was closed as "a new tab on ``".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_popup_opened_while_typing_neither_unmasks_the_field_nor_is_closed() {
+    use lumen::ScreenshotOptions;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("form.html"),
+        "<!doctype html><title>Form</title><body style='margin:0;background:#fff'>\
+         <input id=pw style='position:absolute;left:20px;top:20px;width:400px;height:40px;\
+         border:0;background:#fff;color:#000;font-size:20px'><script>\
+         let opened = false; pw.oninput = () => { if (!opened) { opened = true; window.open('popup.html'); } };\
+         </script></body>",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("popup.html"),
+        "<!doctype html><title>Popup</title>hello",
+    )
+    .unwrap();
+    let site = FixtureServer::start_at(dir.path()).await.unwrap();
+    let mock = lumen_test_support::mock_provider().await.unwrap();
+    let tab = Arc::new(CdpTab::launch(LaunchOptions::default()).await.unwrap());
+    assert!(tab.goto(&site.url("form.html")).await.unwrap().ok);
+    let form_tab = tab.tabs().await.unwrap()[0].id.clone();
+    let wire = Wire::Anthropic;
+    let vp = (1280, 720);
+    mock.push(
+        wire.route(),
+        wire.turn(0, &[ScriptStep::TypeAt(40, 40, "<secret:pw>".into())], vp),
+    );
+    mock.push(
+        wire.route(),
+        wire.turn(1, &[ScriptStep::Done("done".into())], vp),
+    );
+    let options = SessionOptions {
+        secrets: Secrets::new().with("pw", "WWWWWWWWWWWW").unwrap(),
+        max_steps: 4,
+        ..SessionOptions::default()
+    };
+    let mut session = Session::new(tab.clone(), adapter(wire, &mock), options).unwrap();
+    let r = session.run("Type the password").await;
+    assert_eq!(r.status, RunStatus::Success, "{:?}", r.error);
+    let tabs = tab.tabs().await.unwrap();
+    assert_eq!(tabs.len(), 2, "the popup was closed: {tabs:?}");
+    // The form's page, captured again: its field is painted over.
+    tab.switch_to_tab(&form_tab).await.unwrap();
+    assert_eq!(
+        tab.evaluate("pw.value").await.unwrap(),
+        json!("WWWWWWWWWWWW"),
+        "the value was typed into the form, not the popup"
+    );
+    let shot = tab.screenshot(&ScreenshotOptions::default()).await.unwrap();
+    let img = image::load_from_memory(&shot.image.data)
+        .unwrap()
+        .to_rgba8();
+    let (sx, sy) = (shot.scale.x, shot.scale.y);
+    // Inside the field, where the typed text is.
+    let px = img.get_pixel((40.0 * sx) as u32, (40.0 * sy) as u32).0;
+    assert_eq!(px, [96, 96, 96, 255], "the field is not masked");
+    tab.close().await.unwrap();
+}
