@@ -94,6 +94,9 @@ impl BrowserTab for FakeTab {
     async fn title(&self) -> Result<String> {
         Ok("fake".into())
     }
+    async fn focused_url(&self) -> Result<String> {
+        self.url().await
+    }
     fn cursor(&self) -> Option<Point> {
         None
     }
