@@ -810,6 +810,35 @@ mod tests {
     }
 
     #[test]
+    fn unscoped_secrets_take_the_start_sites_scope_unless_widened() {
+        let mut s = Secrets::new()
+            .with("a", "value-a")
+            .unwrap()
+            .with("b", "value-b")
+            .unwrap()
+            .with("c", "value-c")
+            .unwrap()
+            .scoped("b", &["other.example"])
+            .unwrap()
+            .scoped("c", &["*"])
+            .unwrap();
+        s.scope_rest_to("https://www.shop.example/login");
+        assert_eq!(s.domains("a"), ["shop.example"]);
+        assert_eq!(s.domains("b"), ["other.example"], "an explicit scope stays");
+        assert!(s.domains("c").is_empty(), "`*` is anywhere");
+        assert!(
+            s.substitute("<secret:a>", "https://pay.shop.example/")
+                .is_ok()
+        );
+        assert!(s.substitute("<secret:a>", "https://evil.test/").is_err());
+        assert!(s.substitute("<secret:c>", "https://evil.test/").is_ok());
+        // A start page without a host scopes nothing.
+        let mut t = Secrets::new().with("a", "value-a").unwrap();
+        t.scope_rest_to("about:blank");
+        assert!(t.domains("a").is_empty());
+    }
+
+    #[test]
     fn a_scoped_secret_is_typed_only_on_its_domains() {
         let s = secrets()
             .scoped("password", &["shop.example", "*.pay.example"])
