@@ -203,15 +203,13 @@ impl HistoryManager {
     /// Adds the screenshot of `step` and applies tier-1 compression, so the
     /// newest `keep_recent` screenshots keep their image.
     pub fn push_screenshot(&mut self, step: u32, image: Image, url: Option<String>) {
-        let mut record = WireRecord::Screenshot(WireScreenshot {
+        self.append(WireRecord::Screenshot(WireScreenshot {
             step,
             image: Some(image),
             compressed: false,
             url,
             tabs: Vec::new(),
-        });
-        self.scrub.apply(&mut record);
-        self.wire.push(record);
+        }));
         self.compress();
         self.condense();
     }
@@ -264,6 +262,12 @@ impl HistoryManager {
                 shot.compressed = true;
             })
             .is_some()
+    }
+
+    /// The one way a new record enters the wire: scrubbed, then appended.
+    fn append(&mut self, mut record: WireRecord) {
+        self.scrub.apply(&mut record);
+        self.wire.push(record);
     }
 
     /// Condenses the oldest `keep_turns` model turns into the leading
@@ -346,23 +350,18 @@ impl HistoryManager {
                 }
             }
         }
-        let mut record = WireRecord::Assistant(turn);
-        self.scrub.apply(&mut record);
-        self.wire.push(record);
+        self.append(WireRecord::Assistant(turn));
     }
 
     /// Records the answer to one tool call.
     pub fn push_tool_result(&mut self, result: ToolResult) {
-        let mut record = WireRecord::ToolResult(result);
-        self.scrub.apply(&mut record);
-        self.wire.push(record);
+        self.append(WireRecord::ToolResult(result));
     }
 
     /// Appends any record; screenshots go through tier-1 compression.
-    pub fn push(&mut self, mut record: WireRecord) {
+    pub fn push(&mut self, record: WireRecord) {
         let is_screenshot = matches!(record, WireRecord::Screenshot(_));
-        self.scrub.apply(&mut record);
-        self.wire.push(record);
+        self.append(record);
         if is_screenshot {
             self.compress();
             self.condense();

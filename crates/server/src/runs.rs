@@ -297,15 +297,16 @@ impl RunManager {
         };
         let shared = options.database_url.is_some();
         let prepared = off_thread(move || {
-            // Workers sharing a database may share a volume: the folder
-            // is then checked, not tightened, by the others' owner.
+            // Workers sharing a database may share the folder (a shared
+            // volume, which another worker's user may own): it is made if
+            // missing, neither checked nor tightened, and the store, not a
+            // lock file, coordinates them. A folder of one process is this
+            // user's alone.
             match shared {
                 false => store::own_dir(&data_dir)?,
                 true if !data_dir.exists() => store::private_dir(&data_dir)?,
                 true => {}
             }
-            // Workers sharing a database may share the folder (a shared
-            // volume): the store, not a lock file, coordinates them.
             let lock = match shared {
                 true => None,
                 false => Some(DataDirLock::acquire(&data_dir).map_err(|e| match e {

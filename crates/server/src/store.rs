@@ -412,48 +412,9 @@ impl RunDir {
     }
 }
 
-/// Makes `dir` a folder of this process's user's alone, safely: created
-/// 0700 when missing; an existing one must be a folder owned by this
-/// user, and when `dir` is a symbolic link the link must be this user's
-/// too; then it is made 0700. Another user's folder, or a link another
-/// user planted, is refused before anything is changed: what it holds (a
-/// `lock` or `runs` link to a file or folder of ours) would have this
-/// process truncate or chmod what it points to. (`lumen browser` checks
-/// its session folders the same way.)
-///
-/// # Errors
-/// [`std::io::ErrorKind::PermissionDenied`] naming the folder and the fix
-/// for a folder that is not this user's; the I/O error otherwise.
-pub fn own_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
-        builder.mode(0o700);
-        builder.create(dir)?;
-        let me = rustix::process::geteuid().as_raw();
-        let link = std::fs::symlink_metadata(dir)?;
-        let target = std::fs::metadata(dir)?;
-        if !target.is_dir() || link.uid() != me || target.uid() != me {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} is not a folder of this user's (another user owns it or a link to it): \
-                     remove it, or choose a data directory of your own",
-                    dir.display()
-                ),
-            ));
-        }
-        private_dir(dir)
-    }
-    #[cfg(not(unix))]
-    builder.create(dir)
-}
-
 /// The workspace's one maker of owner-only folders and files (0700, 0600):
 /// run folders hold the instructions, pages and screenshots of every client.
-pub use lumen_trace::{private_dir, private_file};
+pub use lumen_trace::{own_dir, private_dir, private_file};
 
 /// Tightens everything under `dir` to 0700 folders and 0600 files: what
 /// other writers put in a run folder (the facade's session snapshot,

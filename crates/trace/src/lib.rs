@@ -51,5 +51,5 @@ pub use folder::{Pricing, RenderOptions, Rendered, Trace, TraceError, render};
 pub use layout::{
     EVENTS, GIF, OPTIONS, REPORT, RESULT, SCREENSHOTS, SESSION, default_dir, screenshot_name, slug,
 };
-pub use private::{private_dir, private_file};
+pub use private::{NotOwned, own_dir, private_dir, private_file};
 pub use recorder::{ScreenshotFiles, jsonl_recorder};

@@ -26,6 +26,60 @@ pub fn private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
+/// Makes `dir` a folder of this process's user's alone, safely: created
+/// 0700 when missing; an existing one must be a folder owned by this
+/// user, and when `dir` is a symbolic link the link must be this user's
+/// too; then it is made 0700. Another user's folder, or a link another
+/// user planted, is refused before anything is changed: what it holds (a
+/// `lock` or `runs` link to a file or folder of ours) would have this
+/// process truncate or chmod what it points to. (The data directory of
+/// `lumen serve`, `ipc` and `mcp`, and `lumen browser`'s session folders.)
+///
+/// # Errors
+/// [`std::io::ErrorKind::PermissionDenied`] carrying [`NotOwned`] for a
+/// folder that is not this user's; the I/O error otherwise.
+pub fn own_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+        builder.mode(0o700);
+        builder.create(dir)?;
+        let me = rustix::process::geteuid().as_raw();
+        let link = fs::symlink_metadata(dir)?;
+        let target = fs::metadata(dir)?;
+        if !target.is_dir() || link.uid() != me || target.uid() != me {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                NotOwned(dir.to_path_buf()),
+            ));
+        }
+        private_dir(dir)
+    }
+    #[cfg(not(unix))]
+    builder.create(dir)
+}
+
+/// Why [`own_dir`] refused a folder: another user owns it, or the link to
+/// it (inside the `io::Error` it returns, for callers that word their own
+/// fix).
+#[derive(Debug)]
+pub struct NotOwned(pub std::path::PathBuf);
+
+impl std::fmt::Display for NotOwned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is not a folder of this user's (another user owns it or a link to it): \
+             remove it, or choose a folder of your own",
+            self.0.display()
+        )
+    }
+}
+
+impl std::error::Error for NotOwned {}
+
 /// Makes an existing file readable and writable by its owner only.
 ///
 /// # Errors

@@ -2,7 +2,6 @@
 //! the state file), asking it, finding a keeper whose start was interrupted
 //! by the lock every keeper holds, and ending it.
 
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -325,28 +324,19 @@ pub(in crate::direct) fn end(session: &str, state: Option<&State>) {
     tracing::debug!("a keeper of session {session} holds its lock; its folder stays");
 }
 
-/// Creates `dir` readable by its owner only (and makes it so if it exists).
+/// Creates `dir` readable by its owner only (and makes it so if it exists),
+/// by the workspace's one check ([`lumen_trace::own_dir`]): another user's
+/// folder (one made first in a shared temporary folder, or a link of theirs
+/// to one of ours) is not taken over; the user's own is made private.
 pub(in crate::direct) fn private_dir(dir: &std::path::Path) -> Result<(), CliError> {
-    let fail =
-        |e: std::io::Error| CliError::failure(format!("cannot create {}: {e}", dir.display()));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(fail)?;
-    // Another user's folder (one made first in a shared temporary folder,
-    // or a link of theirs to one of ours) is not taken over; the user's
-    // own is made private.
-    let link = std::fs::symlink_metadata(dir).map_err(fail)?;
-    let meta = std::fs::metadata(dir).map_err(fail)?;
-    if !meta.is_dir() || !mine(&link) || !mine(&meta) {
-        return Err(CliError::config(format!(
+    lumen_trace::own_dir(dir).map_err(|e| match e.get_ref() {
+        Some(why) if why.is::<lumen_trace::NotOwned>() => CliError::config(format!(
             "{} is not a folder of yours (another user made it): remove it, or set \
              LUMEN_STATE_DIR to a folder of your own",
             dir.display()
-        )));
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)
+        )),
+        _ => CliError::failure(format!("cannot create {}: {e}", dir.display())),
+    })
 }
 
 /// Whether `meta` belongs to this user.
